@@ -1,0 +1,150 @@
+import { Ajv, type ErrorObject } from 'ajv';
+
+/**
+ * The configuration catalogue: every environment setting the project reads, in one place.
+ * Nothing else in the code spells an environment variable name. Each entry is data, so the
+ * same list validates at boot, documents .env.example (a test keeps them equal) and the README.
+ */
+type Kind = 'string' | 'integer' | 'boolean' | 'list' | 'integer-list';
+
+interface Setting {
+  kind: Kind;
+  description: string;
+  default?: string;
+  /** Required settings have no default and must be present. */
+  required?: boolean;
+  minimum?: number;
+  maximum?: number;
+  enum?: readonly string[];
+  /** Never printed (logs, errors, start-up banners). */
+  secret?: boolean;
+}
+
+export const SETTINGS = {
+  API_PORT: { kind: 'integer', default: '3333', minimum: 0, maximum: 65535, description: 'HTTP port of the gateway.' },
+  API_HOST: { kind: 'string', default: '127.0.0.1', description: 'Address the gateway listens on (0.0.0.0 to expose it).' },
+  API_KEY: { kind: 'string', required: true, secret: true, description: 'Admin credential, sent as Authorization: Bearer <API_KEY>.' },
+  API_JWT_SECRET: { kind: 'string', required: true, secret: true, description: 'HS256 key that signs tenant tokens.' },
+  API_BASE_URL: { kind: 'string', default: '', description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).' },
+  AES_ENCRYPTION_SECRET: { kind: 'string', required: true, secret: true, description: 'Key material for AES-256-GCM encryption of credentials and delivery_metadata at rest.' },
+  AES_ENCRYPTION_SECRET_PREVIOUS: { kind: 'string', default: '', secret: true, description: 'Previous encryption secret, still readable during a key rotation.' },
+  TOPICS: { kind: 'list', default: '*', description: 'Comma-separated event topics a destination may subscribe to; * allows any topic.' },
+  MAX_DESTINATIONS_PER_TENANT: { kind: 'integer', default: '20', minimum: 1, description: 'Destinations one tenant may own.' },
+  DELIVERY_TIMEOUT_SECONDS: { kind: 'integer', default: '5', minimum: 1, maximum: 300, description: 'Upper bound of one delivery attempt.' },
+  RETRY_SCHEDULE: { kind: 'integer-list', default: '', description: 'Comma-separated delays in seconds between retries; overrides RETRY_INTERVAL_SECONDS.' },
+  RETRY_INTERVAL_SECONDS: { kind: 'integer', default: '30', minimum: 1, description: 'First retry delay; doubles each retry when RETRY_SCHEDULE is empty.' },
+  RETRY_MAX_LIMIT: { kind: 'integer', default: '10', minimum: 0, description: 'Retries after the first attempt.' },
+  ALERT_CONSECUTIVE_FAILURE_COUNT: { kind: 'integer', default: '20', minimum: 1, description: 'Consecutive failed attempts of a destination that raise an operator event.' },
+  ALERT_AUTO_DISABLE_DESTINATION: { kind: 'boolean', default: 'false', description: 'Disable a destination when it reaches ALERT_CONSECUTIVE_FAILURE_COUNT.' },
+  LOG_LEVEL: { kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino log level.' },
+  KAFKA_BROKERS: { kind: 'list', default: '127.0.0.1:9092', description: 'Comma-separated Kafka bootstrap brokers.' },
+  KAFKA_CLIENT_ID: { kind: 'string', default: 'switchyard', description: 'Kafka client id prefix; each service appends its name.' },
+  KAFKA_TOPIC_PREFIX: { kind: 'string', default: 'switchyard.', description: 'Prefix of every Kafka topic name (lets several deployments or test runs share a cluster).' },
+  KAFKA_PARTITIONS: { kind: 'integer', default: '12', minimum: 1, description: 'Partitions of each topic created by the service; the ceiling on consumers per group.' },
+  KAFKA_REPLICATION_FACTOR: { kind: 'integer', default: '1', minimum: 1, description: 'Replication factor of topics created by the service (3 in production).' },
+  DATABASE_URL: { kind: 'string', default: 'postgres://postgres@127.0.0.1:5432/switchyard', secret: true, description: 'Postgres connection string.' },
+  DATABASE_POOL_MAX: { kind: 'integer', default: '10', minimum: 1, description: 'Postgres connections per process.' },
+  WEBHOOK_HEADER_PREFIX: { kind: 'string', default: 'x-outpost-', description: 'Prefix of the metadata headers of webhook deliveries.' },
+  SENDER_TYPES: { kind: 'list', default: 'webhook', description: 'Destination types this sender process consumes (comma separated).' },
+} as const satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof SETTINGS;
+type ValueOf<S extends Setting> = S['kind'] extends 'integer'
+  ? number
+  : S['kind'] extends 'boolean'
+    ? boolean
+    : S['kind'] extends 'list'
+      ? readonly string[]
+      : S['kind'] extends 'integer-list'
+        ? readonly number[]
+        : string;
+export type Config = { readonly [K in SettingName]: ValueOf<(typeof SETTINGS)[K]> };
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  readonly retryable = false;
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.problems = problems;
+  }
+}
+
+const ajv = new Ajv({ allErrors: true, coerceTypes: false });
+
+function toValue(name: string, s: Setting, raw: string, problems: string[]): unknown {
+  const split = (v: string) =>
+    v
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '');
+  switch (s.kind) {
+    case 'integer':
+      return /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
+    case 'boolean': {
+      const v = raw.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(v)) return true;
+      if (['false', '0', 'no', 'off', ''].includes(v)) return false;
+      return raw;
+    }
+    case 'list':
+      return split(raw);
+    case 'integer-list':
+      return split(raw).map((x) => {
+        if (!/^\d+$/.test(x)) problems.push(`${name}: "${x}" is not a whole number of seconds`);
+        return Number(x);
+      });
+    default:
+      return raw;
+  }
+}
+
+function jsonSchemaOf(s: Setting): object {
+  switch (s.kind) {
+    case 'integer':
+      return { type: 'integer', minimum: s.minimum, maximum: s.maximum };
+    case 'boolean':
+      return { type: 'boolean' };
+    case 'list':
+      return { type: 'array', items: { type: 'string' } };
+    case 'integer-list':
+      return { type: 'array', items: { type: 'integer', minimum: 0 } };
+    default:
+      return s.enum ? { type: 'string', enum: s.enum } : { type: 'string', minLength: s.required ? 1 : 0 };
+  }
+}
+
+const validate = ajv.compile({
+  type: 'object',
+  properties: Object.fromEntries(Object.entries(SETTINGS).map(([k, s]) => [k, jsonSchemaOf(s)])),
+  required: Object.entries(SETTINGS)
+    .filter(([, s]) => 'required' in s && s.required)
+    .map(([k]) => k),
+});
+
+/** Reads, validates and freezes the configuration. Reports every problem at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(SETTINGS) as [string, Setting][]) {
+    const raw = env[name] ?? s.default;
+    if (raw === undefined) continue;
+    values[name] = toValue(name, s, raw, problems);
+  }
+  if (!validate(values)) {
+    for (const e of validate.errors as ErrorObject[]) {
+      const name = e.instancePath.split('/')[1] ?? (e.params as { missingProperty?: string }).missingProperty ?? '';
+      // Values are never echoed: some settings are secrets.
+      problems.push(`${name}: ${e.keyword === 'required' ? 'is required' : e.message}`);
+    }
+  }
+  if (problems.length) throw new ConfigError([...new Set(problems)]);
+  return Object.freeze(values) as Config;
+}
+
+/** A printable copy of the configuration with secrets masked. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(config).map(([k, v]) => [k, (SETTINGS as Record<string, Setting>)[k]?.secret ? '********' : v]),
+  );
+}

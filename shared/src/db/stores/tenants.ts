@@ -1,0 +1,71 @@
+import type { Knex } from 'knex';
+import type { Tenant } from '../../model/index.ts';
+
+interface TenantRow {
+  id: string;
+  metadata: Record<string, string> | null;
+  created_at: Date;
+  updated_at: Date;
+  destinations_count: number;
+  topics: string[] | null;
+}
+
+function toTenant(r: TenantRow): Tenant {
+  const t: Tenant = {
+    id: r.id,
+    destinations_count: r.destinations_count,
+    topics: [...new Set(r.topics ?? [])].sort(),
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+  if (r.metadata) t.metadata = r.metadata;
+  return t;
+}
+
+export class TenantStore {
+  private readonly db: Knex;
+  constructor(db: Knex) {
+    this.db = db;
+  }
+
+  private select(q: Knex | Knex.Transaction = this.db) {
+    return q('tenants as t').select(
+      't.id',
+      't.metadata',
+      't.created_at',
+      't.updated_at',
+      q.raw('(SELECT count(*) FROM destinations d WHERE d.tenant_id = t.id)::int AS destinations_count'),
+      q.raw('(SELECT array_agg(DISTINCT x) FROM destinations d, unnest(d.topics) x WHERE d.tenant_id = t.id) AS topics'),
+    );
+  }
+
+  /** Idempotent create; `created` tells whether this call made the row. Metadata, when given, replaces. */
+  async upsert(id: string, metadata?: Record<string, string>): Promise<{ tenant: Tenant; created: boolean }> {
+    return this.db.transaction(async (tx) => {
+      const inserted = await tx('tenants')
+        .insert({ id, metadata: metadata ? JSON.stringify(metadata) : null })
+        .onConflict('id')
+        .ignore()
+        .returning('id');
+      if (!inserted.length && metadata !== undefined) {
+        await tx('tenants').where({ id }).update({ metadata: JSON.stringify(metadata), updated_at: tx.fn.now() });
+      }
+      const row = (await this.select(tx).where('t.id', id).first()) as TenantRow;
+      return { tenant: toTenant(row), created: inserted.length > 0 };
+    });
+  }
+
+  async get(id: string): Promise<Tenant | null> {
+    const row = (await this.select().where('t.id', id).first()) as TenantRow | undefined;
+    return row ? toTenant(row) : null;
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return Boolean(await this.db('tenants').where({ id }).first('id'));
+  }
+
+  /** Deletes the tenant; its destinations go with it (ON DELETE CASCADE). */
+  async delete(id: string): Promise<boolean> {
+    return (await this.db('tenants').where({ id }).delete()) > 0;
+  }
+}

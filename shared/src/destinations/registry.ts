@@ -1,0 +1,31 @@
+import { DESTINATION_TYPES, type DestinationType } from '../kafka/topics.ts';
+import type { DestinationTypeDef } from './types/def.ts';
+import { rabbitmq, pubsub, servicebus, sqs } from './types/queues.ts';
+import { gateway, kinesis, s3 } from './types/streams.ts';
+import { webhook } from './types/webhook.ts';
+
+export type { DestinationTypeDef };
+
+/** The destination type registry: one declaration per type, in the order interface.md lists them. */
+export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = { webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub };
+
+export function isDestinationType(t: unknown): t is DestinationType {
+  return typeof t === 'string' && (DESTINATION_TYPES as readonly string[]).includes(t);
+}
+
+/** The public schema of a type, as served by GET /destination-types. */
+export function typeSchema(def: DestinationTypeDef) {
+  // interface.md names the regular expression `validation`; contract-details.md calls it `pattern`. Both are served.
+  const publicField = ({ writeOnly: _w, adminOnly: _a, ...f }: DestinationTypeDef['config_fields'][number]) =>
+    f.pattern ? { ...f, validation: f.pattern } : f;
+  return {
+    type: def.type,
+    label: def.label,
+    description: def.description,
+    icon: def.icon,
+    instructions: def.instructions,
+    ...(def.remote_setup_url ? { remote_setup_url: def.remote_setup_url } : {}),
+    config_fields: def.config_fields.map(publicField),
+    credential_fields: def.credential_fields.filter((f) => !f.writeOnly).map(publicField),
+  };
+}

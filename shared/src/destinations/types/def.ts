@@ -1,0 +1,50 @@
+import type { DestinationType } from '../../kafka/topics.ts';
+import type { FieldDef } from '../fields.ts';
+
+export interface DestinationTypeDef {
+  type: DestinationType;
+  label: string;
+  description: string;
+  /** SVG markup. */
+  icon: string;
+  /** Markdown shown beside the form. */
+  instructions: string;
+  remote_setup_url?: string;
+  config_fields: readonly FieldDef[];
+  credential_fields: readonly FieldDef[];
+  /** config is optional on create for this type (gateway). */
+  configOptional?: boolean;
+  /** credentials may be omitted or null on create (webhook). */
+  credentialsOptional?: boolean;
+  /** Human-readable target of a destination, shown as `target`. */
+  target(config: Record<string, unknown>): string;
+  /** `target_url`, where a console for the target exists. */
+  targetUrl?(config: Record<string, unknown>): string | undefined;
+}
+
+export const icon = (path: string) =>
+  `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" fill="none" stroke="currentColor" stroke-width="1.5">${path}</svg>`;
+
+export const awsKeyFields: FieldDef[] = [
+  { key: 'key', type: 'text', label: 'Access key ID', description: 'AWS access key id.', required: true },
+  { key: 'secret', type: 'text', label: 'Secret access key', description: 'AWS secret access key.', required: true, sensitive: true },
+  { key: 'session', type: 'text', label: 'Session token', description: 'Optional session token for temporary credentials.', required: false, sensitive: true },
+];
+
+export const endpointField = (what: string): FieldDef => ({
+  key: 'endpoint',
+  type: 'text',
+  label: 'Endpoint',
+  description: `Custom ${what} endpoint URL (for local emulators or compatible services).`,
+  required: false,
+  pattern: 'https?://.+',
+});
+
+export const regionField = (required: boolean): FieldDef => ({
+  key: 'region',
+  type: 'text',
+  label: 'Region',
+  description: 'Cloud region, for example us-east-1.',
+  required,
+  pattern: '[a-z0-9-]+',
+});

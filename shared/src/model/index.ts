@@ -1,0 +1,85 @@
+import type { DestinationType } from '../kafka/topics.ts';
+
+export type { DestinationType };
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export interface Tenant {
+  id: string;
+  destinations_count: number;
+  topics: string[];
+  metadata?: Record<string, string>;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A destination as the stores and the pipeline see it: secrets decrypted, never logged. */
+export interface Destination {
+  id: string;
+  tenant_id: string;
+  type: DestinationType;
+  topics: string[];
+  config: Record<string, unknown>;
+  credentials: Record<string, unknown>;
+  delivery_metadata: Record<string, string> | null;
+  metadata: Record<string, string> | null;
+  filter: JsonObject | null;
+  disabled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A published event, as written to the events topic (docs/schemas/event.schema.json). */
+export interface EventRecord {
+  id: string;
+  tenant_id: string;
+  topic: string;
+  time: string;
+  eligible_for_retry: boolean;
+  metadata: Record<string, unknown> | null;
+  data: JsonObject;
+  destination_id?: string | null;
+}
+
+/**
+ * One delivery of one event to one destination (docs/schemas/delivery.schema.json).
+ * The destination travels as a snapshot with its secrets still encrypted, so a sender needs no
+ * database round trip and nothing readable sits in Kafka.
+ */
+export interface DeliveryRecord {
+  event: EventRecord;
+  destination: DestinationSnapshot;
+  attempt_number: number;
+  manual: boolean;
+}
+
+export interface DestinationSnapshot {
+  id: string;
+  tenant_id: string;
+  type: DestinationType;
+  config: Record<string, unknown>;
+  /** Ciphertext (see crypto.ts) of the credentials JSON. */
+  credentials: string | null;
+  /** Ciphertext of the delivery_metadata JSON. */
+  delivery_metadata: string | null;
+}
+
+export type AttemptStatus = 'success' | 'failed';
+
+/** One delivery attempt (docs/schemas/attempt.schema.json); the attempts topic carries these. */
+export interface AttemptRecord {
+  id: string;
+  tenant_id: string;
+  destination_id: string;
+  destination_type: DestinationType;
+  event_id: string;
+  topic: string;
+  status: AttemptStatus;
+  /** 'OK', 'ERR' or the destination's HTTP status code. */
+  code: string;
+  response_data: Record<string, unknown> | null;
+  attempt_number: number;
+  manual: boolean;
+  time: string;
+  duration_ms: number;
+}
