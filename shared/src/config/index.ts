@@ -25,26 +25,105 @@ export const SETTINGS = {
   API_HOST: { kind: 'string', default: '127.0.0.1', description: 'Address the gateway listens on (0.0.0.0 to expose it).' },
   API_KEY: { kind: 'string', required: true, secret: true, description: 'Admin credential, sent as Authorization: Bearer <API_KEY>.' },
   API_JWT_SECRET: { kind: 'string', required: true, secret: true, description: 'HS256 key that signs tenant tokens.' },
-  API_BASE_URL: { kind: 'string', default: '', description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).' },
-  AES_ENCRYPTION_SECRET: { kind: 'string', required: true, secret: true, description: 'Key material for AES-256-GCM encryption of credentials and delivery_metadata at rest.' },
-  AES_ENCRYPTION_SECRET_PREVIOUS: { kind: 'string', default: '', secret: true, description: 'Previous encryption secret, still readable during a key rotation.' },
+  API_BASE_URL: {
+    kind: 'string',
+    default: '',
+    description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).',
+  },
+  AES_ENCRYPTION_SECRET: {
+    kind: 'string',
+    required: true,
+    secret: true,
+    description: 'Key material for AES-256-GCM encryption of credentials and delivery_metadata at rest.',
+  },
+  AES_ENCRYPTION_SECRET_PREVIOUS: {
+    kind: 'string',
+    default: '',
+    secret: true,
+    description: 'Previous encryption secret, still readable during a key rotation.',
+  },
   TOPICS: { kind: 'list', default: '*', description: 'Comma-separated event topics a destination may subscribe to; * allows any topic.' },
   MAX_DESTINATIONS_PER_TENANT: { kind: 'integer', default: '20', minimum: 1, description: 'Destinations one tenant may own.' },
-  DELIVERY_TIMEOUT_SECONDS: { kind: 'integer', default: '5', minimum: 1, maximum: 300, description: 'Upper bound of one delivery attempt.' },
-  RETRY_SCHEDULE: { kind: 'integer-list', default: '', description: 'Comma-separated delays in seconds between retries; overrides RETRY_INTERVAL_SECONDS.' },
-  RETRY_INTERVAL_SECONDS: { kind: 'integer', default: '30', minimum: 1, description: 'First retry delay; doubles each retry when RETRY_SCHEDULE is empty.' },
+  DELIVERY_TIMEOUT_SECONDS: {
+    kind: 'integer',
+    default: '5',
+    minimum: 1,
+    maximum: 300,
+    description: 'Upper bound of one delivery attempt.',
+  },
+  RETRY_SCHEDULE: {
+    kind: 'integer-list',
+    default: '',
+    description: 'Comma-separated delays in seconds between retries; overrides RETRY_INTERVAL_SECONDS.',
+  },
+  RETRY_INTERVAL_SECONDS: {
+    kind: 'integer',
+    default: '30',
+    minimum: 1,
+    description: 'First retry delay; doubles each retry when RETRY_SCHEDULE is empty.',
+  },
   RETRY_MAX_LIMIT: { kind: 'integer', default: '10', minimum: 0, description: 'Retries after the first attempt.' },
-  ALERT_CONSECUTIVE_FAILURE_COUNT: { kind: 'integer', default: '20', minimum: 1, description: 'Consecutive failed attempts of a destination that raise an operator event.' },
-  ALERT_AUTO_DISABLE_DESTINATION: { kind: 'boolean', default: 'false', description: 'Disable a destination when it reaches ALERT_CONSECUTIVE_FAILURE_COUNT.' },
-  LOG_LEVEL: { kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino log level.' },
+  ALERT_CONSECUTIVE_FAILURE_COUNT: {
+    kind: 'integer',
+    default: '20',
+    minimum: 1,
+    description: 'Consecutive failed attempts of a destination that raise an operator event.',
+  },
+  ALERT_AUTO_DISABLE_DESTINATION: {
+    kind: 'boolean',
+    default: 'false',
+    description: 'Disable a destination when it reaches ALERT_CONSECUTIVE_FAILURE_COUNT.',
+  },
+  LOG_LEVEL: {
+    kind: 'string',
+    default: 'info',
+    enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    description: 'pino log level.',
+  },
   KAFKA_BROKERS: { kind: 'list', default: '127.0.0.1:9092', description: 'Comma-separated Kafka bootstrap brokers.' },
   KAFKA_CLIENT_ID: { kind: 'string', default: 'switchyard', description: 'Kafka client id prefix; each service appends its name.' },
-  KAFKA_TOPIC_PREFIX: { kind: 'string', default: 'switchyard.', description: 'Prefix of every Kafka topic name (lets several deployments or test runs share a cluster).' },
-  KAFKA_PARTITIONS: { kind: 'integer', default: '12', minimum: 1, description: 'Partitions of each topic created by the service; the ceiling on consumers per group.' },
-  KAFKA_REPLICATION_FACTOR: { kind: 'integer', default: '1', minimum: 1, description: 'Replication factor of topics created by the service (3 in production).' },
-  DATABASE_URL: { kind: 'string', default: 'postgres://postgres@127.0.0.1:5432/switchyard', secret: true, description: 'Postgres connection string.' },
+  KAFKA_TOPIC_PREFIX: {
+    kind: 'string',
+    default: 'switchyard.',
+    description: 'Prefix of every Kafka topic name (lets several deployments or test runs share a cluster).',
+  },
+  KAFKA_PARTITIONS: {
+    kind: 'integer',
+    default: '12',
+    minimum: 1,
+    description: 'Partitions of each topic created by the service; the ceiling on consumers per group.',
+  },
+  KAFKA_REPLICATION_FACTOR: {
+    kind: 'integer',
+    default: '1',
+    minimum: 1,
+    description: 'Replication factor of topics created by the service (3 in production).',
+  },
+  DATABASE_URL: {
+    kind: 'string',
+    default: 'postgres://postgres@127.0.0.1:5432/switchyard',
+    secret: true,
+    description: 'Postgres connection string.',
+  },
   DATABASE_POOL_MAX: { kind: 'integer', default: '10', minimum: 1, description: 'Postgres connections per process.' },
   WEBHOOK_HEADER_PREFIX: { kind: 'string', default: 'x-outpost-', description: 'Prefix of the metadata headers of webhook deliveries.' },
+  WEBHOOK_SIGNATURE_MODE: {
+    kind: 'string',
+    default: 'standard',
+    enum: ['standard', 'compatible'],
+    description: 'standard: Standard Webhooks v1 (webhook-signature); compatible: x-outpost-signature v0=<hex>.',
+  },
+  WEBHOOK_RESPONSE_MAX_BYTES: {
+    kind: 'integer',
+    default: '8192',
+    minimum: 0,
+    description: 'Bytes of a destination response body kept in an attempt.',
+  },
+  EGRESS_ALLOW: {
+    kind: 'list',
+    default: '',
+    description: 'CIDRs or hosts deliveries may reach although not public (loopback, private ranges); empty allows public addresses only.',
+  },
   SENDER_TYPES: { kind: 'list', default: 'webhook', description: 'Destination types this sender process consumes (comma separated).' },
 } as const satisfies Record<string, Setting>;
 
@@ -144,7 +223,5 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** A printable copy of the configuration with secrets masked. */
 export function describeConfig(config: Config): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(config).map(([k, v]) => [k, (SETTINGS as Record<string, Setting>)[k]?.secret ? '********' : v]),
-  );
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, (SETTINGS as Record<string, Setting>)[k]?.secret ? '********' : v]));
 }

@@ -51,8 +51,10 @@ export function validateFields(fields: readonly FieldDef[], input: Record<string
           problems.push({ path, message: 'must be a string' });
           break;
         }
-        if (f.minlength !== undefined && v.length < f.minlength) problems.push({ path, message: `must be at least ${f.minlength} characters` });
-        if (f.maxlength !== undefined && v.length > f.maxlength) problems.push({ path, message: `must be at most ${f.maxlength} characters` });
+        if (f.minlength !== undefined && v.length < f.minlength)
+          problems.push({ path, message: `must be at least ${f.minlength} characters` });
+        if (f.maxlength !== undefined && v.length > f.maxlength)
+          problems.push({ path, message: `must be at most ${f.maxlength} characters` });
         if (f.pattern && !new RegExp(`^(?:${f.pattern})$`).test(v)) problems.push({ path, message: `must match ${f.pattern}` });
         if (f.type === 'select' && f.options && !f.options.some((o) => o.value === v)) {
           problems.push({ path, message: `must be one of ${f.options.map((o) => o.value).join(', ')}` });

@@ -7,7 +7,16 @@ import { webhook } from './types/webhook.ts';
 export type { DestinationTypeDef };
 
 /** The destination type registry: one declaration per type, in the order interface.md lists them. */
-export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = { webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub };
+export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = {
+  webhook,
+  sqs,
+  rabbitmq,
+  gateway,
+  kinesis,
+  servicebus,
+  s3,
+  pubsub,
+};
 
 export function isDestinationType(t: unknown): t is DestinationType {
   return typeof t === 'string' && (DESTINATION_TYPES as readonly string[]).includes(t);

@@ -32,7 +32,9 @@ export interface ConsumeOptions<T> {
   groupId: string;
   topics: TopicDef[];
   /** Our own faults throw (the record is redelivered); a destination's failure is data. */
-  handle(record: InRecord<T>): Promise<void>;
+  handle?(record: InRecord<T>): Promise<void>;
+  /** Alternative to handle: one call per fetched batch (for batched writes). */
+  handleBatch?(records: InRecord<T>[]): Promise<void>;
   fromBeginning?: boolean;
 }
 
@@ -65,6 +67,24 @@ function kafkaLogCreator(log: Logger) {
       else if (level === logLevel.WARN) log.warn(fields, message);
       else log.debug(fields, message);
     };
+}
+
+function toInRecord<T>(
+  topic: string,
+  partition: number,
+  m: { offset: string; key: Buffer | null; value: Buffer | null; headers?: Record<string, unknown>; timestamp: string },
+): InRecord<T> {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+  return {
+    topic,
+    partition,
+    offset: m.offset,
+    key: m.key?.toString() ?? '',
+    value: JSON.parse(m.value?.toString() ?? 'null') as T,
+    headers,
+    timestamp: Number(m.timestamp),
+  };
 }
 
 export function createKafkaBus(opts: KafkaBusOptions): Bus {
@@ -131,19 +151,24 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       await consumer.connect();
       for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: o.fromBeginning ?? true });
       await consumer.run({
-        autoCommit: true,
-        eachMessage: async ({ topic, partition, message }) => {
-          const headers: Record<string, string> = {};
-          for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-          await o.handle({
-            topic,
-            partition,
-            offset: message.offset,
-            key: message.key?.toString() ?? '',
-            value: JSON.parse(message.value?.toString() ?? 'null') as T,
-            headers,
-            timestamp: Number(message.timestamp),
-          });
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+          const records = batch.messages.map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+          if (o.handleBatch) {
+            await o.handleBatch(records);
+            const last = records.at(-1);
+            if (last) resolveOffset(last.offset);
+          } else if (o.handle) {
+            for (const r of records) {
+              if (!isRunning() || isStale()) break;
+              await o.handle(r);
+              resolveOffset(r.offset);
+              await heartbeat();
+            }
+          }
+          // Offsets are committed only after the work is done: a crash redelivers, never loses.
+          await commitOffsetsIfNecessary();
         },
       });
       const handle: BusConsumer = { close: () => consumer.disconnect() };

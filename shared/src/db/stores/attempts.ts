@@ -78,7 +78,19 @@ export class AttemptStore {
         { column: 'id', order: 'desc' },
       ])
       .limit(limit)
-      .select('id', 'tenant_id', 'destination_id', 'event_id', 'topic', 'status', 'code', 'response_data', 'attempt_number', 'manual', 'time')) as AttemptRow[];
+      .select(
+        'id',
+        'tenant_id',
+        'destination_id',
+        'event_id',
+        'topic',
+        'status',
+        'code',
+        'response_data',
+        'attempt_number',
+        'manual',
+        'time',
+      )) as AttemptRow[];
     return rows.map(toView);
   }
 }

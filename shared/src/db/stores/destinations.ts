@@ -94,9 +94,11 @@ export class DestinationStore {
   }
 
   async list(tenantId: string, opts: { type?: string[]; topics?: string[] } = {}): Promise<Destination[]> {
-    const q = this.db('destinations').where({ tenant_id: tenantId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    const q = this.db('destinations')
+      .where({ tenant_id: tenantId })
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     if (opts.type?.length) q.whereIn('type', opts.type);
-    if (opts.topics?.length) q.where((w) => w.whereRaw("topics && ?::text[]", [opts.topics as string[]]).orWhereRaw("'*' = ANY(topics)"));
+    if (opts.topics?.length) q.where((w) => w.whereRaw('topics && ?::text[]', [opts.topics as string[]]).orWhereRaw("'*' = ANY(topics)"));
     return ((await q) as DestinationRow[]).map((r) => this.toDestination(r));
   }
 

@@ -48,7 +48,9 @@ export class TenantStore {
         .ignore()
         .returning('id');
       if (!inserted.length && metadata !== undefined) {
-        await tx('tenants').where({ id }).update({ metadata: JSON.stringify(metadata), updated_at: tx.fn.now() });
+        await tx('tenants')
+          .where({ id })
+          .update({ metadata: JSON.stringify(metadata), updated_at: tx.fn.now() });
       }
       const row = (await this.select(tx).where('t.id', id).first()) as TenantRow;
       return { tenant: toTenant(row), created: inserted.length > 0 };

@@ -28,7 +28,14 @@ export const icon = (path: string) =>
 export const awsKeyFields: FieldDef[] = [
   { key: 'key', type: 'text', label: 'Access key ID', description: 'AWS access key id.', required: true },
   { key: 'secret', type: 'text', label: 'Secret access key', description: 'AWS secret access key.', required: true, sensitive: true },
-  { key: 'session', type: 'text', label: 'Session token', description: 'Optional session token for temporary credentials.', required: false, sensitive: true },
+  {
+    key: 'session',
+    type: 'text',
+    label: 'Session token',
+    description: 'Optional session token for temporary credentials.',
+    required: false,
+    sensitive: true,
+  },
 ];
 
 export const endpointField = (what: string): FieldDef => ({

@@ -5,9 +5,17 @@ export const sqs: DestinationTypeDef = {
   label: 'Amazon SQS',
   description: 'Send events to an Amazon SQS queue.',
   icon: icon('<rect x="3" y="6" width="18" height="12" rx="2"/><path d="M7 12h10"/>'),
-  instructions: '# Amazon SQS\n\nCreate a queue and an IAM user allowed to `sqs:SendMessage` on it. Event metadata becomes message attributes.',
+  instructions:
+    '# Amazon SQS\n\nCreate a queue and an IAM user allowed to `sqs:SendMessage` on it. Event metadata becomes message attributes.',
   config_fields: [
-    { key: 'queue_url', type: 'text', label: 'Queue URL', description: 'The URL of the SQS queue.', required: true, pattern: 'https?://.+' },
+    {
+      key: 'queue_url',
+      type: 'text',
+      label: 'Queue URL',
+      description: 'The URL of the SQS queue.',
+      required: true,
+      pattern: 'https?://.+',
+    },
     endpointField('SQS'),
     regionField(false),
   ],
@@ -23,7 +31,14 @@ export const rabbitmq: DestinationTypeDef = {
   icon: icon('<path d="M4 20V4h5v6h6V4h5v16z"/>'),
   instructions: '# RabbitMQ\n\nEvents are published to the exchange with the event topic as routing key; metadata becomes AMQP headers.',
   config_fields: [
-    { key: 'server_url', type: 'text', label: 'Server', description: 'host:port of the broker.', required: true, pattern: '[^\\s:/]+:\\d{1,5}' },
+    {
+      key: 'server_url',
+      type: 'text',
+      label: 'Server',
+      description: 'host:port of the broker.',
+      required: true,
+      pattern: '[^\\s:/]+:\\d{1,5}',
+    },
     { key: 'exchange', type: 'text', label: 'Exchange', description: 'Exchange to publish to.', required: true, maxlength: 255 },
     { key: 'tls', type: 'checkbox', label: 'TLS', description: 'Connect with TLS (amqps).', required: false, default: 'false' },
   ],
@@ -39,8 +54,11 @@ export const servicebus: DestinationTypeDef = {
   label: 'Azure Service Bus',
   description: 'Send events to an Azure Service Bus queue or topic.',
   icon: icon('<path d="M3 7h18M3 12h18M3 17h18"/>'),
-  instructions: '# Azure Service Bus\n\nCreate a queue or topic and a shared access policy with Send rights; paste its connection string. Metadata becomes application properties.',
-  config_fields: [{ key: 'name', type: 'text', label: 'Queue or topic', description: 'Name of the queue or topic.', required: true, maxlength: 260 }],
+  instructions:
+    '# Azure Service Bus\n\nCreate a queue or topic and a shared access policy with Send rights; paste its connection string. Metadata becomes application properties.',
+  config_fields: [
+    { key: 'name', type: 'text', label: 'Queue or topic', description: 'Name of the queue or topic.', required: true, maxlength: 260 },
+  ],
   credential_fields: [
     {
       key: 'connection_string',
@@ -60,14 +78,29 @@ export const pubsub: DestinationTypeDef = {
   label: 'Google Cloud Pub/Sub',
   description: 'Publish events to a Google Cloud Pub/Sub topic.',
   icon: icon('<circle cx="12" cy="12" r="3"/><circle cx="4" cy="6" r="2"/><circle cx="20" cy="6" r="2"/><circle cx="12" cy="21" r="2"/>'),
-  instructions: '# Google Cloud Pub/Sub\n\nCreate a topic and a service account with the Pub/Sub Publisher role; paste its JSON key. Metadata becomes message attributes.',
+  instructions:
+    '# Google Cloud Pub/Sub\n\nCreate a topic and a service account with the Pub/Sub Publisher role; paste its JSON key. Metadata becomes message attributes.',
   config_fields: [
-    { key: 'project_id', type: 'text', label: 'Project ID', description: 'Google Cloud project.', required: true, pattern: '[a-z][a-z0-9-]{4,28}[a-z0-9]' },
+    {
+      key: 'project_id',
+      type: 'text',
+      label: 'Project ID',
+      description: 'Google Cloud project.',
+      required: true,
+      pattern: '[a-z][a-z0-9-]{4,28}[a-z0-9]',
+    },
     { key: 'topic', type: 'text', label: 'Topic', description: 'Pub/Sub topic id.', required: true, maxlength: 255 },
     endpointField('Pub/Sub'),
   ],
   credential_fields: [
-    { key: 'service_account_json', type: 'text', label: 'Service account key', description: 'The JSON key file of the service account.', required: true, sensitive: true },
+    {
+      key: 'service_account_json',
+      type: 'text',
+      label: 'Service account key',
+      description: 'The JSON key file of the service account.',
+      required: true,
+      sensitive: true,
+    },
   ],
   target: (c) => `projects/${String(c.project_id ?? '')}/topics/${String(c.topic ?? '')}`,
 };

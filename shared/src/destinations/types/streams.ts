@@ -5,9 +5,17 @@ export const kinesis: DestinationTypeDef = {
   label: 'Amazon Kinesis',
   description: 'Put events into an Amazon Kinesis data stream.',
   icon: icon('<path d="M3 8c4-3 8 3 12 0s6 0 6 0M3 13c4-3 8 3 12 0s6 0 6 0M3 18c4-3 8 3 12 0s6 0 6 0"/>'),
-  instructions: '# Amazon Kinesis\n\nCreate a data stream and an IAM user allowed to `kinesis:PutRecord`. The partition key defaults to the event id.',
+  instructions:
+    '# Amazon Kinesis\n\nCreate a data stream and an IAM user allowed to `kinesis:PutRecord`. The partition key defaults to the event id.',
   config_fields: [
-    { key: 'stream_name', type: 'text', label: 'Stream name', description: 'Name of the data stream.', required: true, pattern: '[a-zA-Z0-9_.-]{1,128}' },
+    {
+      key: 'stream_name',
+      type: 'text',
+      label: 'Stream name',
+      description: 'Name of the data stream.',
+      required: true,
+      pattern: '[a-zA-Z0-9_.-]{1,128}',
+    },
     regionField(true),
     endpointField('Kinesis'),
     {
@@ -30,7 +38,14 @@ export const s3: DestinationTypeDef = {
   icon: icon('<ellipse cx="12" cy="6" rx="8" ry="3"/><path d="M4 6v12c0 1.7 3.6 3 8 3s8-1.3 8-3V6"/>'),
   instructions: '# Amazon S3\n\nCreate a bucket and an IAM user allowed to `s3:PutObject`. Metadata becomes object metadata.',
   config_fields: [
-    { key: 'bucket', type: 'text', label: 'Bucket', description: 'Bucket name.', required: true, pattern: '[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]' },
+    {
+      key: 'bucket',
+      type: 'text',
+      label: 'Bucket',
+      description: 'Bucket name.',
+      required: true,
+      pattern: '[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]',
+    },
     regionField(true),
     endpointField('S3'),
     {
@@ -64,6 +79,8 @@ export const gateway: DestinationTypeDef = {
   remote_setup_url: 'https://dashboard.hookdeck.com/connect',
   configOptional: true,
   config_fields: [],
-  credential_fields: [{ key: 'token', type: 'text', label: 'Token', description: 'Gateway source token.', required: true, sensitive: true }],
+  credential_fields: [
+    { key: 'token', type: 'text', label: 'Token', description: 'Gateway source token.', required: true, sensitive: true },
+  ],
   target: () => 'Event Gateway',
 };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { icon, type DestinationTypeDef } from './def.ts';
 
 export const webhook: DestinationTypeDef = {
@@ -27,8 +28,22 @@ export const webhook: DestinationTypeDef = {
     },
   ],
   credential_fields: [
-    { key: 'secret', type: 'text', label: 'Secret', description: 'Signing secret; generated when omitted.', required: false, adminOnly: true },
-    { key: 'previous_secret', type: 'text', label: 'Previous secret', description: 'The rotated-out secret, still signing until previous_secret_invalid_at.', required: false, adminOnly: true },
+    {
+      key: 'secret',
+      type: 'text',
+      label: 'Secret',
+      description: 'Signing secret; generated when omitted.',
+      required: false,
+      adminOnly: true,
+    },
+    {
+      key: 'previous_secret',
+      type: 'text',
+      label: 'Previous secret',
+      description: 'The rotated-out secret, still signing until previous_secret_invalid_at.',
+      required: false,
+      adminOnly: true,
+    },
     {
       key: 'previous_secret_invalid_at',
       type: 'text',
@@ -37,8 +52,20 @@ export const webhook: DestinationTypeDef = {
       required: false,
       adminOnly: true,
     },
-    { key: 'rotate_secret', type: 'checkbox', label: 'Rotate secret', description: 'Set to true to rotate the secret.', required: false, writeOnly: true },
+    {
+      key: 'rotate_secret',
+      type: 'checkbox',
+      label: 'Rotate secret',
+      description: 'Set to true to rotate the secret.',
+      required: false,
+      writeOnly: true,
+    },
   ],
   target: (c) => String(c.url ?? ''),
   targetUrl: (c) => (typeof c.url === 'string' ? c.url : undefined),
 };
+
+/** A new signing secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}

@@ -1,0 +1,65 @@
+// npm start: the whole service on this machine. Starts a local Kafka broker and Postgres (installing
+// them on first run), then every service as its own process, with prefixed logs. Ctrl-C stops all.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../shared/src/config/index.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const secretsFile = `${root}.tools/dev-secrets.env`;
+
+/** Development secrets are generated once and kept under .tools/, never committed. */
+function devSecrets(): Record<string, string> {
+  if (!existsSync(secretsFile)) {
+    mkdirSync(`${root}.tools`, { recursive: true });
+    const gen = () => randomBytes(24).toString('base64url');
+    writeFileSync(secretsFile, `API_KEY=${gen()}\nAPI_JWT_SECRET=${gen()}\nAES_ENCRYPTION_SECRET=${gen()}\n`, { mode: 0o600 });
+  }
+  return Object.fromEntries(
+    readFileSync(secretsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+const env: Record<string, string> = {
+  ...devSecrets(),
+  EGRESS_ALLOW: '127.0.0.0/8,::1/128',
+  ...(Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>),
+};
+const config = loadConfig(env); // fail fast, listing every problem
+
+if (!process.env.KAFKA_BROKERS) execFileSync('bash', [`${root}infra/kafka/kafka.sh`, 'start'], { stdio: 'inherit' });
+if (!process.env.DATABASE_URL) execFileSync('bash', [`${root}infra/postgres/pg.sh`, 'start'], { stdio: 'inherit' });
+
+const children: ChildProcess[] = [];
+function run(name: string, extra: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [`${root}services/${name}/src/main.ts`], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream) createInterface({ input: stream }).on('line', (line) => console.log(`${name.padEnd(8)} | ${line}`));
+  }
+  child.on('exit', (code, signal) => {
+    console.log(`${name.padEnd(8)} | exited (${signal ?? code})`);
+    if (!stopping) shutdown(1);
+  });
+  children.push(child);
+}
+
+let stopping = false;
+function shutdown(code: number) {
+  stopping = true;
+  for (const c of children) c.kill('SIGTERM');
+  setTimeout(() => process.exit(code), 10_000).unref();
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r))))).then(() => process.exit(code));
+}
+process.on('SIGINT', () => shutdown(0));
+process.on('SIGTERM', () => shutdown(0));
+
+run('attempts');
+run('router');
+run('sender');
+run('gateway');
+console.log(`\nSwitchyard is starting on http://${config.API_HOST}:${config.API_PORT}  (admin API key in ${secretsFile})\n`);

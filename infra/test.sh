@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test command (npm test): installs what is missing, starts a throwaway Kafka broker and Postgres
+# on free loopback ports, runs every tap suite against them, and stops them again, whatever happens.
+# Extra arguments go to tap (for example: npm test -- test/e2e/skeleton.test.ts).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+source infra/node.sh
+
+[ -d node_modules/kafkajs ] || npm ci --no-audit --no-fund
+
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+run=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-test.XXXXXX")
+chmod 755 "$run"
+export KAFKA_PORT=$(free_port) KAFKA_CONTROLLER_PORT=$(free_port) PG_PORT=$(free_port)
+export KAFKA_DATA_DIR="$run/kafka" PG_DATA_DIR="$run/pg" PG_FAST=1
+
+cleanup() {
+  bash infra/kafka/kafka.sh stop || true
+  bash infra/postgres/pg.sh stop || true
+  rm -rf "$run"
+}
+trap cleanup EXIT INT TERM
+
+bash infra/postgres/pg.sh start &
+pg_pid=$!
+bash infra/kafka/kafka.sh start
+wait "$pg_pid"
+
+export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/switchyard"
+export SWITCHYARD_TEST_RUN="$run"
+
+set +e
+tap --reporter=tap "$@" | tee "$run/tap.out" | node infra/tap-summary.ts
+status=${PIPESTATUS[0]}
+set -e
+exit "$status"

@@ -1,0 +1,78 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Config } from '@switchyard/shared/config/index.ts';
+import type { Cipher } from '@switchyard/shared/crypto.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import { AttemptStore } from '@switchyard/shared/db/stores/attempts.ts';
+import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
+import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import type { Logger } from '@switchyard/shared/log.ts';
+import { type Auth, createAuth, type Principal } from './auth.ts';
+import { registerErrorHandling } from './errors.ts';
+import { healthRoutes } from './routes/health.ts';
+import { publishRoutes } from './routes/publish.ts';
+import { tenantScopedRoutes } from './routes/tenant-scoped.ts';
+
+export interface GatewayDeps {
+  db: Knex;
+  cipher: Cipher;
+  producer: BusProducer;
+  logger: Logger;
+}
+
+/** Everything a route handler needs, built once per app. */
+export interface Ctx {
+  config: Config;
+  auth: Auth;
+  tenants: TenantStore;
+  destinations: DestinationStore;
+  attempts: AttemptStore;
+  producer: BusProducer;
+  db: Knex;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** Builds the gateway app; main.ts alone listens and handles signals, tests use app.inject(). */
+export async function build(config: Config, deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    disableRequestLogging: true,
+    // Report every validation problem at once; never silently drop or coerce unknown fields away.
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+  });
+  registerErrorHandling(app);
+
+  const ctx: Ctx = {
+    config,
+    auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
+    tenants: new TenantStore(deps.db),
+    destinations: new DestinationStore(deps.db, deps.cipher),
+    attempts: new AttemptStore(deps.db),
+    producer: deps.producer,
+    db: deps.db,
+  };
+
+  app.decorateRequest('principal', null as unknown as { getter: () => Principal });
+  // Every route but health needs a credential; the principal decides what it may touch.
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    if (req.routeOptions.config && (req.routeOptions.config as { public?: boolean }).public) return;
+    if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
+    req.principal = await ctx.auth.authenticate(req.headers.authorization);
+  });
+
+  await app.register(healthRoutes(ctx));
+  await app.register(publishRoutes(ctx), { prefix: '/api/v1' });
+  // Both path forms of interface.md serve the same handlers.
+  await app.register(tenantScopedRoutes(ctx), { prefix: '/api/v1/tenants/:tenant_id' });
+  await app.register(tenantScopedRoutes(ctx), { prefix: '/api/v1/:tenant_id' });
+  return app;
+}

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { createCipher } from '@switchyard/shared/crypto.ts';
+import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
+import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
+import type { Config } from '@switchyard/shared/config/index.ts';
+import { createTestDatabase, testConfig } from '@switchyard/shared/testing/index.ts';
+import { build } from '../src/app.ts';
+
+interface T {
+  teardown(fn: () => unknown): void;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+  db: Knex;
+  /** inject with the admin key unless another token is given. */
+  call(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
+}
+
+/** A gateway over a fresh Postgres database and unique Kafka topics. */
+export async function buildTestApp(t: T, overrides: Record<string, string> = {}): Promise<TestApp> {
+  const config = testConfig({ DATABASE_URL: await createTestDatabase(t), ...overrides });
+  const logger = createLogger('gateway-test', 'silent');
+  const db = createDb({ url: config.DATABASE_URL, poolMax: 4 });
+  await migrateLatest(db);
+  const bus = createKafkaBus({
+    brokers: config.KAFKA_BROKERS,
+    clientId: 'gateway-test',
+    topicPrefix: config.KAFKA_TOPIC_PREFIX,
+    partitions: 1,
+    replicationFactor: 1,
+    log: logger,
+  });
+  await bus.ensureTopics();
+  const producer = await bus.producer();
+  const app = await build(config, { db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
+  t.teardown(async () => {
+    await app.close();
+    await bus.close();
+    await db.destroy();
+  });
+  const call: TestApp['call'] = async (method, url, body, token = config.API_KEY) => {
+    const res = await app.inject({
+      method: method as 'GET',
+      url,
+      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: res.statusCode, body: res.body ? res.json() : undefined };
+  };
+  return { app, config, db, call };
+}

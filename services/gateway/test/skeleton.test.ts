@@ -1,0 +1,67 @@
+import t from 'tap';
+import { buildTestApp } from './helpers.ts';
+
+t.test('gateway basics', async (t) => {
+  const { app, call } = await buildTestApp(t);
+
+  t.test('healthz answers without credentials', async (t) => {
+    const r = await call('GET', '/healthz', undefined, null);
+    t.equal(r.status, 200);
+    t.equal(r.body.status, 'healthy');
+  });
+
+  t.test('missing or wrong credentials are 401 in the error shape', async (t) => {
+    const none = await call('PUT', '/api/v1/tenants/t1', undefined, null);
+    t.equal(none.status, 401);
+    t.same(none.body, { status: 401, code: 'UNAUTHORIZED', message: 'Missing or invalid credentials.' });
+    t.equal((await call('PUT', '/api/v1/tenants/t1', undefined, 'wrong')).status, 401);
+  });
+
+  t.test('tenant PUT is idempotent: 201 then 200, in both path forms', async (t) => {
+    const first = await call('PUT', '/api/v1/tenants/t1');
+    t.equal(first.status, 201);
+    t.match(first.body, { id: 't1', destinations_count: 0, topics: [] });
+    const again = await call('PUT', '/api/v1/t1');
+    t.equal(again.status, 200);
+    t.equal(again.body.created_at, first.body.created_at);
+  });
+
+  t.test('tenant ids that collide with fixed paths are refused', async (t) => {
+    const r = await call('PUT', '/api/v1/tenants/publish');
+    t.equal(r.status, 422);
+    t.equal(r.body.code, 'TENANT_ID_RESERVED');
+  });
+
+  t.test('malformed JSON is 400 and changes nothing', async (t) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/tenants/t1/destinations',
+      headers: { authorization: 'Bearer test-admin-key', 'content-type': 'application/json' },
+      payload: '{"type": "webhook",',
+    });
+    t.equal(res.statusCode, 400);
+    t.equal(res.json().code, 'INVALID_JSON');
+    t.same((await call('GET', '/api/v1/tenants/t1/destinations')).body, []);
+  });
+
+  t.test('destination validation lists every problem with its path', async (t) => {
+    const r = await call('POST', '/api/v1/tenants/t1/destinations', { type: 'webhook', topics: '*', config: { url: 'ftp://nope' }, credentials: { bogus: 1 } });
+    t.equal(r.status, 422);
+    t.equal(r.body.code, 'VALIDATION_FAILED');
+    const paths = r.body.data.map((p: { path: string }) => p.path).sort();
+    t.same(paths, ['body.config.url', 'body.credentials.bogus']);
+  });
+
+  t.test('unknown routes are 404 in the error shape', async (t) => {
+    const r = await call('GET', '/nope');
+    t.equal(r.status, 404);
+    t.equal(r.body.code, 'NOT_FOUND');
+  });
+
+  t.test('publish to an unknown tenant is 404; a non-object data is 422', async (t) => {
+    t.equal((await call('POST', '/api/v1/publish', { tenant_id: 'ghost', topic: 'a', data: {} })).status, 404);
+    const bad = await call('POST', '/api/v1/publish', { tenant_id: 't1', topic: 'a', data: [1, 2] });
+    t.equal(bad.status, 422);
+    t.match(bad.body.data, [{ path: 'body.data' }]);
+  });
+});
