@@ -9,9 +9,14 @@ import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerErrorHandling } from './errors.ts';
+import swagger from '@fastify/swagger';
+import { attemptRoutes } from './routes/attempts.ts';
+import { TENANT_PREFIXES } from './routes/common.ts';
+import { destinationRoutes } from './routes/destinations.ts';
 import { healthRoutes } from './routes/health.ts';
 import { publishRoutes } from './routes/publish.ts';
-import { tenantScopedRoutes } from './routes/tenant-scoped.ts';
+import { schemaRoutes } from './routes/schemas.ts';
+import { tenantListRoutes, tenantRoutes } from './routes/tenants.ts';
 
 export interface GatewayDeps {
   db: Knex;
@@ -35,6 +40,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
   }
+  interface FastifyInstance {
+    /** Every route registered, for the OpenAPI coverage test. */
+    routeTable: { method: string; url: string }[];
+  }
 }
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -50,6 +59,11 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
   });
   registerErrorHandling(app);
+  const routeTable: { method: string; url: string }[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) routeTable.push({ method, url: r.url });
+  });
 
   const ctx: Ctx = {
     config,
@@ -69,10 +83,26 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     req.principal = await ctx.auth.authenticate(req.headers.authorization);
   });
 
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Switchyard API', version: '1.0.0', description: 'Multi-tenant event delivery: tenants, destinations, publish, events and attempts.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The admin API key, or a tenant JWT from GET /api/v1/{tenant_id}/token.' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+
   await app.register(healthRoutes(ctx));
   await app.register(publishRoutes(ctx), { prefix: '/api/v1' });
-  // Both path forms of interface.md serve the same handlers.
-  await app.register(tenantScopedRoutes(ctx), { prefix: '/api/v1/tenants/:tenant_id' });
-  await app.register(tenantScopedRoutes(ctx), { prefix: '/api/v1/:tenant_id' });
+  await app.register(schemaRoutes(ctx), { prefix: '/api/v1' });
+  await app.register(tenantListRoutes(ctx), { prefix: '/api/v1' });
+  // Both path forms of interface.md serve the same handlers, and with a tenant token the tenant
+  // segment may be left out altogether.
+  for (const prefix of TENANT_PREFIXES) {
+    await app.register(tenantRoutes(ctx), { prefix });
+    await app.register(destinationRoutes(ctx), { prefix });
+    await app.register(attemptRoutes(ctx), { prefix });
+  }
   return app;
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AttemptRecord, EventRecord } from '../../model/index.ts';
+import { type Page, type PageRequest, paginate } from '../paging.ts';
 
 export interface AttemptView {
   id: string;
@@ -70,27 +71,11 @@ export class AttemptStore {
       .ignore();
   }
 
-  async listByDestination(tenantId: string, destinationId: string, limit = 100): Promise<AttemptView[]> {
-    const rows = (await this.db('attempts')
+  async listByDestination(tenantId: string, destinationId: string, page: PageRequest): Promise<Page<AttemptView>> {
+    const q = this.db('attempts')
       .where({ tenant_id: tenantId, destination_id: destinationId })
-      .orderBy([
-        { column: 'time', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(limit)
-      .select(
-        'id',
-        'tenant_id',
-        'destination_id',
-        'event_id',
-        'topic',
-        'status',
-        'code',
-        'response_data',
-        'attempt_number',
-        'manual',
-        'time',
-      )) as AttemptRow[];
-    return rows.map(toView);
+      .select('id', 'tenant_id', 'destination_id', 'event_id', 'topic', 'status', 'code', 'response_data', 'attempt_number', 'manual', 'time');
+    const res = await paginate<AttemptRow>(q, { ...page, column: 'time', idColumn: 'id', orderBy: 'time', toValue: (r) => r.time.toISOString() });
+    return { models: res.models.map(toView), pagination: res.pagination };
   }
 }

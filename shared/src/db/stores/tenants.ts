@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Tenant } from '../../model/index.ts';
+import { type Page, type PageRequest, paginate } from '../paging.ts';
 
 interface TenantRow {
   id: string;
@@ -64,6 +65,17 @@ export class TenantStore {
 
   async exists(id: string): Promise<boolean> {
     return Boolean(await this.db('tenants').where({ id }).first('id'));
+  }
+
+  async list(page: PageRequest): Promise<Page<Tenant>> {
+    const res = await paginate<TenantRow>(this.select(), {
+      ...page,
+      column: 't.created_at',
+      idColumn: 't.id',
+      orderBy: 'created_at',
+      toValue: (r) => r.created_at.toISOString(),
+    });
+    return { models: res.models.map(toTenant), pagination: res.pagination };
   }
 
   /** Deletes the tenant; its destinations go with it (ON DELETE CASCADE). */

@@ -1,0 +1,83 @@
+import { AppError, type Problem } from '@switchyard/shared/errors.ts';
+import { mask, validateFields } from '@switchyard/shared/destinations/fields.ts';
+import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
+import { mergePatch } from '@switchyard/shared/merge-patch.ts';
+import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
+import { validateFilter } from '@switchyard/shared/routing/match.ts';
+import type { Principal } from './auth.ts';
+
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Topics as stored: a list, `['*']` for all; each must be a configured topic unless TOPICS is `*`. */
+export function normalizeTopics(topics: string | string[], allowed: readonly string[], problems: Problem[]): string[] {
+  const list = typeof topics === 'string' ? [topics] : [...new Set(topics)];
+  if (list.includes('*')) return ['*'];
+  if (!allowed.includes('*')) {
+    for (const t of list) if (!allowed.includes(t)) problems.push({ path: 'body.topics', message: `"${t}" is not a configured topic` });
+  }
+  return list;
+}
+
+/** Checks config, credentials and filter of a (new or patched) destination of `type`. */
+export function checkDestination(
+  type: DestinationType,
+  d: { config: Record<string, unknown>; credentials: Record<string, unknown>; filter: Record<string, unknown> | null },
+  problems: Problem[],
+): void {
+  const def = REGISTRY[type];
+  problems.push(...validateFields(def.config_fields, d.config, 'body.config'));
+  problems.push(...validateFields(def.credential_fields, d.credentials, 'body.credentials'));
+  if (d.filter) problems.push(...validateFilter(d.filter));
+}
+
+/** Admin-only credential fields (the webhook secrets) may not be set with a tenant token. */
+export function checkCredentialRights(type: DestinationType, input: Record<string, unknown> | null | undefined, principal: Principal, problems: Problem[]) {
+  if (principal.kind === 'admin' || !input) return;
+  for (const f of REGISTRY[type].credential_fields) {
+    if (f.adminOnly && input[f.key] !== undefined) problems.push({ path: `body.credentials.${f.key}`, message: 'may only be set with the admin API key' });
+  }
+}
+
+/** Webhook credentials on create: a secret is generated when none is given. */
+export function initialCredentials(type: DestinationType, input: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...input };
+  if (type !== 'webhook') return out;
+  delete out.rotate_secret;
+  if (!out.secret) out.secret = generateWebhookSecret();
+  return out;
+}
+
+/**
+ * Credentials after a PATCH: merge-patched, with masked values sent back unchanged kept as they were
+ * (so a form can round-trip what GET returned), and webhook rotation applied.
+ */
+export function patchedCredentials(existing: Destination, patch: Record<string, unknown> | null, now: Date): Record<string, unknown> {
+  if (patch === null) patch = {};
+  const def = REGISTRY[existing.type];
+  const unmasked: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(patch)) {
+    const f = def.credential_fields.find((x) => x.key === k);
+    const current = existing.credentials[k];
+    unmasked[k] = f?.sensitive && current !== undefined && v === mask(current) ? current : v;
+  }
+  const rotate = unmasked.rotate_secret === true || unmasked.rotate_secret === 'true';
+  delete unmasked.rotate_secret;
+  const next = mergePatch(existing.credentials, unmasked) as Record<string, unknown>;
+  if (existing.type === 'webhook') {
+    if (rotate) {
+      next.previous_secret = existing.credentials.secret;
+      next.previous_secret_invalid_at = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS).toISOString();
+      next.secret = generateWebhookSecret();
+    }
+    if (!next.secret) next.secret = generateWebhookSecret();
+    if (next.previous_secret && !next.previous_secret_invalid_at) {
+      next.previous_secret_invalid_at = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS).toISOString();
+    }
+  }
+  return next;
+}
+
+export function fail(problems: Problem[]): void {
+  if (problems.length) throw AppError.validation(problems);
+}

@@ -1,0 +1,38 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '@switchyard/shared/errors.ts';
+import { requireTenantAccess } from '../auth.ts';
+import type { Ctx } from '../app.ts';
+
+/** Tenant-scoped routes are served under three prefixes: both path forms, and none (tenant from the token). */
+export const TENANT_PREFIXES = ['/api/v1/tenants/:tenant_id', '/api/v1/:tenant_id', '/api/v1'] as const;
+
+export type TenantReq = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string } }>;
+
+export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+export const idParam = { type: 'string', minLength: 1, maxLength: 255 } as const;
+
+/** The tenant a request addresses, checked against the caller's credential. */
+export function tenantOf(req: TenantReq): string {
+  const id = req.params.tenant_id ?? (req.principal.kind === 'tenant' ? req.principal.tenantId : undefined);
+  if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required with the admin API key' }]);
+  requireTenantAccess(req.principal, id);
+  return id;
+}
+
+/** As tenantOf, and the tenant must exist. */
+export async function existingTenant(ctx: Ctx, req: TenantReq): Promise<string> {
+  const id = tenantOf(req);
+  if (!(await ctx.tenants.exists(id))) throw new AppError('TENANT_NOT_FOUND');
+  return id;
+}
+
+/** Query values that may come as x=a, x=a&x=b, x[]=a or x[0]=a, as one list. */
+export function multi(query: Record<string, unknown>, name: string): string[] | undefined {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(query)) {
+    if (k === name || k === `${name}[]` || new RegExp(`^${name}\\[\\d+\\]$`).test(k)) {
+      for (const x of Array.isArray(v) ? v : [v]) if (typeof x === 'string' && x !== '') out.push(...x.split(','));
+    }
+  }
+  return out.length ? out : undefined;
+}

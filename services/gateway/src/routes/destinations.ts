@@ -1,0 +1,189 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError, type Problem } from '@switchyard/shared/errors.ts';
+import { newId } from '@switchyard/shared/ids.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { mergePatch } from '@switchyard/shared/merge-patch.ts';
+import type { DestinationType, JsonObject } from '@switchyard/shared/model/index.ts';
+import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import type { Ctx } from '../app.ts';
+import { checkCredentialRights, checkDestination, fail, initialCredentials, normalizeTopics, patchedCredentials } from '../destination-input.ts';
+import { destinationView } from '../destination-view.ts';
+import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
+
+const topicsSchema = { anyOf: [{ type: 'string', const: '*' }, { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 }, minItems: 1 }] } as const;
+const objectOrNull = { type: ['object', 'null'] } as const;
+
+const createBody = {
+  type: 'object',
+  required: ['type', 'topics'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', maxLength: 255, pattern: '^[A-Za-z0-9_.:-]*$' },
+    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    topics: topicsSchema,
+    config: { type: 'object' },
+    credentials: objectOrNull,
+    filter: objectOrNull,
+    delivery_metadata: stringMap,
+    metadata: stringMap,
+    disabled_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+} as const;
+
+const patchBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    topics: topicsSchema,
+    config: objectOrNull,
+    credentials: objectOrNull,
+    filter: objectOrNull,
+    delivery_metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'null'] } },
+    metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'null'] } },
+  },
+} as const;
+
+interface CreateBody {
+  id?: string;
+  type: DestinationType;
+  topics: string | string[];
+  config?: Record<string, unknown>;
+  credentials?: Record<string, unknown> | null;
+  filter?: JsonObject | null;
+  delivery_metadata?: Record<string, string>;
+  metadata?: Record<string, string>;
+  disabled_at?: string | null;
+}
+
+interface PatchBody {
+  type?: DestinationType;
+  topics?: string | string[];
+  config?: Record<string, unknown> | null;
+  credentials?: Record<string, unknown> | null;
+  filter?: JsonObject | null;
+  delivery_metadata?: Record<string, string | null> | null;
+  metadata?: Record<string, string | null> | null;
+}
+
+const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
+const tags = ['destinations'];
+
+export function destinationRoutes(ctx: Ctx) {
+  const load = async (req: TenantReq) => {
+    const tenantId = await existingTenant(ctx, req);
+    const d = await ctx.destinations.get(tenantId, req.params.destination_id ?? '');
+    if (!d) throw new AppError('DESTINATION_NOT_FOUND');
+    return d;
+  };
+  const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
+
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Record<string, unknown> }>(
+      '/destinations',
+      {
+        schema: {
+          tags,
+          summary: 'List destinations (not paged); filter by type and topics',
+          querystring: { type: 'object', additionalProperties: true, properties: { type: {}, topics: {} } },
+        },
+      },
+      async (req) => {
+        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const type = multi(req.query, 'type');
+        const problems: Problem[] = [];
+        for (const t of type ?? []) if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+        fail(problems);
+        const topics = multi(req.query, 'topics');
+        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map(destinationView);
+      },
+    );
+
+    app.post<{ Body: CreateBody }>('/destinations', { schema: { tags, summary: 'Create a destination', body: createBody } }, async (req, reply) => {
+      const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+      const body = req.body;
+      const def = REGISTRY[body.type];
+      const problems: Problem[] = [];
+      if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
+      if ((body.credentials === undefined || body.credentials === null) && !def.credentialsOptional) {
+        problems.push({ path: 'body.credentials', message: 'is required' });
+      }
+      checkCredentialRights(body.type, body.credentials, req.principal, problems);
+      const config = body.config ?? {};
+      const credentials = initialCredentials(body.type, body.credentials ?? {});
+      const filter = orNullIfEmpty(body.filter);
+      checkDestination(body.type, { config, credentials, filter }, problems);
+      const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
+      fail(problems);
+      if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
+        throw new AppError('DESTINATION_LIMIT_REACHED', `A tenant may have at most ${ctx.config.MAX_DESTINATIONS_PER_TENANT} destinations.`);
+      }
+      const id = body.id || newId();
+      if (await ctx.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
+      const created = await ctx.destinations.create({
+        id,
+        tenant_id: tenantId,
+        type: body.type,
+        topics,
+        config,
+        credentials,
+        delivery_metadata: orNullIfEmpty(body.delivery_metadata),
+        metadata: orNullIfEmpty(body.metadata),
+        filter,
+        disabled_at: body.disabled_at ?? null,
+      });
+      reply.status(201);
+      return destinationView(created);
+    });
+
+    app.get('/destinations/:destination_id', { schema: { tags, summary: 'Get a destination', params: destParams } }, async (req: TenantReq) =>
+      destinationView(await load(req)),
+    );
+
+    app.patch<{ Body: PatchBody }>(
+      '/destinations/:destination_id',
+      { schema: { tags, summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)', params: destParams, body: patchBody } },
+      async (req) => {
+        const existing = await load(req as unknown as TenantReq);
+        const body = req.body;
+        const problems: Problem[] = [];
+        if (body.type !== undefined && body.type !== existing.type) problems.push({ path: 'body.type', message: 'cannot be changed' });
+        checkCredentialRights(existing.type, body.credentials, req.principal, problems);
+        const config = body.config === undefined ? existing.config : (mergePatch(existing.config, body.config ?? {}) as Record<string, unknown>);
+        const credentials = body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
+        // The filter is replaced whole; {} or null clears it.
+        const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
+        checkDestination(existing.type, { config, credentials, filter }, problems);
+        const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
+        fail(problems);
+        const merged = <T>(current: T | null, patch: unknown) => (patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object));
+        const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {
+          topics,
+          config,
+          credentials,
+          filter,
+          metadata: merged(existing.metadata, body.metadata),
+          delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
+        });
+        if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+        return destinationView(updated);
+      },
+    );
+
+    app.delete('/destinations/:destination_id', { schema: { tags, summary: 'Delete a destination', params: destParams } }, async (req: TenantReq) => {
+      const d = await load(req);
+      await ctx.destinations.delete(d.tenant_id, d.id);
+      return { success: true };
+    });
+
+    for (const action of ['enable', 'disable'] as const) {
+      app.put(`/destinations/:destination_id/${action}`, { schema: { tags, summary: `${action} a destination`, params: destParams } }, async (req: TenantReq) => {
+        const d = await load(req);
+        const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
+        const updated = wanted === d.disabled_at ? d : await ctx.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
+        if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+        return destinationView(updated);
+      });
+    }
+  };
+}

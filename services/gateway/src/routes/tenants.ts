@@ -1,0 +1,114 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '@switchyard/shared/errors.ts';
+import { requireAdmin } from '../auth.ts';
+import type { Ctx } from '../app.ts';
+import { pageQuerySchema, pageRequest } from './paging.ts';
+import { existingTenant, idParam, stringMap, type TenantReq, tenantOf } from './common.ts';
+
+/** Tenant ids that would shadow a fixed path under /api/v1. */
+export const RESERVED_TENANT_IDS = new Set([
+  'tenants',
+  'publish',
+  'attempts',
+  'events',
+  'retry',
+  'destination-types',
+  'destinations',
+  'destination',
+  'topics',
+  'healthz',
+  'openapi.json',
+  'portal',
+  'token',
+  'docs',
+]);
+
+const tenantSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    destinations_count: { type: 'integer' },
+    topics: { type: 'array', items: { type: 'string' } },
+    metadata: stringMap,
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+export function tenantRoutes(ctx: Ctx) {
+  return async (app: FastifyInstance) => {
+    app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
+      '',
+      {
+        schema: {
+          tags: ['tenants'],
+          summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
+          params: { type: 'object', properties: { tenant_id: idParam } },
+          body: { type: ['object', 'null'], additionalProperties: false, properties: { metadata: stringMap } },
+          response: { 200: tenantSchema, 201: tenantSchema },
+        },
+      },
+      async (req, reply) => {
+        requireAdmin(req.principal);
+        const id = req.params.tenant_id;
+        if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
+        if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
+        const { tenant, created } = await ctx.tenants.upsert(id, req.body?.metadata);
+        reply.status(created ? 201 : 200);
+        return tenant;
+      },
+    );
+
+    app.get('', { schema: { tags: ['tenants'], summary: 'Get a tenant', response: { 200: tenantSchema } } }, async (req: TenantReq) => {
+      const tenant = await ctx.tenants.get(tenantOf(req));
+      if (!tenant) throw new AppError('TENANT_NOT_FOUND');
+      return tenant;
+    });
+
+    app.delete('', { schema: { tags: ['tenants'], summary: 'Delete a tenant and its destinations' } }, async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      if (!(await ctx.tenants.delete(tenantOf(req)))) throw new AppError('TENANT_NOT_FOUND');
+      return { success: true };
+    });
+
+    app.get('/token', { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)' } }, async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      const tenantId = await existingTenant(ctx, req);
+      return { token: await ctx.auth.issueTenantToken(tenantId), tenant_id: tenantId };
+    });
+
+    app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
+      '/portal',
+      {
+        schema: {
+          tags: ['tenants'],
+          summary: 'A portal URL carrying a tenant token (admin only)',
+          querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
+        },
+      },
+      async (req) => {
+        requireAdmin(req.principal);
+        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const url = new URL('/portal', ctx.config.API_BASE_URL || `http://${ctx.config.API_HOST}:${ctx.config.API_PORT}`);
+        url.searchParams.set('token', await ctx.auth.issueTenantToken(tenantId));
+        url.searchParams.set('tenant_id', tenantId);
+        if (req.query.theme) url.searchParams.set('theme', req.query.theme);
+        return { redirect_url: url.toString(), tenant_id: tenantId };
+      },
+    );
+  };
+}
+
+/** GET /api/v1/tenants: every tenant, cursor-paged (admin only). */
+export function tenantListRoutes(ctx: Ctx) {
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Record<string, string> }>(
+      '/tenants',
+      { schema: { tags: ['tenants'], summary: 'List tenants (admin only)', querystring: pageQuerySchema } },
+      async (req) => {
+        requireAdmin(req.principal);
+        return ctx.tenants.list(pageRequest(req.query));
+      },
+    );
+  };
+}

@@ -1,0 +1,188 @@
+import t from 'tap';
+import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { buildTestApp } from './helpers.ts';
+
+/** A valid create body for each type: required fields only. */
+export const VALID: Record<string, Record<string, unknown>> = {
+  webhook: { type: 'webhook', topics: '*', config: { url: 'https://example.com/hook' } },
+  sqs: { type: 'sqs', topics: '*', config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' }, credentials: { key: 'AKIAEXAMPLE', secret: 'sqs-secret-value-123' } },
+  rabbitmq: { type: 'rabbitmq', topics: '*', config: { server_url: 'mq.example.com:5672', exchange: 'events' }, credentials: { username: 'u', password: 'rabbit-password-1' } },
+  gateway: { type: 'gateway', topics: '*', credentials: { token: 'gw-token-abcdef123' } },
+  kinesis: { type: 'kinesis', topics: '*', config: { stream_name: 'events', region: 'us-east-1' }, credentials: { key: 'AKIAEXAMPLE', secret: 'kinesis-secret-123' } },
+  servicebus: { type: 'servicebus', topics: '*', config: { name: 'events' }, credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' } },
+  s3: { type: 's3', topics: '*', config: { bucket: 'my-bucket', region: 'us-east-1' }, credentials: { key: 'AKIAEXAMPLE', secret: 's3-secret-value-123' } },
+  pubsub: { type: 'pubsub', topics: '*', config: { project_id: 'my-project', topic: 'events' }, credentials: { service_account_json: '{"type":"service_account"}' } },
+};
+
+t.test('destinations', async (t) => {
+  const { call, db } = await buildTestApp(t, { TOPICS: 'user.created,user.deleted,order.paid', MAX_DESTINATIONS_PER_TENANT: '12' });
+  t.equal((await call('PUT', '/api/v1/tenants/acme')).status, 201);
+
+  t.test('every type: created with its required fields, each missing required field named', async (t) => {
+    for (const type of DESTINATION_TYPES) {
+      const created = await call('POST', '/api/v1/tenants/acme/destinations', VALID[type]);
+      t.equal(created.status, 201, `${type} created`);
+      t.equal(created.body.type, type);
+      t.equal(created.body.disabled_at, null);
+      const def = REGISTRY[type];
+      for (const f of def.config_fields.filter((f) => f.required)) {
+        const body = structuredClone(VALID[type]) as { config: Record<string, unknown> };
+        delete body.config[f.key];
+        const r = await call('POST', '/api/v1/tenants/acme/destinations', body);
+        t.equal(r.status, 422, `${type} without config.${f.key} is refused`);
+        t.match(r.body.data, [{ path: `body.config.${f.key}`, message: 'is required' }]);
+      }
+      for (const f of def.credential_fields.filter((f) => f.required)) {
+        const body = structuredClone(VALID[type]) as { credentials: Record<string, unknown> };
+        delete body.credentials[f.key];
+        const r = await call('POST', '/api/v1/tenants/acme/destinations', body);
+        t.equal(r.status, 422, `${type} without credentials.${f.key} is refused`);
+        t.match(r.body.data, [{ path: `body.credentials.${f.key}`, message: 'is required' }]);
+      }
+    }
+    // Clean up so later subtests have room under the limit.
+    for (const d of (await call('GET', '/api/v1/tenants/acme/destinations')).body) await call('DELETE', `/api/v1/tenants/acme/destinations/${d.id}`);
+  });
+
+  t.test('sensitive credentials are masked; the webhook secret is readable; no plaintext in the row', async (t) => {
+    const s3 = await call('POST', '/api/v1/tenants/acme/destinations', VALID.s3);
+    t.match(s3.body.credentials.secret, /^s3-s\*+$/, 'masked with a short prefix');
+    t.equal(s3.body.credentials.key, 'AKIAEXAMPLE', 'non-sensitive field readable');
+    const hook = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, delivery_metadata: { team: 'core-secret-team' } });
+    t.match(hook.body.credentials.secret, /^whsec_[A-Za-z0-9+/=]{40,}$/, 'webhook secret generated and readable');
+    const rows = await db('destinations').where({ tenant_id: 'acme' });
+    const raw = JSON.stringify(rows);
+    t.notMatch(raw, 's3-secret-value-123', 'S3 secret not stored in plaintext');
+    t.notMatch(raw, hook.body.credentials.secret, 'webhook secret not stored in plaintext');
+    t.notMatch(raw, 'core-secret-team', 'delivery_metadata not stored in plaintext');
+  });
+
+  t.test('caller-supplied ids, duplicates, and the per-tenant limit', async (t) => {
+    const mine = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'my-hook' });
+    t.equal(mine.status, 201);
+    t.equal(mine.body.id, 'my-hook');
+    t.equal((await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'my-hook' })).status, 409);
+    const count = (await call('GET', '/api/v1/tenants/acme/destinations')).body.length;
+    for (let i = count; i < 12; i++) t.equal((await call('POST', '/api/v1/acme/destinations', VALID.webhook)).status, 201);
+    const over = await call('POST', '/api/v1/acme/destinations', VALID.webhook);
+    t.equal(over.status, 400);
+    t.equal(over.body.code, 'DESTINATION_LIMIT_REACHED');
+  });
+});
+
+t.test('topics, filters, list filters, patch, enable/disable, delete', async (t) => {
+  const { call } = await buildTestApp(t, { TOPICS: 'user.created,user.deleted,order.paid' });
+  await call('PUT', '/api/v1/tenants/acme');
+
+  t.test('topics must be configured; * is kept as all', async (t) => {
+    const bad = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['user.created', 'nope'] });
+    t.equal(bad.status, 422);
+    t.match(bad.body.data, [{ path: 'body.topics', message: '"nope" is not a configured topic' }]);
+    const star = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: '*' });
+    t.same(star.body.topics, ['*']);
+  });
+
+  t.test('list filters by type and topics in every multi-value form', async (t) => {
+    await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'orders', topics: ['order.paid'] });
+    await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.sqs, id: 'users-q', topics: ['user.created'] });
+    const ids = async (qs: string) => ((await call('GET', `/api/v1/tenants/acme/destinations?${qs}`)).body as { id: string }[]).map((d) => d.id).sort();
+    t.same(await ids('type=sqs'), ['users-q']);
+    t.ok((await ids('type=webhook&type=sqs')).includes('users-q'));
+    t.ok((await ids('type[]=sqs')).includes('users-q'));
+    t.ok((await ids('type[0]=sqs&type[1]=webhook')).includes('orders'));
+    const byTopic = await ids('topics=order.paid');
+    t.ok(byTopic.includes('orders'), 'exact topic');
+    t.notOk(byTopic.includes('users-q'), 'other topic excluded');
+    t.equal((await call('GET', '/api/v1/tenants/acme/destinations?type=carrier-pigeon')).status, 422);
+  });
+
+  t.test('filters are validated', async (t) => {
+    const r = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, filter: { data: { amount: { $bogus: 1 } } } });
+    t.equal(r.status, 422);
+    t.ok(r.body.data.some((p: { path: string }) => p.path.startsWith('filter')));
+  });
+
+  t.test('PATCH merges config, credentials, metadata and delivery_metadata; replaces filter; refuses type change', async (t) => {
+    const d = (
+      await call('POST', '/api/v1/tenants/acme/destinations', {
+        ...VALID.webhook,
+        id: 'p1',
+        config: { url: 'https://example.com/a', custom_headers: { 'x-a': '1' } },
+        metadata: { name: 'one', team: 'core' },
+        delivery_metadata: { env: 'prod', region: 'eu' },
+        filter: { data: { kind: 'a' } },
+      })
+    ).body;
+    const url = '/api/v1/tenants/acme/destinations/p1';
+    let r = await call('PATCH', url, { config: { url: 'https://example.com/b' } });
+    t.same(r.body.config, { url: 'https://example.com/b', custom_headers: { 'x-a': '1' } }, 'update keeps siblings');
+    r = await call('PATCH', url, { config: { custom_headers: { 'x-b': '2' } } });
+    t.same(r.body.config.custom_headers, { 'x-a': '1', 'x-b': '2' }, 'add merges nested');
+    r = await call('PATCH', url, { config: { custom_headers: null } });
+    t.same(r.body.config, { url: 'https://example.com/b' }, 'null removes');
+    r = await call('PATCH', url, { metadata: {} });
+    t.same(r.body.metadata, { name: 'one', team: 'core' }, '{} is a no-op');
+    r = await call('PATCH', url, { metadata: { team: null, owner: 'ada' } });
+    t.same(r.body.metadata, { name: 'one', owner: 'ada' }, 'remove and add in one patch');
+    r = await call('PATCH', url, { delivery_metadata: { region: null } });
+    t.same(r.body.delivery_metadata, { env: 'prod' });
+    r = await call('PATCH', url, { topics: ['user.created'] });
+    t.same(r.body.filter, { data: { kind: 'a' } }, 'omitted filter unchanged');
+    t.same(r.body.metadata, { name: 'one', owner: 'ada' }, 'omitted metadata unchanged');
+    r = await call('PATCH', url, { filter: { topic: 'user.created' } });
+    t.same(r.body.filter, { topic: 'user.created' }, 'filter replaced whole');
+    r = await call('PATCH', url, { filter: {} });
+    t.notOk(r.body.filter, '{} clears the filter');
+    r = await call('PATCH', url, { filter: { topic: 'x' } });
+    r = await call('PATCH', url, { filter: null });
+    t.notOk(r.body.filter, 'null clears the filter');
+    r = await call('PATCH', url, { type: 'sqs' });
+    t.equal(r.status, 422, 'type is immutable');
+    r = await call('PATCH', url, { config: { url: null } });
+    t.equal(r.status, 422, 'removing a required field is refused');
+    t.equal((await call('GET', url)).body.config.url, 'https://example.com/b', 'a refused patch changed nothing');
+    t.equal(d.id, 'p1');
+  });
+
+  t.test('PATCH keeps masked credentials sent back unchanged, and rotates webhook secrets', async (t) => {
+    const s3 = (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.s3, id: 's3a' })).body;
+    const back = await call('PATCH', '/api/v1/tenants/acme/destinations/s3a', { credentials: s3.credentials, config: { bucket: 'other-bucket' } });
+    t.equal(back.status, 200);
+    t.same(back.body.credentials, s3.credentials, 'masked value round-trips without overwriting the secret');
+    const hook = (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'rot' })).body;
+    const rotated = await call('PATCH', '/api/v1/tenants/acme/destinations/rot', { credentials: { rotate_secret: true } });
+    t.equal(rotated.body.credentials.previous_secret, hook.credentials.secret, 'old secret becomes previous');
+    t.not(rotated.body.credentials.secret, hook.credentials.secret, 'a new secret');
+    const validFor = Date.parse(rotated.body.credentials.previous_secret_invalid_at) - Date.now();
+    t.ok(validFor > 23.9 * 3600_000 && validFor <= 24 * 3600_000, 'previous secret valid for 24 h');
+    t.notOk('rotate_secret' in rotated.body.credentials, 'rotate_secret is not stored');
+  });
+
+  t.test('enable and disable in both path forms; creation already disabled', async (t) => {
+    await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'ed' });
+    const off = await call('PUT', '/api/v1/tenants/acme/destinations/ed/disable');
+    t.ok(off.body.disabled_at);
+    t.equal((await call('PUT', '/api/v1/acme/destinations/ed/disable')).body.disabled_at, off.body.disabled_at, 'disabling twice keeps the time');
+    t.equal((await call('PUT', '/api/v1/acme/destinations/ed/enable')).body.disabled_at, null);
+    const pre = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, disabled_at: '2026-01-01T00:00:00Z' });
+    t.equal(pre.body.disabled_at, '2026-01-01T00:00:00.000Z');
+  });
+
+  t.test('delete, and 404s', async (t) => {
+    await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'gone' });
+    t.same((await call('DELETE', '/api/v1/acme/destinations/gone')).body, { success: true });
+    t.equal((await call('GET', '/api/v1/tenants/acme/destinations/gone')).status, 404);
+    t.equal((await call('DELETE', '/api/v1/tenants/acme/destinations/gone')).body.code, 'DESTINATION_NOT_FOUND');
+    t.equal((await call('GET', '/api/v1/tenants/nobody/destinations')).body.code, 'TENANT_NOT_FOUND');
+  });
+
+  t.test('deleting a tenant deletes its destinations', async (t) => {
+    await call('PUT', '/api/v1/tenants/temp');
+    await call('POST', '/api/v1/tenants/temp/destinations', VALID.webhook);
+    t.same((await call('DELETE', '/api/v1/temp')).body, { success: true });
+    t.equal((await call('GET', '/api/v1/tenants/temp')).status, 404);
+    await call('PUT', '/api/v1/tenants/temp');
+    t.same((await call('GET', '/api/v1/tenants/temp/destinations')).body, [], 'no destinations survive');
+  });
+});

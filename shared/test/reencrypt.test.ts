@@ -1,0 +1,52 @@
+import t from 'tap';
+import { createCipher } from '../src/crypto.ts';
+import { createDb, migrateLatest } from '../src/db/index.ts';
+import { reencryptAll } from '../src/db/reencrypt.ts';
+import { DestinationStore } from '../src/db/stores/destinations.ts';
+import { TenantStore } from '../src/db/stores/tenants.ts';
+import { createTestDatabase } from '../src/testing/index.ts';
+
+t.test('cipher round-trips, detects tampering and unknown keys', async (t) => {
+  const c = createCipher('key-a');
+  const sealed = c.encrypt('{"secret":"s3cr3t"}');
+  t.notMatch(sealed, 's3cr3t');
+  t.equal(c.decrypt(sealed), '{"secret":"s3cr3t"}');
+  t.not(c.encrypt('x'), c.encrypt('x'), 'a fresh IV every time');
+  const tampered = `${sealed.slice(0, -2)}${sealed.endsWith('A') ? 'B' : 'A'}A`;
+  t.throws(() => c.decrypt(tampered), 'GCM tag check fails on tampering');
+  t.throws(() => createCipher('key-b').decrypt(sealed), 'another key cannot read it');
+});
+
+t.test('key rotation: both keys readable during rotation, then every row on the new key', async (t) => {
+  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
+  t.teardown(() => db.destroy());
+  await migrateLatest(db);
+  await new TenantStore(db).upsert('acme');
+  const oldStore = new DestinationStore(db, createCipher('old-key'));
+  for (let i = 0; i < 7; i++) {
+    await oldStore.create({
+      id: `d${i}`,
+      tenant_id: 'acme',
+      type: 's3',
+      topics: ['*'],
+      config: { bucket: 'b', region: 'r' },
+      credentials: { key: 'k', secret: `secret-${i}` },
+      delivery_metadata: i % 2 ? { env: 'prod' } : null,
+      metadata: null,
+      filter: null,
+    });
+  }
+  const rotating = createCipher('new-key', ['old-key']);
+  const during = new DestinationStore(db, rotating);
+  t.equal((await during.get('acme', 'd3'))?.credentials.secret, 'secret-3', 'old rows readable during rotation');
+
+  const result = await reencryptAll(db, rotating, 3);
+  t.same(result, { scanned: 7, rewritten: 7 });
+  t.same(await reencryptAll(db, rotating, 3), { scanned: 7, rewritten: 0 }, 'running again changes nothing');
+
+  const after = new DestinationStore(db, createCipher('new-key'));
+  const all = await after.list('acme');
+  t.same(all.map((d) => d.credentials.secret).sort(), [0, 1, 2, 3, 4, 5, 6].map((i) => `secret-${i}`));
+  t.same(all.find((d) => d.id === 'd1')?.delivery_metadata, { env: 'prod' });
+  await t.rejects(new DestinationStore(db, createCipher('old-key')).get('acme', 'd1'), 'the old key alone no longer reads them');
+});
