@@ -37,7 +37,10 @@ if (!process.env.DATABASE_URL) execFileSync('bash', [`${root}infra/postgres/pg.s
 
 const children: ChildProcess[] = [];
 function run(name: string, extra: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [`${root}services/${name}/src/main.ts`], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [`${root}services/${name}/src/main.ts`], {
+    env: { ...env, ...extra },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   for (const stream of [child.stdout, child.stderr]) {
     if (stream) createInterface({ input: stream }).on('line', (line) => console.log(`${name.padEnd(8)} | ${line}`));
   }

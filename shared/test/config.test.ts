@@ -22,7 +22,15 @@ t.test('every problem is reported at once and no value is echoed', async (t) => 
   } catch (err) {
     t.ok(err instanceof ConfigError);
     const problems = (err as ConfigError).problems.join('\n');
-    for (const name of ['API_PORT', 'LOG_LEVEL', 'RETRY_SCHEDULE', 'ALERT_AUTO_DISABLE_DESTINATION', 'API_KEY', 'API_JWT_SECRET', 'AES_ENCRYPTION_SECRET']) {
+    for (const name of [
+      'API_PORT',
+      'LOG_LEVEL',
+      'RETRY_SCHEDULE',
+      'ALERT_AUTO_DISABLE_DESTINATION',
+      'API_KEY',
+      'API_JWT_SECRET',
+      'AES_ENCRYPTION_SECRET',
+    ]) {
       t.match(problems, name, `${name} is named`);
     }
     t.notMatch(problems, 'eighty', 'values are not echoed');
@@ -36,5 +44,9 @@ t.test('describeConfig masks secrets', async (t) => {
 });
 
 t.test('.env.example documents every setting of the catalogue', async (t) => {
-  t.equal(readFileSync(new URL('../../.env.example', import.meta.url), 'utf8'), renderEnvExample(), 'run: node infra/env-example.ts > .env.example');
+  t.equal(
+    readFileSync(new URL('../../.env.example', import.meta.url), 'utf8'),
+    renderEnvExample(),
+    'run: node infra/env-example.ts > .env.example',
+  );
 });

@@ -12,7 +12,10 @@ t.test('every error code is documented in docs/errors.md with its status', async
 
 t.test('docs/errors.md lists no code the catalogue lacks', async (t) => {
   const documented = [...doc.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((m) => m[1]);
-  t.same(documented.filter((c) => !(c as string in ERRORS)), []);
+  t.same(
+    documented.filter((c) => !((c as string) in ERRORS)),
+    [],
+  );
 });
 
 t.test('errors carry code, status and retryable; the body has one shape', async (t) => {
@@ -20,6 +23,11 @@ t.test('errors carry code, status and retryable; the body has one shape', async 
   t.equal(e.code, 'VALIDATION_FAILED');
   t.equal(e.status, 422);
   t.equal(e.retryable, false);
-  t.same(errorBody(e), { status: 422, code: 'VALIDATION_FAILED', message: 'The request is invalid.', data: [{ path: 'body.topic', message: 'is required' }] });
+  t.same(errorBody(e), {
+    status: 422,
+    code: 'VALIDATION_FAILED',
+    message: 'The request is invalid.',
+    data: [{ path: 'body.topic', message: 'is required' }],
+  });
   t.same(errorBody(new AppError('TENANT_NOT_FOUND')), { status: 404, code: 'TENANT_NOT_FOUND', message: 'Tenant not found.' });
 });

@@ -46,7 +46,10 @@ t.test('key rotation: both keys readable during rotation, then every row on the 
 
   const after = new DestinationStore(db, createCipher('new-key'));
   const all = await after.list('acme');
-  t.same(all.map((d) => d.credentials.secret).sort(), [0, 1, 2, 3, 4, 5, 6].map((i) => `secret-${i}`));
+  t.same(
+    all.map((d) => d.credentials.secret).sort(),
+    [0, 1, 2, 3, 4, 5, 6].map((i) => `secret-${i}`),
+  );
   t.same(all.find((d) => d.id === 'd1')?.delivery_metadata, { env: 'prod' });
   await t.rejects(new DestinationStore(db, createCipher('old-key')).get('acme', 'd1'), 'the old key alone no longer reads them');
 });

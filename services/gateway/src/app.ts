@@ -86,8 +86,16 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Switchyard API', version: '1.0.0', description: 'Multi-tenant event delivery: tenants, destinations, publish, events and attempts.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'The admin API key, or a tenant JWT from GET /api/v1/{tenant_id}/token.' } } },
+      info: {
+        title: 'Switchyard API',
+        version: '1.0.0',
+        description: 'Multi-tenant event delivery: tenants, destinations, publish, events and attempts.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'The admin API key, or a tenant JWT from GET /api/v1/{tenant_id}/token.' },
+        },
+      },
       security: [{ bearer: [] }],
     },
   });

@@ -32,10 +32,16 @@ export function checkDestination(
 }
 
 /** Admin-only credential fields (the webhook secrets) may not be set with a tenant token. */
-export function checkCredentialRights(type: DestinationType, input: Record<string, unknown> | null | undefined, principal: Principal, problems: Problem[]) {
+export function checkCredentialRights(
+  type: DestinationType,
+  input: Record<string, unknown> | null | undefined,
+  principal: Principal,
+  problems: Problem[],
+) {
   if (principal.kind === 'admin' || !input) return;
   for (const f of REGISTRY[type].credential_fields) {
-    if (f.adminOnly && input[f.key] !== undefined) problems.push({ path: `body.credentials.${f.key}`, message: 'may only be set with the admin API key' });
+    if (f.adminOnly && input[f.key] !== undefined)
+      problems.push({ path: `body.credentials.${f.key}`, message: 'may only be set with the admin API key' });
   }
 }
 

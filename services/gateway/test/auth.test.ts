@@ -6,7 +6,11 @@ t.test('tenant tokens', async (t) => {
   const { call, config } = await buildTestApp(t, { API_BASE_URL: 'https://hooks.example.com' });
   await call('PUT', '/api/v1/tenants/acme');
   await call('PUT', '/api/v1/tenants/other');
-  const other = await call('POST', '/api/v1/tenants/other/destinations', { type: 'webhook', topics: '*', config: { url: 'https://example.com/o' } });
+  const other = await call('POST', '/api/v1/tenants/other/destinations', {
+    type: 'webhook',
+    topics: '*',
+    config: { url: 'https://example.com/o' },
+  });
 
   const issued = await call('GET', '/api/v1/acme/token');
   t.equal(issued.status, 200);
@@ -20,7 +24,12 @@ t.test('tenant tokens', async (t) => {
   t.test('own tenant: both path forms and the inferred form', async (t) => {
     t.equal((await call('GET', '/api/v1/tenants/acme', undefined, token)).status, 200);
     t.equal((await call('GET', '/api/v1/acme/destinations', undefined, token)).status, 200);
-    const created = await call('POST', '/api/v1/destinations', { type: 'webhook', topics: '*', config: { url: 'https://example.com/mine' } }, token);
+    const created = await call(
+      'POST',
+      '/api/v1/destinations',
+      { type: 'webhook', topics: '*', config: { url: 'https://example.com/mine' } },
+      token,
+    );
     t.equal(created.status, 201, 'tenant inferred from the token');
     t.equal(created.body.tenant_id, 'acme');
     t.equal((await call('GET', '/api/v1/destinations', undefined, token)).body.length, 1);
@@ -47,10 +56,20 @@ t.test('tenant tokens', async (t) => {
   });
 
   t.test('a tenant token may rotate but not set the webhook secret', async (t) => {
-    const d = await call('POST', '/api/v1/destinations', { type: 'webhook', topics: '*', config: { url: 'https://example.com/x' }, credentials: { secret: 'whsec_mine' } }, token);
+    const d = await call(
+      'POST',
+      '/api/v1/destinations',
+      { type: 'webhook', topics: '*', config: { url: 'https://example.com/x' }, credentials: { secret: 'whsec_mine' } },
+      token,
+    );
     t.equal(d.status, 422);
     t.match(d.body.data, [{ path: 'body.credentials.secret' }]);
-    const ok = await call('POST', '/api/v1/destinations', { type: 'webhook', topics: '*', config: { url: 'https://example.com/y' } }, token);
+    const ok = await call(
+      'POST',
+      '/api/v1/destinations',
+      { type: 'webhook', topics: '*', config: { url: 'https://example.com/y' } },
+      token,
+    );
     const rot = await call('PATCH', `/api/v1/destinations/${ok.body.id}`, { credentials: { rotate_secret: true } }, token);
     t.equal(rot.status, 200);
     t.equal(rot.body.credentials.previous_secret, ok.body.credentials.secret);
@@ -58,16 +77,33 @@ t.test('tenant tokens', async (t) => {
       const r = await call('PATCH', `/api/v1/destinations/${ok.body.id}`, { credentials: { [key]: 'x' } }, token);
       t.equal(r.status, 422, `${key} refused`);
     }
-    const admin = await call('POST', '/api/v1/tenants/acme/destinations', { type: 'webhook', topics: '*', config: { url: 'https://example.com/z' }, credentials: { secret: 'whsec_chosen' } });
+    const admin = await call('POST', '/api/v1/tenants/acme/destinations', {
+      type: 'webhook',
+      topics: '*',
+      config: { url: 'https://example.com/z' },
+      credentials: { secret: 'whsec_chosen' },
+    });
     t.equal(admin.body.credentials.secret, 'whsec_chosen', 'the admin key may set it');
   });
 
   t.test('expired, forged and malformed tokens are 401', async (t) => {
     const key = new TextEncoder().encode(config.API_JWT_SECRET);
     const past = Math.floor(Date.now() / 1000) - 25 * 3600;
-    const expired = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer(claims.iss).setSubject('acme').setIssuedAt(past).setExpirationTime(past + 24 * 3600).sign(key);
+    const expired = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(claims.iss)
+      .setSubject('acme')
+      .setIssuedAt(past)
+      .setExpirationTime(past + 24 * 3600)
+      .sign(key);
     t.equal((await call('GET', '/api/v1/tenants/acme', undefined, expired)).status, 401, 'expired');
-    const forged = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer(claims.iss).setSubject('acme').setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode('wrong-secret-wrong-secret'));
+    const forged = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer(claims.iss)
+      .setSubject('acme')
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode('wrong-secret-wrong-secret'));
     t.equal((await call('GET', '/api/v1/tenants/acme', undefined, forged)).status, 401, 'wrong key');
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"acme"}').toString('base64url')}.`;
     t.equal((await call('GET', '/api/v1/tenants/acme', undefined, none)).status, 401, 'alg none');
@@ -90,15 +126,27 @@ t.test('admin tenant listing is cursor-paged', async (t) => {
   const { call } = await buildTestApp(t);
   for (let i = 0; i < 5; i++) await call('PUT', `/api/v1/tenants/tenant-${i}`);
   const first = await call('GET', '/api/v1/tenants?limit=2&dir=asc');
-  t.same(first.body.models.map((m: { id: string }) => m.id), ['tenant-0', 'tenant-1']);
+  t.same(
+    first.body.models.map((m: { id: string }) => m.id),
+    ['tenant-0', 'tenant-1'],
+  );
   t.equal(first.body.pagination.prev, null, 'no prev on the first page');
   const second = await call('GET', `/api/v1/tenants?limit=2&dir=asc&next=${first.body.pagination.next}`);
-  t.same(second.body.models.map((m: { id: string }) => m.id), ['tenant-2', 'tenant-3']);
+  t.same(
+    second.body.models.map((m: { id: string }) => m.id),
+    ['tenant-2', 'tenant-3'],
+  );
   const third = await call('GET', `/api/v1/tenants?limit=2&dir=asc&next=${second.body.pagination.next}`);
-  t.same(third.body.models.map((m: { id: string }) => m.id), ['tenant-4']);
+  t.same(
+    third.body.models.map((m: { id: string }) => m.id),
+    ['tenant-4'],
+  );
   t.equal(third.body.pagination.next, null, 'no next on the last page');
   const back = await call('GET', `/api/v1/tenants?limit=2&dir=asc&prev=${third.body.pagination.prev}`);
-  t.same(back.body.models.map((m: { id: string }) => m.id), ['tenant-2', 'tenant-3']);
+  t.same(
+    back.body.models.map((m: { id: string }) => m.id),
+    ['tenant-2', 'tenant-3'],
+  );
   t.equal((await call('GET', '/api/v1/tenants?next=garbage')).status, 422);
   t.equal((await call('GET', '/api/v1/tenants?limit=0')).status, 422);
 });

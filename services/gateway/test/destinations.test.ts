@@ -6,13 +6,43 @@ import { buildTestApp } from './helpers.ts';
 /** A valid create body for each type: required fields only. */
 export const VALID: Record<string, Record<string, unknown>> = {
   webhook: { type: 'webhook', topics: '*', config: { url: 'https://example.com/hook' } },
-  sqs: { type: 'sqs', topics: '*', config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' }, credentials: { key: 'AKIAEXAMPLE', secret: 'sqs-secret-value-123' } },
-  rabbitmq: { type: 'rabbitmq', topics: '*', config: { server_url: 'mq.example.com:5672', exchange: 'events' }, credentials: { username: 'u', password: 'rabbit-password-1' } },
+  sqs: {
+    type: 'sqs',
+    topics: '*',
+    config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+    credentials: { key: 'AKIAEXAMPLE', secret: 'sqs-secret-value-123' },
+  },
+  rabbitmq: {
+    type: 'rabbitmq',
+    topics: '*',
+    config: { server_url: 'mq.example.com:5672', exchange: 'events' },
+    credentials: { username: 'u', password: 'rabbit-password-1' },
+  },
   gateway: { type: 'gateway', topics: '*', credentials: { token: 'gw-token-abcdef123' } },
-  kinesis: { type: 'kinesis', topics: '*', config: { stream_name: 'events', region: 'us-east-1' }, credentials: { key: 'AKIAEXAMPLE', secret: 'kinesis-secret-123' } },
-  servicebus: { type: 'servicebus', topics: '*', config: { name: 'events' }, credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' } },
-  s3: { type: 's3', topics: '*', config: { bucket: 'my-bucket', region: 'us-east-1' }, credentials: { key: 'AKIAEXAMPLE', secret: 's3-secret-value-123' } },
-  pubsub: { type: 'pubsub', topics: '*', config: { project_id: 'my-project', topic: 'events' }, credentials: { service_account_json: '{"type":"service_account"}' } },
+  kinesis: {
+    type: 'kinesis',
+    topics: '*',
+    config: { stream_name: 'events', region: 'us-east-1' },
+    credentials: { key: 'AKIAEXAMPLE', secret: 'kinesis-secret-123' },
+  },
+  servicebus: {
+    type: 'servicebus',
+    topics: '*',
+    config: { name: 'events' },
+    credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' },
+  },
+  s3: {
+    type: 's3',
+    topics: '*',
+    config: { bucket: 'my-bucket', region: 'us-east-1' },
+    credentials: { key: 'AKIAEXAMPLE', secret: 's3-secret-value-123' },
+  },
+  pubsub: {
+    type: 'pubsub',
+    topics: '*',
+    config: { project_id: 'my-project', topic: 'events' },
+    credentials: { service_account_json: '{"type":"service_account"}' },
+  },
 };
 
 t.test('destinations', async (t) => {
@@ -42,14 +72,18 @@ t.test('destinations', async (t) => {
       }
     }
     // Clean up so later subtests have room under the limit.
-    for (const d of (await call('GET', '/api/v1/tenants/acme/destinations')).body) await call('DELETE', `/api/v1/tenants/acme/destinations/${d.id}`);
+    for (const d of (await call('GET', '/api/v1/tenants/acme/destinations')).body)
+      await call('DELETE', `/api/v1/tenants/acme/destinations/${d.id}`);
   });
 
   t.test('sensitive credentials are masked; the webhook secret is readable; no plaintext in the row', async (t) => {
     const s3 = await call('POST', '/api/v1/tenants/acme/destinations', VALID.s3);
     t.match(s3.body.credentials.secret, /^s3-s\*+$/, 'masked with a short prefix');
     t.equal(s3.body.credentials.key, 'AKIAEXAMPLE', 'non-sensitive field readable');
-    const hook = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, delivery_metadata: { team: 'core-secret-team' } });
+    const hook = await call('POST', '/api/v1/tenants/acme/destinations', {
+      ...VALID.webhook,
+      delivery_metadata: { team: 'core-secret-team' },
+    });
     t.match(hook.body.credentials.secret, /^whsec_[A-Za-z0-9+/=]{40,}$/, 'webhook secret generated and readable');
     const rows = await db('destinations').where({ tenant_id: 'acme' });
     const raw = JSON.stringify(rows);
@@ -86,7 +120,8 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
   t.test('list filters by type and topics in every multi-value form', async (t) => {
     await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'orders', topics: ['order.paid'] });
     await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.sqs, id: 'users-q', topics: ['user.created'] });
-    const ids = async (qs: string) => ((await call('GET', `/api/v1/tenants/acme/destinations?${qs}`)).body as { id: string }[]).map((d) => d.id).sort();
+    const ids = async (qs: string) =>
+      ((await call('GET', `/api/v1/tenants/acme/destinations?${qs}`)).body as { id: string }[]).map((d) => d.id).sort();
     t.same(await ids('type=sqs'), ['users-q']);
     t.ok((await ids('type=webhook&type=sqs')).includes('users-q'));
     t.ok((await ids('type[]=sqs')).includes('users-q'));
@@ -147,7 +182,10 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
 
   t.test('PATCH keeps masked credentials sent back unchanged, and rotates webhook secrets', async (t) => {
     const s3 = (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.s3, id: 's3a' })).body;
-    const back = await call('PATCH', '/api/v1/tenants/acme/destinations/s3a', { credentials: s3.credentials, config: { bucket: 'other-bucket' } });
+    const back = await call('PATCH', '/api/v1/tenants/acme/destinations/s3a', {
+      credentials: s3.credentials,
+      config: { bucket: 'other-bucket' },
+    });
     t.equal(back.status, 200);
     t.same(back.body.credentials, s3.credentials, 'masked value round-trips without overwriting the secret');
     const hook = (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'rot' })).body;
@@ -163,7 +201,11 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'ed' });
     const off = await call('PUT', '/api/v1/tenants/acme/destinations/ed/disable');
     t.ok(off.body.disabled_at);
-    t.equal((await call('PUT', '/api/v1/acme/destinations/ed/disable')).body.disabled_at, off.body.disabled_at, 'disabling twice keeps the time');
+    t.equal(
+      (await call('PUT', '/api/v1/acme/destinations/ed/disable')).body.disabled_at,
+      off.body.disabled_at,
+      'disabling twice keeps the time',
+    );
     t.equal((await call('PUT', '/api/v1/acme/destinations/ed/enable')).body.disabled_at, null);
     const pre = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, disabled_at: '2026-01-01T00:00:00Z' });
     t.equal(pre.body.disabled_at, '2026-01-01T00:00:00.000Z');

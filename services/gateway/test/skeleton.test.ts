@@ -45,7 +45,12 @@ t.test('gateway basics', async (t) => {
   });
 
   t.test('destination validation lists every problem with its path', async (t) => {
-    const r = await call('POST', '/api/v1/tenants/t1/destinations', { type: 'webhook', topics: '*', config: { url: 'ftp://nope' }, credentials: { bogus: 1 } });
+    const r = await call('POST', '/api/v1/tenants/t1/destinations', {
+      type: 'webhook',
+      topics: '*',
+      config: { url: 'ftp://nope' },
+      credentials: { bogus: 1 },
+    });
     t.equal(r.status, 422);
     t.equal(r.body.code, 'VALIDATION_FAILED');
     const paths = r.body.data.map((p: { path: string }) => p.path).sort();

@@ -24,7 +24,8 @@ export function encodeCursor(c: CursorData): string {
 export function decodeCursor(s: string, param: string): CursorData {
   try {
     const c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as CursorData;
-    if (typeof c.v === 'string' && typeof c.id === 'string' && (c.w === 'n' || c.w === 'p') && !Number.isNaN(Date.parse(c.v))) return c;
+    const timestamp = /^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d{1,6})?([+-]\d\d(:?\d\d)?|Z)?$/;
+    if (typeof c.v === 'string' && timestamp.test(c.v) && typeof c.id === 'string' && (c.w === 'n' || c.w === 'p')) return c;
   } catch {
     // fall through
   }
@@ -45,11 +46,13 @@ export interface Page<T> {
 
 /**
  * Runs `q` (already filtered) one page at a time. `column` is the sort column (a timestamp) and
- * `idColumn` the tiebreaker; `toValue` reads the sort value back out of a row.
+ * `idColumn` the tiebreaker. Cursors carry the timestamp as Postgres prints it, to the microsecond:
+ * a JavaScript Date would round to milliseconds and repeat or skip rows at page edges.
  */
 export async function paginate<R extends { id: string }>(
+  db: Knex,
   q: Knex.QueryBuilder,
-  opts: PageRequest & { column: string; idColumn: string; orderBy: string; toValue(row: R): string },
+  opts: PageRequest & { column: string; idColumn: string; orderBy: string },
 ): Promise<Page<R>> {
   if (opts.next && opts.prev) throw AppError.validation([{ path: 'query.next', message: 'next and prev cannot be combined' }]);
   const cursor = opts.next ? decodeCursor(opts.next, 'next') : opts.prev ? decodeCursor(opts.prev, 'prev') : undefined;
@@ -64,7 +67,13 @@ export async function paginate<R extends { id: string }>(
     { column: opts.column, order: readDir },
     { column: opts.idColumn, order: readDir },
   ]).limit(opts.limit + 1);
-  const rows = (await q) as R[];
+  q.select(db.raw(`${opts.column}::text AS _cursor`));
+  const rows = (await q) as (R & { _cursor?: string })[];
+  const cursorOf = new Map<R, string>();
+  for (const r of rows) {
+    cursorOf.set(r, r._cursor as string);
+    delete r._cursor;
+  }
   const more = rows.length > opts.limit;
   const page = rows.slice(0, opts.limit);
   if (backwards) page.reverse();
@@ -78,8 +87,8 @@ export async function paginate<R extends { id: string }>(
       order_by: opts.orderBy,
       dir: opts.dir,
       limit: opts.limit,
-      next: hasNext && last ? encodeCursor({ v: opts.toValue(last), id: last.id, w: 'n' }) : null,
-      prev: hasPrev && first ? encodeCursor({ v: opts.toValue(first), id: first.id, w: 'p' }) : null,
+      next: hasNext && last ? encodeCursor({ v: cursorOf.get(last) as string, id: last.id, w: 'n' }) : null,
+      prev: hasPrev && first ? encodeCursor({ v: cursorOf.get(first) as string, id: first.id, w: 'p' }) : null,
     },
   };
 }

@@ -9,7 +9,10 @@ import { reencryptAll } from './reencrypt.ts';
 const config = loadConfig();
 const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
 try {
-  const { scanned, rewritten } = await reencryptAll(db, createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]));
+  const { scanned, rewritten } = await reencryptAll(
+    db,
+    createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]),
+  );
   console.log(`re-encrypted ${rewritten} of ${scanned} destinations under the current key`);
 } finally {
   await db.destroy();

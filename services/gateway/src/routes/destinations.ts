@@ -6,11 +6,23 @@ import { mergePatch } from '@switchyard/shared/merge-patch.ts';
 import type { DestinationType, JsonObject } from '@switchyard/shared/model/index.ts';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
-import { checkCredentialRights, checkDestination, fail, initialCredentials, normalizeTopics, patchedCredentials } from '../destination-input.ts';
+import {
+  checkCredentialRights,
+  checkDestination,
+  fail,
+  initialCredentials,
+  normalizeTopics,
+  patchedCredentials,
+} from '../destination-input.ts';
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
 
-const topicsSchema = { anyOf: [{ type: 'string', const: '*' }, { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 }, minItems: 1 }] } as const;
+const topicsSchema = {
+  anyOf: [
+    { type: 'string', const: '*' },
+    { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 }, minItems: 1 },
+  ],
+} as const;
 const objectOrNull = { type: ['object', 'null'] } as const;
 
 const createBody = {
@@ -92,71 +104,91 @@ export function destinationRoutes(ctx: Ctx) {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
         const type = multi(req.query, 'type');
         const problems: Problem[] = [];
-        for (const t of type ?? []) if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+        for (const t of type ?? [])
+          if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
         fail(problems);
         const topics = multi(req.query, 'topics');
         return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map(destinationView);
       },
     );
 
-    app.post<{ Body: CreateBody }>('/destinations', { schema: { tags, summary: 'Create a destination', body: createBody } }, async (req, reply) => {
-      const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-      const body = req.body;
-      const def = REGISTRY[body.type];
-      const problems: Problem[] = [];
-      if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
-      if ((body.credentials === undefined || body.credentials === null) && !def.credentialsOptional) {
-        problems.push({ path: 'body.credentials', message: 'is required' });
-      }
-      checkCredentialRights(body.type, body.credentials, req.principal, problems);
-      const config = body.config ?? {};
-      const credentials = initialCredentials(body.type, body.credentials ?? {});
-      const filter = orNullIfEmpty(body.filter);
-      checkDestination(body.type, { config, credentials, filter }, problems);
-      const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
-      fail(problems);
-      if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
-        throw new AppError('DESTINATION_LIMIT_REACHED', `A tenant may have at most ${ctx.config.MAX_DESTINATIONS_PER_TENANT} destinations.`);
-      }
-      const id = body.id || newId();
-      if (await ctx.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
-      const created = await ctx.destinations.create({
-        id,
-        tenant_id: tenantId,
-        type: body.type,
-        topics,
-        config,
-        credentials,
-        delivery_metadata: orNullIfEmpty(body.delivery_metadata),
-        metadata: orNullIfEmpty(body.metadata),
-        filter,
-        disabled_at: body.disabled_at ?? null,
-      });
-      reply.status(201);
-      return destinationView(created);
-    });
+    app.post<{ Body: CreateBody }>(
+      '/destinations',
+      { schema: { tags, summary: 'Create a destination', body: createBody } },
+      async (req, reply) => {
+        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const body = req.body;
+        const def = REGISTRY[body.type];
+        const problems: Problem[] = [];
+        if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
+        if ((body.credentials === undefined || body.credentials === null) && !def.credentialsOptional) {
+          problems.push({ path: 'body.credentials', message: 'is required' });
+        }
+        checkCredentialRights(body.type, body.credentials, req.principal, problems);
+        const config = body.config ?? {};
+        const credentials = initialCredentials(body.type, body.credentials ?? {});
+        const filter = orNullIfEmpty(body.filter);
+        checkDestination(body.type, { config, credentials, filter }, problems);
+        const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
+        fail(problems);
+        if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
+          throw new AppError(
+            'DESTINATION_LIMIT_REACHED',
+            `A tenant may have at most ${ctx.config.MAX_DESTINATIONS_PER_TENANT} destinations.`,
+          );
+        }
+        const id = body.id || newId();
+        if (await ctx.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
+        const created = await ctx.destinations.create({
+          id,
+          tenant_id: tenantId,
+          type: body.type,
+          topics,
+          config,
+          credentials,
+          delivery_metadata: orNullIfEmpty(body.delivery_metadata),
+          metadata: orNullIfEmpty(body.metadata),
+          filter,
+          disabled_at: body.disabled_at ?? null,
+        });
+        reply.status(201);
+        return destinationView(created);
+      },
+    );
 
-    app.get('/destinations/:destination_id', { schema: { tags, summary: 'Get a destination', params: destParams } }, async (req: TenantReq) =>
-      destinationView(await load(req)),
+    app.get(
+      '/destinations/:destination_id',
+      { schema: { tags, summary: 'Get a destination', params: destParams } },
+      async (req: TenantReq) => destinationView(await load(req)),
     );
 
     app.patch<{ Body: PatchBody }>(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)', params: destParams, body: patchBody } },
+      {
+        schema: {
+          tags,
+          summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)',
+          params: destParams,
+          body: patchBody,
+        },
+      },
       async (req) => {
         const existing = await load(req as unknown as TenantReq);
         const body = req.body;
         const problems: Problem[] = [];
         if (body.type !== undefined && body.type !== existing.type) problems.push({ path: 'body.type', message: 'cannot be changed' });
         checkCredentialRights(existing.type, body.credentials, req.principal, problems);
-        const config = body.config === undefined ? existing.config : (mergePatch(existing.config, body.config ?? {}) as Record<string, unknown>);
-        const credentials = body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
+        const config =
+          body.config === undefined ? existing.config : (mergePatch(existing.config, body.config ?? {}) as Record<string, unknown>);
+        const credentials =
+          body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
         // The filter is replaced whole; {} or null clears it.
         const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
         checkDestination(existing.type, { config, credentials, filter }, problems);
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
-        const merged = <T>(current: T | null, patch: unknown) => (patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object));
+        const merged = <T>(current: T | null, patch: unknown) =>
+          patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object);
         const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {
           topics,
           config,
@@ -170,20 +202,28 @@ export function destinationRoutes(ctx: Ctx) {
       },
     );
 
-    app.delete('/destinations/:destination_id', { schema: { tags, summary: 'Delete a destination', params: destParams } }, async (req: TenantReq) => {
-      const d = await load(req);
-      await ctx.destinations.delete(d.tenant_id, d.id);
-      return { success: true };
-    });
+    app.delete(
+      '/destinations/:destination_id',
+      { schema: { tags, summary: 'Delete a destination', params: destParams } },
+      async (req: TenantReq) => {
+        const d = await load(req);
+        await ctx.destinations.delete(d.tenant_id, d.id);
+        return { success: true };
+      },
+    );
 
     for (const action of ['enable', 'disable'] as const) {
-      app.put(`/destinations/:destination_id/${action}`, { schema: { tags, summary: `${action} a destination`, params: destParams } }, async (req: TenantReq) => {
-        const d = await load(req);
-        const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
-        const updated = wanted === d.disabled_at ? d : await ctx.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
-        if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
-        return destinationView(updated);
-      });
+      app.put(
+        `/destinations/:destination_id/${action}`,
+        { schema: { tags, summary: `${action} a destination`, params: destParams } },
+        async (req: TenantReq) => {
+          const d = await load(req);
+          const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
+          const updated = wanted === d.disabled_at ? d : await ctx.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
+          if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+          return destinationView(updated);
+        },
+      );
     }
   };
 }

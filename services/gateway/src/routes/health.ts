@@ -15,6 +15,11 @@ export function healthRoutes(ctx: Ctx) {
       reply.status(healthy ? 200 : 503);
       return { status: healthy ? 'healthy' : 'failed', checks };
     };
-    for (const url of ['/healthz', '/api/v1/healthz']) app.get(url, { config: { public: true }, schema: { tags: ['health'], summary: 'Liveness and dependencies; no credential needed' } }, handler);
+    for (const url of ['/healthz', '/api/v1/healthz'])
+      app.get(
+        url,
+        { config: { public: true }, schema: { tags: ['health'], summary: 'Liveness and dependencies; no credential needed' } },
+        handler,
+      );
   };
 }

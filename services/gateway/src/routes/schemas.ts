@@ -41,7 +41,11 @@ export function schemaRoutes(ctx: Ctx) {
     const tags = ['schemas'];
     const all = Object.values(REGISTRY).map(typeSchema);
     for (const prefix of ['', '/:tenant_id']) {
-      app.get(`${prefix}/destination-types`, { schema: { tags, summary: 'Every destination type schema', response: { 200: { type: 'array', items: typeSchemaResponse } } } }, async () => all);
+      app.get(
+        `${prefix}/destination-types`,
+        { schema: { tags, summary: 'Every destination type schema', response: { 200: { type: 'array', items: typeSchemaResponse } } } },
+        async () => all,
+      );
       app.get<{ Params: { type: string } }>(
         `${prefix}/destination-types/:type`,
         { schema: { tags, summary: 'One destination type schema', response: { 200: typeSchemaResponse } } },
@@ -51,8 +55,10 @@ export function schemaRoutes(ctx: Ctx) {
         },
       );
     }
-    app.get('/topics', { schema: { tags, summary: 'The configured topics', response: { 200: { type: 'array', items: { type: 'string' } } } } }, async () => [
-      ...ctx.config.TOPICS,
-    ]);
+    app.get(
+      '/topics',
+      { schema: { tags, summary: 'The configured topics', response: { 200: { type: 'array', items: { type: 'string' } } } } },
+      async () => [...ctx.config.TOPICS],
+    );
   };
 }

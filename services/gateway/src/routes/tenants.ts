@@ -71,11 +71,15 @@ export function tenantRoutes(ctx: Ctx) {
       return { success: true };
     });
 
-    app.get('/token', { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)' } }, async (req: TenantReq) => {
-      requireAdmin(req.principal);
-      const tenantId = await existingTenant(ctx, req);
-      return { token: await ctx.auth.issueTenantToken(tenantId), tenant_id: tenantId };
-    });
+    app.get(
+      '/token',
+      { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)' } },
+      async (req: TenantReq) => {
+        requireAdmin(req.principal);
+        const tenantId = await existingTenant(ctx, req);
+        return { token: await ctx.auth.issueTenantToken(tenantId), tenant_id: tenantId };
+      },
+    );
 
     app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
       '/portal',

@@ -74,8 +74,20 @@ export class AttemptStore {
   async listByDestination(tenantId: string, destinationId: string, page: PageRequest): Promise<Page<AttemptView>> {
     const q = this.db('attempts')
       .where({ tenant_id: tenantId, destination_id: destinationId })
-      .select('id', 'tenant_id', 'destination_id', 'event_id', 'topic', 'status', 'code', 'response_data', 'attempt_number', 'manual', 'time');
-    const res = await paginate<AttemptRow>(q, { ...page, column: 'time', idColumn: 'id', orderBy: 'time', toValue: (r) => r.time.toISOString() });
+      .select(
+        'id',
+        'tenant_id',
+        'destination_id',
+        'event_id',
+        'topic',
+        'status',
+        'code',
+        'response_data',
+        'attempt_number',
+        'manual',
+        'time',
+      );
+    const res = await paginate<AttemptRow>(this.db, q, { ...page, column: 'time', idColumn: 'id', orderBy: 'time' });
     return { models: res.models.map(toView), pagination: res.pagination };
   }
 }

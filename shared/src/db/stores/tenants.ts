@@ -68,12 +68,11 @@ export class TenantStore {
   }
 
   async list(page: PageRequest): Promise<Page<Tenant>> {
-    const res = await paginate<TenantRow>(this.select(), {
+    const res = await paginate<TenantRow>(this.db, this.select(), {
       ...page,
       column: 't.created_at',
       idColumn: 't.id',
       orderBy: 'created_at',
-      toValue: (r) => r.created_at.toISOString(),
     });
     return { models: res.models.map(toTenant), pagination: res.pagination };
   }

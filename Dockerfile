@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1
+# One image for every Switchyard service. The default command runs the gateway; the other services
+# use the same image with another command (docker-compose.yml does that):
+#   node services/router/src/main.ts | node services/sender/src/main.ts
+#   node services/attempts/src/main.ts | node shared/src/db/migrate-cli.ts
+# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step: the
+# first stage only installs the production dependencies.
+ARG NODE_IMAGE=node:24-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+ENV NODE_ENV=production
+# Only the manifests first, so the npm ci layer is reused until a dependency changes. Every
+# workspace's package.json must be present: npm ci links the workspaces (node_modules/@switchyard/*
+# -> ../../shared, ../../services/*) and checks them against package-lock.json.
+COPY package.json package-lock.json ./
+COPY shared/package.json shared/
+COPY services/gateway/package.json services/gateway/
+COPY services/router/package.json services/router/
+COPY services/sender/package.json services/sender/
+COPY services/attempts/package.json services/attempts/
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --no-audit --no-fund
+# The sources after the install (.dockerignore keeps every node_modules/ of the build context out,
+# so a workspace's own node_modules, e.g. services/sender/node_modules, comes from npm ci above).
+COPY shared/ shared/
+COPY services/ services/
+
+FROM ${NODE_IMAGE}
+WORKDIR /app
+# In a container the gateway must listen on every interface to be reachable (the default,
+# 127.0.0.1, is for running on a host). API_PORT keeps its default, 3333.
+ENV NODE_ENV=production \
+    API_HOST=0.0.0.0
+# Owned by root and not writable by the user the services run as: they write nothing to disk.
+COPY --from=deps /app /app
+# The node image's unprivileged user (uid 1000).
+USER node
+EXPOSE 3333
+CMD ["node", "services/gateway/src/main.ts"]

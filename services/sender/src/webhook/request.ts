@@ -1,0 +1,242 @@
+/**
+ * The HTTP request of one webhook delivery: body, metadata headers, custom headers and signatures.
+ * Pure code (no I/O), so it can be tested against an independent Standard Webhooks verifier.
+ *
+ * Signing keys: a secret of the form `whsec_<base64>` signs with the decoded bytes (as Standard Webhooks
+ * libraries do); any other string signs with its UTF-8 bytes (secrets migrated from elsewhere). The same rule
+ * holds in both signature modes, so one secret always means one key.
+ */
+import { createHmac } from 'node:crypto';
+import type { Problem } from '@switchyard/shared/errors.ts';
+
+export { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
+
+export type SignatureMode = 'standard' | 'compatible';
+
+export const DEFAULT_HEADER_PREFIX = 'x-outpost-';
+export const USER_AGENT = 'Switchyard/0.1';
+export const SECRET_PREFIX = 'whsec_';
+
+/** Limits of one custom header, checked when a destination is saved. */
+export const CUSTOM_HEADER_NAME_MAX = 256;
+export const CUSTOM_HEADER_VALUE_MAX = 8192;
+
+/**
+ * Header names a destination's custom_headers may not set: the body framing, hop-by-hop headers (undici also
+ * refuses several of them), our identification and the Standard Webhooks headers. Names starting with the
+ * metadata header prefix are refused as well (see validateCustomHeaders).
+ */
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'user-agent',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+/** RFC 9110 token: what a header name may be. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Printable ASCII, space and tab: no CR/LF/NUL (no header injection) and nothing undici would refuse or mangle. */
+const FIELD_VALUE = /^[\t\x20-\x7e]*$/;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+
+export function isHeaderName(name: string): boolean {
+  return TOKEN.test(name);
+}
+
+export function isHeaderValue(value: string): boolean {
+  return FIELD_VALUE.test(value);
+}
+
+/**
+ * The HMAC key of a secret: the base64-decoded remainder of `whsec_<base64>`, otherwise the UTF-8 bytes of the
+ * whole string (also when the part after `whsec_` is not valid, non-empty base64).
+ */
+export function webhookSecretKey(secret: string): Buffer {
+  if (secret.startsWith(SECRET_PREFIX)) {
+    const rest = secret.slice(SECRET_PREFIX.length);
+    if (rest.length > 0 && BASE64.test(rest)) {
+      const key = Buffer.from(rest, 'base64');
+      if (key.length > 0) return key;
+    }
+  }
+  return Buffer.from(secret, 'utf8');
+}
+
+/** One Standard Webhooks v1 signature: `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>`. */
+export function signStandard(secret: string, id: string, timestamp: number, body: string): string {
+  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
+  return `v1,${mac}`;
+}
+
+/** One compatible-mode signature: `v0=<hex HMAC-SHA256(key, body)>`. */
+export function signCompatible(secret: string, body: string): string {
+  return `v0=${createHmac('sha256', webhookSecretKey(secret)).update(body, 'utf8').digest('hex')}`;
+}
+
+export interface WebhookEvent {
+  id: string;
+  topic: string;
+  /** ISO 8601. */
+  time: string;
+  metadata: Record<string, unknown> | null;
+  data: unknown;
+}
+
+export interface WebhookRequestInput {
+  mode: SignatureMode;
+  /** Prefix of the metadata headers, usually DEFAULT_HEADER_PREFIX. */
+  headerPrefix: string;
+  event: WebhookEvent;
+  deliveryMetadata: Record<string, string> | null;
+  customHeaders: Record<string, string> | null;
+  secret: string | null;
+  previousSecret: string | null;
+  /** ISO 8601; null means the previous secret signs until it is removed. */
+  previousSecretInvalidAt: string | null;
+  now: Date;
+}
+
+export interface WebhookRequest {
+  headers: Record<string, string>;
+  /** The bytes that were signed, as a string: send it as is. */
+  body: string;
+  /** Header names (metadata or custom) left out because the name or the value could not be sent safely. */
+  dropped: string[];
+}
+
+const unixSeconds = (ms: number): number => Math.floor(ms / 1000);
+
+/** A metadata value as header text; undefined when it has none (null). */
+function metadataText(v: unknown): string | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return JSON.stringify(v);
+}
+
+/** The secrets that sign now, current first; the previous one only until previous_secret_invalid_at. */
+export function signingSecrets(
+  secret: string | null,
+  previousSecret: string | null,
+  previousSecretInvalidAt: string | null,
+  now: Date,
+): string[] {
+  if (!secret) return [];
+  const out = [secret];
+  if (previousSecret && previousSecret !== secret) {
+    // An unreadable expiry counts as expired: an old secret must never sign longer than intended.
+    const stillValid = previousSecretInvalidAt === null || Date.parse(previousSecretInvalidAt) > now.getTime();
+    if (stillValid) out.push(previousSecret);
+  }
+  return out;
+}
+
+export function buildWebhookRequest(input: WebhookRequestInput): WebhookRequest {
+  const { event, now } = input;
+  const prefix = input.headerPrefix.toLowerCase();
+  const body = JSON.stringify(event.data) ?? 'null';
+  const signatureHeader = `${prefix}signature`;
+  const dropped: string[] = [];
+  const headers: Record<string, string> = {};
+
+  // Metadata: system keys, then delivery_metadata, then the event's metadata; later wins (on the lower-cased name).
+  const eventTime = Date.parse(event.time);
+  const system: Record<string, unknown> = { 'event-id': event.id, topic: event.topic };
+  if (!Number.isNaN(eventTime)) system.timestamp = unixSeconds(eventTime);
+  for (const source of [system, input.deliveryMetadata, event.metadata]) {
+    if (!source) continue;
+    for (const [key, raw] of Object.entries(source)) {
+      const text = metadataText(raw);
+      if (text === undefined) continue;
+      const name = `${prefix}${key}`.toLowerCase();
+      // The signature header and the protocol headers are ours, whatever the prefix.
+      if (key === '' || !isHeaderName(name) || !isHeaderValue(text) || name === signatureHeader || RESERVED_HEADERS.has(name)) {
+        dropped.push(name);
+        continue;
+      }
+      headers[name] = text;
+    }
+  }
+
+  // Custom headers were validated with the destination; check again so a stored value can never inject a header.
+  for (const [key, value] of Object.entries(input.customHeaders ?? {})) {
+    const name = key.toLowerCase();
+    if (
+      typeof value !== 'string' ||
+      !isHeaderName(name) ||
+      !isHeaderValue(value) ||
+      RESERVED_HEADERS.has(name) ||
+      isPrefixed(name, prefix)
+    ) {
+      dropped.push(name);
+      continue;
+    }
+    headers[name] = value;
+  }
+
+  headers['content-type'] = 'application/json';
+  headers['user-agent'] = USER_AGENT;
+
+  const secrets = signingSecrets(input.secret, input.previousSecret, input.previousSecretInvalidAt, now);
+  if (secrets.length > 0) {
+    if (input.mode === 'standard') {
+      const timestamp = unixSeconds(now.getTime());
+      headers['webhook-id'] = event.id;
+      headers['webhook-timestamp'] = String(timestamp);
+      headers['webhook-signature'] = secrets.map((s) => signStandard(s, event.id, timestamp, body)).join(' ');
+    } else {
+      headers[signatureHeader] = secrets.map((s) => signCompatible(s, body)).join(',');
+    }
+  }
+  return { headers, body, dropped };
+}
+
+function isPrefixed(name: string, prefix: string): boolean {
+  return prefix !== '' && name.startsWith(prefix);
+}
+
+/**
+ * Problems of a destination's `config.custom_headers`, for destination validation: an object of string values
+ * whose names are HTTP tokens, not reserved (RESERVED_HEADERS), not under the metadata header prefix, unique
+ * once lower-cased; values printable ASCII without CR/LF.
+ */
+export function validateCustomHeaders(
+  h: unknown,
+  headerPrefix: string = DEFAULT_HEADER_PREFIX,
+  path = 'body.config.custom_headers',
+): Problem[] {
+  if (h === undefined || h === null) return [];
+  if (typeof h !== 'object' || Array.isArray(h)) return [{ path, message: 'must be an object of header names to string values' }];
+  const prefix = headerPrefix.toLowerCase();
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  for (const [key, value] of Object.entries(h as Record<string, unknown>)) {
+    const at = `${path}.${key}`;
+    const name = key.toLowerCase();
+    if (!isHeaderName(key)) problems.push({ path: at, message: 'is not a valid HTTP header name' });
+    else if (key.length > CUSTOM_HEADER_NAME_MAX)
+      problems.push({ path: at, message: `header name exceeds ${CUSTOM_HEADER_NAME_MAX} characters` });
+    else if (RESERVED_HEADERS.has(name)) problems.push({ path: at, message: 'is a reserved header and cannot be set' });
+    else if (isPrefixed(name, prefix))
+      problems.push({ path: at, message: `names starting with "${prefix}" are reserved for metadata headers` });
+    else if (seen.has(name)) problems.push({ path: at, message: 'duplicates another header name (names are case-insensitive)' });
+    seen.add(name);
+    if (typeof value !== 'string') problems.push({ path: at, message: 'must be a string' });
+    else if (!isHeaderValue(value)) problems.push({ path: at, message: 'must contain printable ASCII characters only (no line breaks)' });
+    else if (value.length > CUSTOM_HEADER_VALUE_MAX)
+      problems.push({ path: at, message: `value exceeds ${CUSTOM_HEADER_VALUE_MAX} characters` });
+  }
+  return problems;
+}
