@@ -1,27 +1,52 @@
-// Attempts process: persists events and attempts to Postgres in batches, committing offsets after each write.
-import { AttemptStore } from '@switchyard/shared/db/stores/attempts.ts';
+// Attempts process: stores routed events and attempts in Postgres in batches (offsets committed only
+// after each write), and raises alerts on consecutive failures.
+import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
+import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { AttemptRecord, EventRecord } from '@switchyard/shared/model/index.ts';
+import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { onShutdown } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
+import { createAlerts } from './alerts.ts';
 
 const rt = await createRuntime('attempts');
-const store = new AttemptStore(rt.db);
+const { config, logger } = rt;
+const store = new PipelineStore(rt.db);
+const health = new HealthStore(rt.db);
+const producer = await rt.bus.producer();
+const onHealth = createAlerts({
+  threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
+  autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
+  async disable(tenantId, destinationId) {
+    const n = await rt
+      .db('destinations')
+      .where({ tenant_id: tenantId, id: destinationId })
+      .whereNull('disabled_at')
+      .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
+    return n > 0;
+  },
+  emit: (events) =>
+    producer.send(
+      TOPIC.operatorEvents,
+      events.map((e) => ({ key: e.destination_id, value: e })),
+    ),
+  callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
+  log: logger,
+});
 
-// Events are stored as they are published, so they are listable before their first attempt.
-await rt.bus.consume<EventRecord>({
-  groupId: 'attempts-events',
-  topics: [TOPIC.events],
+await rt.bus.consume<RoutedRecord>({
+  groupId: 'attempts-routed',
+  topics: [TOPIC.routed],
   async handleBatch(records) {
-    await store.insertEvents(records.map((r) => r.value));
+    await store.storeRouted(records.map((r) => r.value));
   },
 });
 await rt.bus.consume<AttemptRecord>({
   groupId: 'attempts',
   topics: [TOPIC.attempts],
   async handleBatch(records) {
-    await store.insertAttempts(records.map((r) => r.value));
+    const added = await store.storeAttempts(records.map((r) => r.value));
+    await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
   },
 });
-rt.logger.info('attempts service consuming');
-onShutdown(rt.logger, () => rt.close());
+logger.info('attempts service consuming');
+onShutdown(logger, () => rt.close());

@@ -1,16 +1,24 @@
-import type { Destination, DeliveryRecord, DestinationSnapshot, EventRecord } from '@switchyard/shared/model/index.ts';
+import type { InRecord, OutRecord } from '@switchyard/shared/kafka/index.ts';
+import type { Destination, DeliveryRecord, DestinationSnapshot, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
+import { checkEvent } from '@switchyard/shared/events/validate.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 
 /** What the router needs from the outside world; main.ts wires the real ones. */
 export interface RouterDeps {
-  destinationsOf(tenantId: string): Promise<Destination[]>;
+  topics: readonly string[];
+  /** Destinations of the tenants that exist; a tenant missing from the map does not exist. */
+  destinationsOf(tenantIds: string[]): Promise<Map<string, Destination[]>>;
+  /** Positions (into the list) of the events this batch may route; the rest are repeats. */
+  claim(claims: Array<{ tenant_id: string; id: string; partition: number; offset: string }>): Promise<Set<number>>;
   snapshot(d: Destination): DestinationSnapshot;
-  emit(deliveries: DeliveryRecord[]): Promise<void>;
+  /** Writes everything of one batch; resolves once Kafka acknowledged it all. */
+  emit(out: { deliveries: DeliveryRecord[]; routed: RoutedRecord[]; deadLetters: Array<OutRecord & { reason: string }> }): Promise<void>;
 }
 
-export interface RouteResult {
-  deliveries: DeliveryRecord[];
-  skippedDisabled: string[];
+export interface BatchResult {
+  routed: RoutedRecord[];
+  duplicates: EventRecord[];
+  deadLetters: Array<{ offset: string; reason: string }>;
 }
 
 /** The destinations an event goes to: enabled ones whose topics and filter match, or the one it names. */
@@ -21,11 +29,55 @@ export function selectDestinations(event: EventRecord, destinations: Destination
   return { matched: candidates.filter((d) => d.disabled_at === null), disabled: candidates.filter((d) => d.disabled_at !== null) };
 }
 
+/**
+ * Routes one fetched batch of the events topic: invalid records to the dead-letter topic, repeats of
+ * an already routed event nowhere, every other event to one delivery per matching destination.
+ * Destinations are read fresh for each batch, so a change that has answered is honoured by every
+ * event routed after it, with one query per batch rather than per event.
+ */
 export function createRouter(deps: RouterDeps) {
-  return async function route(event: EventRecord): Promise<RouteResult> {
-    const { matched, disabled } = selectDestinations(event, await deps.destinationsOf(event.tenant_id));
-    const deliveries = matched.map((d) => ({ event, destination: deps.snapshot(d), attempt_number: 1, manual: false }));
-    await deps.emit(deliveries);
-    return { deliveries, skippedDisabled: disabled.map((d) => d.id) };
+  return async function routeBatch(records: InRecord<unknown>[]): Promise<BatchResult> {
+    const deadLetters: Array<OutRecord & { reason: string; offset: string }> = [];
+    const valid: Array<{ event: EventRecord; record: InRecord<unknown> }> = [];
+    for (const r of records) {
+      const raw = r.raw ?? Buffer.from(JSON.stringify(r.value ?? null));
+      if (r.decodeError) {
+        deadLetters.push({ key: r.key, value: raw, reason: `invalid JSON: ${r.decodeError}`, offset: r.offset });
+        continue;
+      }
+      const checked = checkEvent(r.value, r, deps.topics);
+      if (checked.ok) valid.push({ event: checked.event, record: r });
+      else deadLetters.push({ key: r.key, value: r.value, reason: checked.reason, offset: r.offset });
+    }
+
+    const byTenant = await deps.destinationsOf([...new Set(valid.map((v) => v.event.tenant_id))]);
+    const known = valid.filter((v) => {
+      if (byTenant.has(v.event.tenant_id)) return true;
+      deadLetters.push({
+        key: v.record.key,
+        value: v.record.value,
+        reason: `unknown tenant: ${v.event.tenant_id}`,
+        offset: v.record.offset,
+      });
+      return false;
+    });
+
+    const allowed = await deps.claim(
+      known.map((v) => ({ tenant_id: v.event.tenant_id, id: v.event.id, partition: v.record.partition, offset: v.record.offset })),
+    );
+    const deliveries: DeliveryRecord[] = [];
+    const routed: RoutedRecord[] = [];
+    const duplicates: EventRecord[] = [];
+    known.forEach(({ event }, i) => {
+      if (!allowed.has(i)) {
+        duplicates.push(event);
+        return;
+      }
+      const { matched, disabled } = selectDestinations(event, byTenant.get(event.tenant_id) ?? []);
+      for (const d of matched) deliveries.push({ event, destination: deps.snapshot(d), attempt_number: 1, manual: false });
+      routed.push({ event, matched_destination_ids: matched.map((d) => d.id), skipped_destination_ids: disabled.map((d) => d.id) });
+    });
+    await deps.emit({ deliveries, routed, deadLetters });
+    return { routed, duplicates, deadLetters: deadLetters.map(({ offset, reason }) => ({ offset, reason })) };
   };
 }

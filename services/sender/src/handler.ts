@@ -1,16 +1,24 @@
 import { newId } from '@switchyard/shared/ids.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
+import { type RetryPolicy, retryDelayMs } from '@switchyard/shared/retry/schedule.ts';
 import type { Outcome, Sender } from './sender.ts';
 
 export interface HandlerDeps {
   senders: Partial<Record<DestinationType, Sender>>;
   open(snapshot: DeliveryRecord['destination']): { credentials: Record<string, unknown>; delivery_metadata: Record<string, string> };
   emitAttempt(attempt: AttemptRecord): Promise<void>;
+  /** Hands a failed delivery to the retry tiers, due at `dueAt`. */
+  scheduleRetry(delivery: DeliveryRecord, dueAt: Date): Promise<void>;
+  retry: RetryPolicy;
   timeoutMs: number;
   now?: () => Date;
 }
 
-/** Delivers one record and emits its attempt. Throws only for our own faults (the record is redelivered). */
+/**
+ * Delivers one record, schedules its retry when one is due, and emits its attempt. Throws only for
+ * our own faults (Kafka unavailable, a bug), so the record is handled again; a destination's failure
+ * is an attempt with status failed.
+ */
 export function createDeliveryHandler(deps: HandlerDeps) {
   const now = deps.now ?? (() => new Date());
   return async function handle(delivery: DeliveryRecord): Promise<{ attempt: AttemptRecord; outcome: Outcome }> {
@@ -37,8 +45,15 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         retryable: true,
       };
     }
+    const at = now();
+    // Manual retries are one attempt each; automatic retries follow only eligible, retryable failures.
+    const delay =
+      outcome.status === 'failed' && outcome.retryable && delivery.event.eligible_for_retry && !delivery.manual
+        ? retryDelayMs(delivery.attempt_number, deps.retry, outcome.retryAfterMs)
+        : null;
+    const dueAt = delay === null ? null : new Date(at.getTime() + delay);
     const attempt: AttemptRecord = {
-      id: newId(),
+      id: newId(at.getTime()),
       tenant_id: delivery.event.tenant_id,
       destination_id: delivery.destination.id,
       destination_type: delivery.destination.type,
@@ -49,9 +64,12 @@ export function createDeliveryHandler(deps: HandlerDeps) {
       response_data: outcome.response_data,
       attempt_number: delivery.attempt_number,
       manual: delivery.manual,
-      time: now().toISOString(),
+      time: at.toISOString(),
       duration_ms: Math.round(performance.now() - started),
+      final: dueAt === null,
+      next_attempt_at: dueAt?.toISOString() ?? null,
     };
+    if (dueAt) await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt);
     await deps.emitAttempt(attempt);
     return { attempt, outcome };
   };

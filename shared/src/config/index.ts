@@ -74,6 +74,17 @@ export const SETTINGS = {
     default: 'false',
     description: 'Disable a destination when it reaches ALERT_CONSECUTIVE_FAILURE_COUNT.',
   },
+  OPERATOR_CALLBACK_URL: {
+    kind: 'string',
+    default: '',
+    description: 'Optional URL that receives operator events as signed HTTP POSTs (they always go to the operator-events topic).',
+  },
+  OPERATOR_CALLBACK_SECRET: {
+    kind: 'string',
+    default: '',
+    secret: true,
+    description: 'HMAC key signing operator callbacks (Standard Webhooks headers).',
+  },
   LOG_LEVEL: {
     kind: 'string',
     default: 'info',
@@ -123,6 +134,26 @@ export const SETTINGS = {
     kind: 'list',
     default: '',
     description: 'CIDRs or hosts deliveries may reach although not public (loopback, private ranges); empty allows public addresses only.',
+  },
+  SENDER_CONCURRENCY: {
+    kind: 'integer',
+    default: '64',
+    minimum: 1,
+    maximum: 10000,
+    description: 'Deliveries in flight at once per partition in a sender.',
+  },
+  DESTINATION_CONCURRENCY: {
+    kind: 'integer',
+    default: '8',
+    minimum: 1,
+    maximum: 1000,
+    description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
+  },
+  RETRY_AFTER_MAX_SECONDS: {
+    kind: 'integer',
+    default: '3600',
+    minimum: 0,
+    description: 'Longest wait a destination may ask for with Retry-After.',
   },
   SENDER_TYPES: { kind: 'list', default: 'webhook', description: 'Destination types this sender process consumes (comma separated).' },
 } as const satisfies Record<string, Setting>;

@@ -2,6 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
+import { KeyedLimiter, OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes } = kafkajs;
@@ -20,6 +21,9 @@ export interface InRecord<T = unknown> {
   value: T;
   headers: Record<string, string>;
   timestamp: number;
+  /** Set when the value is not valid JSON; `value` is then undefined and `raw` holds the bytes. */
+  decodeError?: string;
+  raw?: Buffer | null;
 }
 
 export interface BusProducer {
@@ -31,11 +35,35 @@ export interface BusProducer {
 export interface ConsumeOptions<T> {
   groupId: string;
   topics: TopicDef[];
-  /** Our own faults throw (the record is redelivered); a destination's failure is data. */
+  /**
+   * Handles one record. Throwing means our own fault: the record is retried in place and its
+   * offset not committed until it passes. A destination's failure is data, not an exception.
+   */
   handle?(record: InRecord<T>): Promise<void>;
-  /** Alternative to handle: one call per fetched batch (for batched writes). */
+  /** Alternative to handle: one call per fetched batch (for batched writes), committed after it. */
   handleBatch?(records: InRecord<T>[]): Promise<void>;
+  /** Records in flight at once per partition (default 1: one after another). */
+  concurrency?: number;
+  /** Records in flight at once per record key (default: concurrency). */
+  keyConcurrency?: number;
+  commitIntervalMs?: number;
   fromBeginning?: boolean;
+}
+
+interface PartitionState {
+  topic: string;
+  partition: number;
+  tracker: OffsetTracker;
+  committed: string | null;
+  waiters: Array<() => void>;
+}
+
+export interface DelayedConsumeOptions<T> {
+  groupId: string;
+  topics: TopicDef[];
+  /** How long a record of this topic waits after it was written before it is handled. */
+  delayMs(topic: TopicDef): number;
+  handle(record: InRecord<T>): Promise<void>;
 }
 
 export interface BusConsumer {
@@ -46,6 +74,11 @@ export interface Bus {
   ensureTopics(topics?: TopicDef[]): Promise<void>;
   producer(): Promise<BusProducer>;
   consume<T>(options: ConsumeOptions<T>): Promise<BusConsumer>;
+  /**
+   * Consumes topics whose records must wait: a partition whose head is not due yet is paused and
+   * resumed when it is (each topic has one delay, so its partitions are in due order).
+   */
+  consumeDelayed<T>(options: DelayedConsumeOptions<T>): Promise<BusConsumer>;
   close(): Promise<void>;
 }
 
@@ -76,15 +109,13 @@ function toInRecord<T>(
 ): InRecord<T> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-  return {
-    topic,
-    partition,
-    offset: m.offset,
-    key: m.key?.toString() ?? '',
-    value: JSON.parse(m.value?.toString() ?? 'null') as T,
-    headers,
-    timestamp: Number(m.timestamp),
-  };
+  const base = { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) };
+  try {
+    return { ...base, value: JSON.parse(m.value?.toString() ?? 'null') as T };
+  } catch (err) {
+    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
+    return { ...base, value: undefined as T, decodeError: (err as Error).message, raw: m.value };
+  }
 }
 
 export function createKafkaBus(opts: KafkaBusOptions): Bus {
@@ -96,7 +127,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
   });
   const name = (t: TopicDef) => topicName(opts.topicPrefix, t);
-  const open: Array<{ close(): Promise<void> }> = [];
+  // Consumers close before producers: in-flight work still writes its results while finishing.
+  const consumers: BusConsumer[] = [];
+  const producers: BusProducer[] = [];
 
   return {
     async ensureTopics(topics = allTopics()) {
@@ -131,12 +164,17 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             topic: name(topic),
             acks: -1,
             compression: CompressionTypes.None,
-            messages: records.map((r) => ({ key: r.key, value: JSON.stringify(r.value), headers: r.headers ?? {} })),
+            // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
+            messages: records.map((r) => ({
+              key: r.key,
+              value: Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value),
+              headers: r.headers ?? {},
+            })),
           });
         },
         close: () => producer.disconnect(),
       };
-      open.push(handle);
+      producers.push(handle);
       return handle;
     },
 
@@ -144,40 +182,192 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const consumer: Consumer = kafka.consumer({
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
-        // A session must outlast the slowest handler between heartbeats.
+        // The session outlasts the slowest attempt: handlers are bounded by DELIVERY_TIMEOUT_SECONDS
+        // and the loop below heartbeats at least every second while it waits for a free slot.
         sessionTimeout: 45_000,
+        rebalanceTimeout: 60_000,
         heartbeatInterval: 3_000,
       });
+      const log = opts.log.child({ group: o.groupId });
+      const concurrency = Math.max(1, o.concurrency ?? 1);
+      const limiter = new KeyedLimiter(Math.max(1, o.keyConcurrency ?? concurrency));
+      const partitions = new Map<string, PartitionState>();
+      const inflight = new Set<Promise<void>>();
+      let closing = false;
+
+      const stateOf = (topic: string, partition: number): PartitionState => {
+        const id = `${topic}\u0000${partition}`;
+        let st = partitions.get(id);
+        if (!st) {
+          st = { topic, partition, tracker: new OffsetTracker(), committed: null, waiters: [] };
+          partitions.set(id, st);
+        }
+        return st;
+      };
+
+      // Commits run on a timer and at close, never per record: the committed offset only trails.
+      let committing: Promise<void> = Promise.resolve();
+      const commit = () => {
+        committing = committing.then(async () => {
+          const offsets = [];
+          for (const st of partitions.values()) {
+            const c = st.tracker.committable();
+            if (c !== null && c !== st.committed) offsets.push({ topic: st.topic, partition: st.partition, offset: c, st });
+          }
+          if (!offsets.length) return;
+          try {
+            await consumer.commitOffsets(offsets.map(({ st: _st, ...x }) => x));
+            for (const x of offsets) x.st.committed = x.offset;
+          } catch (err) {
+            // A rebalance took the partition away; its new owner resumes from the last commit.
+            log.debug({ err }, 'offset commit failed');
+          }
+        });
+        return committing;
+      };
+      const timer = setInterval(() => void commit(), o.commitIntervalMs ?? 500);
+      timer.unref();
+
+      consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+        const assigned = payload.memberAssignment as Record<string, number[]>;
+        for (const [id, st] of partitions) if (!assigned[st.topic]?.includes(st.partition)) partitions.delete(id);
+      });
+
+      // Our own faults are retried here with backoff until they pass: the record stays unfinished,
+      // so its offset is not committed and nothing behind it is lost.
+      const runToCompletion = async (record: InRecord<T>): Promise<boolean> => {
+        const handle = o.handle as (r: InRecord<T>) => Promise<void>;
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await handle(record);
+            return true;
+          } catch (err) {
+            log.error(
+              { err, topic: record.topic, partition: record.partition, offset: record.offset, attempt },
+              'handler failed; will retry',
+            );
+            if (closing) return false;
+            await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
+            if (closing) return false;
+          }
+        }
+      };
+
       await consumer.connect();
       for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: o.fromBeginning ?? true });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
-          const records = batch.messages.map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+        // A partition waiting for free slots must not hold up the others.
+        partitionsConsumedConcurrently: 16,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           if (o.handleBatch) {
+            const records = batch.messages.map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+            if (!records.length || closing) return;
             await o.handleBatch(records);
-            const last = records.at(-1);
-            if (last) resolveOffset(last.offset);
-          } else if (o.handle) {
-            for (const r of records) {
-              if (!isRunning() || isStale()) break;
-              await o.handle(r);
-              resolveOffset(r.offset);
+            const last = records.at(-1) as InRecord<T>;
+            resolveOffset(last.offset);
+            await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) }]);
+            return;
+          }
+          const st = stateOf(batch.topic, batch.partition);
+          for (const m of batch.messages) {
+            if (closing || !isRunning() || isStale()) break;
+            if (st.tracker.seen(m.offset)) {
+              resolveOffset(m.offset);
+              continue;
+            }
+            while (st.tracker.inFlight >= concurrency && !closing) {
+              await new Promise<void>((r) => {
+                st.waiters.push(r);
+                setTimeout(r, 1000);
+              });
               await heartbeat();
             }
+            if (closing) break;
+            const record = toInRecord<T>(batch.topic, batch.partition, m);
+            st.tracker.start(m.offset);
+            resolveOffset(m.offset);
+            const task = limiter
+              .run(record.key, () => runToCompletion(record))
+              .then((done) => {
+                if (done) st.tracker.finish(m.offset);
+                for (const w of st.waiters.splice(0)) w();
+              })
+              .finally(() => inflight.delete(task));
+            inflight.add(task);
           }
-          // Offsets are committed only after the work is done: a crash redelivers, never loses.
-          await commitOffsetsIfNecessary();
+          await heartbeat();
         },
       });
-      const handle: BusConsumer = { close: () => consumer.disconnect() };
-      open.push(handle);
+
+      const handle: BusConsumer = {
+        async close() {
+          if (closing) return;
+          closing = true;
+          consumer.pause(o.topics.map((t) => ({ topic: name(t) })));
+          await Promise.allSettled([...inflight]);
+          clearInterval(timer);
+          await commit();
+          await consumer.disconnect();
+        },
+      };
+      consumers.push(handle);
+      return handle;
+    },
+
+    async consumeDelayed<T>(o: DelayedConsumeOptions<T>) {
+      const consumer: Consumer = kafka.consumer({
+        groupId: `${opts.topicPrefix}${o.groupId}`,
+        allowAutoTopicCreation: false,
+        sessionTimeout: 45_000,
+      });
+      const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
+      const timers = new Set<NodeJS.Timeout>();
+      let closing = false;
+      await consumer.connect();
+      for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 16,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
+          for (const m of batch.messages) {
+            if (closing || !isRunning() || isStale()) return;
+            const releaseAt = Number(m.timestamp) + (delayOf.get(batch.topic) ?? 0);
+            const wait = releaseAt - Date.now();
+            if (wait > 0) {
+              // Not due: stop here, come back to this very record when it is.
+              const resume = pause();
+              consumer.seek({ topic: batch.topic, partition: batch.partition, offset: m.offset });
+              const timer = setTimeout(() => {
+                timers.delete(timer);
+                if (!closing) resume();
+              }, wait);
+              timers.add(timer);
+              return;
+            }
+            await o.handle(toInRecord<T>(batch.topic, batch.partition, m));
+            resolveOffset(m.offset);
+            await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(m.offset) + 1n) }]);
+            await heartbeat();
+          }
+        },
+      });
+      const handle: BusConsumer = {
+        async close() {
+          closing = true;
+          for (const t of timers) clearTimeout(t);
+          await consumer.disconnect();
+        },
+      };
+      consumers.push(handle);
       return handle;
     },
 
     async close() {
-      await Promise.allSettled(open.splice(0).map((h) => h.close()));
+      await Promise.allSettled(consumers.splice(0).map((h) => h.close()));
+      await Promise.allSettled(producers.splice(0).map((h) => h.close()));
     },
   };
 }

@@ -30,6 +30,23 @@ const deliveries = Object.fromEntries(
   ]),
 ) as Record<DestinationType, TopicDef>;
 
+/**
+ * Retry tiers: a failed delivery waits in the largest tier not longer than its remaining delay, then
+ * moves down the tiers until due, so any RETRY_SCHEDULE works with a fixed set of topics. Each tier
+ * is FIFO with one delay, so its consumer only ever waits for the head of a partition.
+ */
+export const RETRY_TIERS_SECONDS = [1, 5, 30, 300, 1800, 7200] as const;
+
+const retryTiers = RETRY_TIERS_SECONDS.map(
+  (seconds) =>
+    ({
+      name: `retry.${seconds}s`,
+      key: 'destination_id',
+      description: `Deliveries waiting for a retry, held about ${seconds} s; read by the retry scheduler, which sends due ones back to their delivery topic.`,
+      schema: 'delivery.schema.json',
+    }) satisfies TopicDef,
+);
+
 export const TOPIC = {
   events: {
     name: 'events',
@@ -44,11 +61,48 @@ export const TOPIC = {
     schema: 'attempt.schema.json',
   },
   deliveries,
-} as const satisfies { events: TopicDef; attempts: TopicDef; deliveries: Record<DestinationType, TopicDef> };
+  retries: retryTiers,
+  routed: {
+    name: 'routed',
+    key: 'tenant_id',
+    description:
+      'One record per routed event: the event and where it went (matched, skipped because disabled, or nowhere). Written by the router, read by the attempts service, which stores events from it.',
+    schema: 'routed.schema.json',
+  },
+  deadLetter: {
+    name: 'events.dead-letter',
+    key: 'tenant_id',
+    description:
+      'Records of the events topic that are not valid events (bad JSON, schema violations), with the reason in the `x-dead-letter-reason` header and the original bytes as value. Written by the router.',
+  },
+  operatorEvents: {
+    name: 'operator-events',
+    key: 'destination_id',
+    description:
+      'Operator notifications (for example alert.consecutive_failure, destination.auto_disabled). Written by the attempts service.',
+    schema: 'operator-event.schema.json',
+  },
+} as const satisfies {
+  events: TopicDef;
+  attempts: TopicDef;
+  deliveries: Record<DestinationType, TopicDef>;
+  retries: TopicDef[];
+  routed: TopicDef;
+  deadLetter: TopicDef;
+  operatorEvents: TopicDef;
+};
 
 /** Every topic the service creates at start-up. */
 export function allTopics(): TopicDef[] {
-  return [TOPIC.events, TOPIC.attempts, ...Object.values(TOPIC.deliveries)];
+  return [
+    TOPIC.events,
+    TOPIC.attempts,
+    TOPIC.routed,
+    TOPIC.deadLetter,
+    TOPIC.operatorEvents,
+    ...Object.values(TOPIC.deliveries),
+    ...TOPIC.retries,
+  ];
 }
 
 export function topicName(prefix: string, topic: TopicDef): string {

@@ -51,6 +51,27 @@ export interface DeliveryRecord {
   destination: DestinationSnapshot;
   attempt_number: number;
   manual: boolean;
+  /** On retry topics: when the retry is due (ISO time). */
+  due_at?: string;
+}
+
+/** Where the router sent one event (shared/schemas/routed.schema.json). */
+export interface RoutedRecord {
+  event: EventRecord;
+  matched_destination_ids: string[];
+  skipped_destination_ids: string[];
+}
+
+export type OperatorEventType = 'alert.consecutive_failure' | 'destination.auto_disabled';
+
+/** A notification for operators (shared/schemas/operator-event.schema.json). */
+export interface OperatorEvent {
+  id: string;
+  type: OperatorEventType;
+  time: string;
+  tenant_id: string;
+  destination_id: string;
+  data: { consecutive_failures: number; threshold: number; last_attempt?: AttemptRecord };
 }
 
 export interface DestinationSnapshot {
@@ -82,4 +103,8 @@ export interface AttemptRecord {
   manual: boolean;
   time: string;
   duration_ms: number;
+  /** No automatic retry follows (success, not retryable, or retries exhausted). */
+  final: boolean;
+  /** When the automatic retry is due, if one follows. */
+  next_attempt_at?: string | null;
 }

@@ -34,7 +34,26 @@ export async function up(knex: Knex): Promise<void> {
       data               jsonb NOT NULL,
       eligible_for_retry boolean NOT NULL DEFAULT true,
       destination_id     text,                       -- set when the publish targeted one destination
+      received_at        timestamptz NOT NULL DEFAULT now(),
+      matched_destination_ids text[] NOT NULL DEFAULT '{}',
+      skipped_destination_ids text[] NOT NULL DEFAULT '{}',
       PRIMARY KEY (tenant_id, id)
+    );
+
+    -- One row per (event, destination): the state of that delivery.
+    CREATE TABLE deliveries (
+      tenant_id        text NOT NULL,
+      event_id         text NOT NULL,
+      destination_id   text NOT NULL,
+      topic            text NOT NULL,
+      event_time       timestamptz,
+      status           text NOT NULL CHECK (status IN ('pending', 'success', 'failed', 'skipped')),
+      attempts         integer NOT NULL DEFAULT 0,
+      last_attempt_at  timestamptz,
+      successful_at    timestamptz,
+      created_at       timestamptz NOT NULL DEFAULT now(),
+      updated_at       timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (tenant_id, event_id, destination_id)
     );
     CREATE INDEX events_tenant_time ON events (tenant_id, time DESC, id DESC);
 
@@ -49,7 +68,9 @@ export async function up(knex: Knex): Promise<void> {
       response_data   jsonb,
       attempt_number  integer NOT NULL,
       manual          boolean NOT NULL DEFAULT false,
-      time            timestamptz NOT NULL
+      time            timestamptz NOT NULL,
+      duration_ms     integer NOT NULL DEFAULT 0,
+      final           boolean NOT NULL DEFAULT true
     );
     CREATE INDEX attempts_destination_time ON attempts (tenant_id, destination_id, time DESC, id DESC);
     CREATE INDEX attempts_event ON attempts (tenant_id, event_id, destination_id);
@@ -57,5 +78,5 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('DROP TABLE IF EXISTS attempts, events, destinations, tenants');
+  await knex.raw('DROP TABLE IF EXISTS attempts, deliveries, events, destinations, tenants');
 }

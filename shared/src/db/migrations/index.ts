@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_initial.ts';
+import * as m002 from './002_pipeline.ts';
 
 export interface Migration {
   name: string;
@@ -8,4 +9,7 @@ export interface Migration {
 }
 
 /** Applied in this order; never edit a migration that has shipped, add a new one. */
-export const MIGRATIONS: Migration[] = [{ name: '001_initial', ...m001 }];
+export const MIGRATIONS: Migration[] = [
+  { name: '001_initial', ...m001 },
+  { name: '002_pipeline', ...m002 },
+];

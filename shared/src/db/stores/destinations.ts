@@ -102,6 +102,21 @@ export class DestinationStore {
     return ((await q) as DestinationRow[]).map((r) => this.toDestination(r));
   }
 
+  /** Destinations of several tenants in one query (the router's per-batch lookup). */
+  async listForTenants(tenantIds: string[]): Promise<Map<string, Destination[]>> {
+    const out = new Map<string, Destination[]>();
+    if (!tenantIds.length) return out;
+    const rows = (await this.db('destinations')
+      .whereIn('tenant_id', tenantIds)
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])) as DestinationRow[];
+    for (const r of rows) {
+      const list = out.get(r.tenant_id) ?? [];
+      list.push(this.toDestination(r));
+      out.set(r.tenant_id, list);
+    }
+    return out;
+  }
+
   async count(tenantId: string): Promise<number> {
     const r = (await this.db('destinations').where({ tenant_id: tenantId }).count<{ n: number }[]>({ n: '*' }))[0];
     return Number(r?.n ?? 0);

@@ -1,0 +1,128 @@
+import type { Knex } from 'knex';
+import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
+
+/**
+ * The attempts service's writes: events (from routed records), the per-delivery status rows, and
+ * attempts. Every write is one statement per batch and idempotent, so a redelivered batch changes
+ * nothing; records of the two topics may arrive in either order and still converge.
+ */
+export class PipelineStore {
+  private readonly db: Knex;
+  constructor(db: Knex) {
+    this.db = db;
+  }
+
+  async storeRouted(records: RoutedRecord[]): Promise<void> {
+    if (!records.length) return;
+    await this.db.transaction(async (tx) => {
+      await tx('events')
+        .insert(
+          records.map(({ event: e, matched_destination_ids, skipped_destination_ids }) => ({
+            tenant_id: e.tenant_id,
+            id: e.id,
+            topic: e.topic,
+            time: e.time,
+            metadata: e.metadata ? JSON.stringify(e.metadata) : null,
+            data: JSON.stringify(e.data),
+            eligible_for_retry: e.eligible_for_retry,
+            destination_id: e.destination_id ?? null,
+            matched_destination_ids: matched_destination_ids,
+            skipped_destination_ids: skipped_destination_ids,
+          })),
+        )
+        .onConflict()
+        .ignore();
+      const rows = records.flatMap(({ event: e, matched_destination_ids, skipped_destination_ids }) => [
+        ...matched_destination_ids.map((d) => ({
+          tenant_id: e.tenant_id,
+          event_id: e.id,
+          destination_id: d,
+          topic: e.topic,
+          event_time: e.time,
+          status: 'pending',
+        })),
+        ...skipped_destination_ids.map((d) => ({
+          tenant_id: e.tenant_id,
+          event_id: e.id,
+          destination_id: d,
+          topic: e.topic,
+          event_time: e.time,
+          status: 'skipped',
+        })),
+      ]);
+      if (rows.length) {
+        // An attempt may have been stored first; then only the event time is filled in.
+        await tx('deliveries')
+          .insert(rows)
+          .onConflict(['tenant_id', 'event_id', 'destination_id'])
+          .merge({ event_time: tx.raw('COALESCE(deliveries.event_time, EXCLUDED.event_time)') });
+      }
+    });
+  }
+
+  /** Stores attempts; returns those that were new (a redelivered attempt is not counted twice). */
+  async storeAttempts(attempts: AttemptRecord[]): Promise<AttemptRecord[]> {
+    if (!attempts.length) return [];
+    return this.db.transaction(async (tx) => {
+      const inserted = (await tx('attempts')
+        .insert(
+          attempts.map((a) => ({
+            id: a.id,
+            tenant_id: a.tenant_id,
+            destination_id: a.destination_id,
+            event_id: a.event_id,
+            topic: a.topic,
+            status: a.status,
+            code: a.code,
+            response_data: a.response_data ? JSON.stringify(a.response_data) : null,
+            attempt_number: a.attempt_number,
+            manual: a.manual,
+            time: a.time,
+            duration_ms: a.duration_ms,
+            final: a.final,
+          })),
+        )
+        .onConflict()
+        .ignore()
+        .returning('id')) as Array<{ id: string }>;
+      const fresh = new Set(inserted.map((r) => r.id));
+      const added = attempts.filter((a) => fresh.has(a.id));
+      // Latest attempt per delivery within the batch decides; a success is never undone.
+      const latest = new Map<string, AttemptRecord>();
+      for (const a of added) {
+        const k = `${a.tenant_id}\u0000${a.event_id}\u0000${a.destination_id}`;
+        const cur = latest.get(k);
+        if (!cur || a.time >= cur.time) latest.set(k, a);
+      }
+      const anySuccess = new Set(
+        added.filter((a) => a.status === 'success').map((a) => `${a.tenant_id}\u0000${a.event_id}\u0000${a.destination_id}`),
+      );
+      const rows = [...latest.entries()].map(([k, a]) => ({
+        tenant_id: a.tenant_id,
+        event_id: a.event_id,
+        destination_id: a.destination_id,
+        topic: a.topic,
+        status: anySuccess.has(k) ? 'success' : a.status,
+        attempts: a.attempt_number,
+        last_attempt_at: a.time,
+        successful_at: anySuccess.has(k)
+          ? added.find((x) => x.status === 'success' && `${x.tenant_id}\u0000${x.event_id}\u0000${x.destination_id}` === k)?.time
+          : null,
+        updated_at: tx.fn.now(),
+      }));
+      if (rows.length) {
+        await tx('deliveries')
+          .insert(rows)
+          .onConflict(['tenant_id', 'event_id', 'destination_id'])
+          .merge({
+            status: tx.raw("CASE WHEN deliveries.successful_at IS NOT NULL THEN 'success' ELSE EXCLUDED.status END"),
+            attempts: tx.raw('GREATEST(deliveries.attempts, EXCLUDED.attempts)'),
+            last_attempt_at: tx.raw('GREATEST(deliveries.last_attempt_at, EXCLUDED.last_attempt_at)'),
+            successful_at: tx.raw('COALESCE(deliveries.successful_at, EXCLUDED.successful_at)'),
+            updated_at: tx.raw('EXCLUDED.updated_at'),
+          });
+      }
+      return added;
+    });
+  }
+}

@@ -1,0 +1,41 @@
+import { createRequire } from 'node:module';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { EventRecord } from '../model/index.ts';
+
+const require = createRequire(import.meta.url);
+const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
+addFormats.default(ajv);
+ajv.addSchema(require('../../schemas/event.schema.json'));
+const validateEvent = ajv.getSchema('https://switchyard.dev/schemas/event.schema.json');
+if (!validateEvent) throw new Error('event schema missing');
+
+export type EventCheck = { ok: true; event: EventRecord } | { ok: false; reason: string };
+
+/**
+ * Validates a record of the events topic written by a producer directly (shared/schemas/event.schema.json)
+ * and fills in what the gateway would have: an id (stable for this record), a time, eligible_for_retry.
+ */
+export function checkEvent(
+  value: unknown,
+  record: { partition: number; offset: string; timestamp: number },
+  topics: readonly string[],
+): EventCheck {
+  if (!validateEvent?.(value)) {
+    const why = (validateEvent?.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    return { ok: false, reason: `schema: ${why}` };
+  }
+  const v = value as Omit<EventRecord, 'id' | 'time' | 'eligible_for_retry'> & Partial<EventRecord>;
+  if (!topics.includes('*') && !topics.includes(v.topic)) return { ok: false, reason: `unknown topic: ${v.topic}` };
+  return {
+    ok: true,
+    event: {
+      ...v,
+      id: v.id ?? `kafka-${record.partition}-${record.offset}`,
+      time: v.time ? new Date(v.time).toISOString() : new Date(record.timestamp).toISOString(),
+      eligible_for_retry: v.eligible_for_retry ?? true,
+      metadata: v.metadata ?? null,
+      destination_id: v.destination_id ?? null,
+    },
+  };
+}
