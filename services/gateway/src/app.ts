@@ -13,8 +13,13 @@ import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
 import { destinationRoutes } from './routes/destinations.ts';
+import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { publishRoutes } from './routes/publish.ts';
+import { retryRoutes } from './routes/retry.ts';
+import { createPublisher } from './publisher.ts';
+import { RoutingCache } from './routing-cache.ts';
+import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { schemaRoutes } from './routes/schemas.ts';
 import { tenantListRoutes, tenantRoutes } from './routes/tenants.ts';
 
@@ -28,6 +33,8 @@ export interface GatewayDeps {
 /** Everything a route handler needs, built once per app. */
 export interface Ctx {
   config: Config;
+  publish: ReturnType<typeof createPublisher>;
+  routing: RoutingCache;
   auth: Auth;
   tenants: TenantStore;
   destinations: DestinationStore;
@@ -65,14 +72,19 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     for (const method of [r.method].flat()) routeTable.push({ method, url: r.url });
   });
 
+  const tenants = new TenantStore(deps.db);
+  const destinations = new DestinationStore(deps.db, deps.cipher);
+  const routing = new RoutingCache(tenants, destinations, config.ROUTING_CACHE_TTL_MS);
   const ctx: Ctx = {
     config,
     auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
-    tenants: new TenantStore(deps.db),
-    destinations: new DestinationStore(deps.db, deps.cipher),
+    tenants,
+    destinations,
     attempts: new AttemptStore(deps.db),
     producer: deps.producer,
     db: deps.db,
+    routing,
+    publish: createPublisher({ producer: deps.producer, eventIds: new EventIdStore(deps.db), routing, log: deps.logger }),
   };
 
   app.decorateRequest('principal', null as unknown as { getter: () => Principal });
@@ -101,7 +113,18 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 
+  // Any change to a tenant's state drops this instance's routing view of it before the answer goes
+  // out, so a publish accepted after the answer sees the change.
+  app.addHook('onSend', async (req, reply) => {
+    if (req.method === 'GET' || reply.statusCode >= 400) return;
+    const tenantId =
+      (req.params as { tenant_id?: string } | undefined)?.tenant_id ??
+      (req.principal?.kind === 'tenant' ? req.principal.tenantId : undefined);
+    if (tenantId) routing.invalidate(tenantId);
+  });
+
   await app.register(healthRoutes(ctx));
+  await app.register(retryRoutes(ctx));
   await app.register(publishRoutes(ctx), { prefix: '/api/v1' });
   await app.register(schemaRoutes(ctx), { prefix: '/api/v1' });
   await app.register(tenantListRoutes(ctx), { prefix: '/api/v1' });
@@ -111,6 +134,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(tenantRoutes(ctx), { prefix });
     await app.register(destinationRoutes(ctx), { prefix });
     await app.register(attemptRoutes(ctx), { prefix });
+    await app.register(eventRoutes(ctx), { prefix });
   }
   return app;
 }

@@ -59,6 +59,8 @@ export function createDeliveryHandler(deps: HandlerDeps) {
       destination_type: delivery.destination.type,
       event_id: delivery.event.id,
       topic: delivery.event.topic,
+      event_time: delivery.event.time,
+      event_received_at: delivery.event.received_at ?? delivery.event.time,
       status: outcome.status,
       code: outcome.code,
       response_data: outcome.response_data,

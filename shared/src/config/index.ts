@@ -118,6 +118,14 @@ export const SETTINGS = {
   },
   DATABASE_POOL_MAX: { kind: 'integer', default: '10', minimum: 1, description: 'Postgres connections per process.' },
   WEBHOOK_HEADER_PREFIX: { kind: 'string', default: 'x-outpost-', description: 'Prefix of the metadata headers of webhook deliveries.' },
+  ROUTING_CACHE_TTL_MS: {
+    kind: 'integer',
+    default: '1000',
+    minimum: 0,
+    maximum: 60000,
+    description:
+      'How long a gateway trusts its in-memory view of a tenant changed through another gateway instance (bounds the staleness of destination_ids in publish answers).',
+  },
   WEBHOOK_SIGNATURE_MODE: {
     kind: 'string',
     default: 'standard',

@@ -36,6 +36,7 @@ export function checkEvent(
       eligible_for_retry: v.eligible_for_retry ?? true,
       metadata: v.metadata ?? null,
       destination_id: v.destination_id ?? null,
+      received_at: new Date(record.timestamp).toISOString(),
     },
   };
 }

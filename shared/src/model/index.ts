@@ -39,6 +39,8 @@ export interface EventRecord {
   metadata: Record<string, unknown> | null;
   data: JsonObject;
   destination_id?: string | null;
+  /** Server time the event entered the events topic (the Kafka record timestamp); set by the router. */
+  received_at?: string;
 }
 
 /**
@@ -95,6 +97,9 @@ export interface AttemptRecord {
   destination_type: DestinationType;
   event_id: string;
   topic: string;
+  /** The event's own time and the time it was received (which places its rows in storage). */
+  event_time: string;
+  event_received_at: string;
   status: AttemptStatus;
   /** 'OK', 'ERR' or the destination's HTTP status code. */
   code: string;

@@ -1,27 +1,337 @@
-import type { FastifyInstance } from 'fastify';
-import { AppError } from '@switchyard/shared/errors.ts';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError, type Problem } from '@switchyard/shared/errors.ts';
+import {
+  ATTEMPT_STATUSES,
+  type AttemptStatus,
+  type AttemptView,
+  type Dir,
+  type ListPage,
+  pageProblems,
+  QueryStore,
+  type Tenants,
+  type TimeRange,
+} from '@switchyard/shared/db/stores/queries.ts';
+import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
-import { existingTenant, idParam, type TenantReq } from './common.ts';
-import { pageQuerySchema, pageRequest } from './paging.ts';
+import { destinationView } from '../destination-view.ts';
+import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Query parameters of the event and attempt listings. They are checked here rather than by the
+// route schema (which documents them) so that one 422 names every problem at once, and so that
+// the multi-value forms (x=a&x=b, x[]=a, x[0]=a, x=a,b) and time[gte] style keys parse alike.
+
+export type Query = Record<string, unknown>;
+
+/** Route options shared by these routes: the schema documents, the handler validates. */
+export const documentedOnly = { validatorCompiler: () => () => true } as const;
+
+const manyStrings = {
+  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+} as const;
+const dateTime = { type: 'string', format: 'date-time' } as const;
+
+export const pageQueryDocs = {
+  limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Page size.' },
+  next: { type: 'string', description: 'Cursor of the next page (from pagination.next).' },
+  prev: { type: 'string', description: 'Cursor of the previous page (from pagination.prev); not with next.' },
+  order_by: { type: 'string', enum: ['time'], default: 'time' },
+  dir: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+} as const;
+
+export const timeQueryDocs = {
+  'time[gte]': dateTime,
+  'time[gt]': dateTime,
+  'time[lte]': dateTime,
+  'time[lt]': dateTime,
+} as const;
+
+export const statusQueryDocs = {
+  ...manyStrings,
+  description: 'success or failed; several values (x=a&x=b, x[]=a, x[0]=a, x=a,b) match any.',
+} as const;
+export const manyQueryDocs = (description: string) => ({ ...manyStrings, description: `${description} Several values match any.` });
+
+export class Problems {
+  readonly list: Problem[] = [];
+  add(path: string, message: string): void {
+    this.list.push({ path, message });
+  }
+  throwIfAny(): void {
+    if (this.list.length) throw AppError.validation(this.list);
+  }
+}
+
+function single(q: Query, name: string, p: Problems): string | undefined {
+  const v = q[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') {
+    p.add(`query.${name}`, 'must be a single value');
+    return undefined;
+  }
+  return v;
+}
+
+const DATE = /^\d{4}-\d\d-\d\d$/;
+const DATE_TIME = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d{1,9})?)?([Zz]|[+-]\d\d(:?\d\d)?)$/;
+
+/** An RFC 3339 date-time with its offset, or a date (UTC midnight); as text, so microseconds survive. */
+function timeValue(raw: string): string | undefined {
+  if (DATE.test(raw)) return Number.isNaN(Date.parse(`${raw}T00:00:00Z`)) ? undefined : `${raw}T00:00:00Z`;
+  if (!DATE_TIME.test(raw)) return undefined;
+  const js = raw
+    .replace(' ', 'T')
+    .replace(/\.(\d{3})\d+/, '.$1')
+    .replace(/([+-]\d\d)(\d\d)$/, '$1:$2')
+    .replace(/([+-]\d\d)$/, '$1:00');
+  const d = new Date(js);
+  const y = Number(raw.slice(0, 4));
+  return Number.isNaN(d.getTime()) || y < 1 ? undefined : raw;
+}
+
+export function parseTime(q: Query, p: Problems): TimeRange {
+  const t: TimeRange = {};
+  for (const [key, value] of Object.entries(q)) {
+    if (key === 'time') {
+      p.add('query.time', 'needs a bound: time[gte], time[gt], time[lte] or time[lt]');
+      continue;
+    }
+    const m = /^time\[(\w*)\]$/.exec(key);
+    if (!m) continue;
+    const op = m[1] as string;
+    if (op !== 'gte' && op !== 'gt' && op !== 'lte' && op !== 'lt') {
+      p.add(`query.${key}`, 'is not a time bound: use gte, gt, lte or lt');
+      continue;
+    }
+    if (typeof value !== 'string') {
+      p.add(`query.${key}`, 'must be a single value');
+      continue;
+    }
+    const v = timeValue(value);
+    if (v === undefined) p.add(`query.${key}`, 'must be an ISO 8601 date-time with an offset (2024-05-01T12:00:00Z) or a date');
+    else t[op] = v;
+  }
+  return t;
+}
+
+export function parsePage(q: Query, p: Problems, kind: 'att' | 'evt'): ListPage {
+  const page: ListPage = { limit: 100 };
+  const limit = single(q, 'limit', p);
+  if (limit !== undefined) {
+    const n = /^\d{1,7}$/.test(limit) ? Number(limit) : Number.NaN;
+    if (!(n >= 1 && n <= 1000)) p.add('query.limit', 'must be an integer from 1 to 1000');
+    else page.limit = n;
+  }
+  const dir = single(q, 'dir', p);
+  if (dir !== undefined) {
+    if (dir !== 'asc' && dir !== 'desc') p.add('query.dir', 'must be one of asc, desc');
+    else page.dir = dir as Dir;
+  }
+  const orderBy = single(q, 'order_by', p);
+  if (orderBy !== undefined && orderBy !== 'time') p.add('query.order_by', 'must be time');
+  const next = single(q, 'next', p);
+  const prev = single(q, 'prev', p);
+  if (next !== undefined) page.next = next;
+  if (prev !== undefined) page.prev = prev;
+  for (const x of pageProblems(page, kind)) p.add(x.path, x.message);
+  return page;
+}
+
+export function parseStatuses(q: Query, p: Problems): AttemptStatus[] | undefined {
+  const values = multi(q, 'status');
+  for (const v of values ?? []) {
+    if (!(ATTEMPT_STATUSES as readonly string[]).includes(v))
+      p.add('query.status', `must be one of ${ATTEMPT_STATUSES.join(', ')} (got "${v}")`);
+  }
+  return values as AttemptStatus[] | undefined;
+}
+
+const INCLUDES = ['event', 'event.data', 'response_data', 'destination'] as const;
+export type Include = (typeof INCLUDES)[number];
+
+export function parseInclude(q: Query, p: Problems): Set<Include> {
+  const values = multi(q, 'include') ?? [];
+  for (const v of values)
+    if (!(INCLUDES as readonly string[]).includes(v)) p.add('query.include', `must be among ${INCLUDES.join(', ')} (got "${v}")`);
+  return new Set(values as Include[]);
+}
+
+const includeDocs = manyQueryDocs(
+  'Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility).',
+);
+
+/**
+ * The tenants a request may read. A tenant in the path (either path form) must exist and be the
+ * token's own; without one, a tenant token reads its own tenant and the admin key reads every
+ * tenant, narrowed by the `tenant_id` query parameter when given.
+ */
+export async function readableTenants(ctx: Ctx, req: FastifyRequest): Promise<Tenants> {
+  const r = req as TenantReq;
+  if (r.params.tenant_id !== undefined) return [await existingTenant(ctx, r)];
+  const asked = multi(req.query as Query, 'tenant_id');
+  if (req.principal.kind === 'tenant') {
+    for (const t of asked ?? []) requireTenantAccess(req.principal, t);
+    return [await existingTenant(ctx, r)];
+  }
+  return asked ?? null;
+}
+
+/** include=event / event.data / destination, applied to a page of attempts. */
+export async function expandAttempts(
+  ctx: Ctx,
+  queries: QueryStore,
+  attempts: AttemptView[],
+  include: Set<Include>,
+): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = attempts.map((a) => ({ ...a }));
+  const withData = include.has('event.data');
+  if (withData || include.has('event')) {
+    const events = await queries.eventsOf(attempts, withData);
+    out.forEach((o, i) => {
+      const a = attempts[i] as AttemptView;
+      o.event = events.get(`${a.tenant_id}\u0000${a.event_id}`) ?? null;
+    });
+  }
+  if (include.has('destination')) {
+    const views = new Map<string, Record<string, unknown> | null>();
+    for (const a of attempts) {
+      const k = `${a.tenant_id}\u0000${a.destination_id}`;
+      if (views.has(k)) continue;
+      const d = await ctx.destinations.get(a.tenant_id, a.destination_id);
+      views.set(k, d ? destinationView(d) : null);
+    }
+    out.forEach((o, i) => {
+      const a = attempts[i] as AttemptView;
+      o.destination = views.get(`${a.tenant_id}\u0000${a.destination_id}`) ?? null;
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const attemptListQuery = {
+  type: 'object',
+  properties: {
+    event_id: manyQueryDocs('Attempts of these events.'),
+    status: statusQueryDocs,
+    topic: manyQueryDocs('Attempts of events of these topics.'),
+    ...timeQueryDocs,
+    include: includeDocs,
+    ...pageQueryDocs,
+  },
+} as const;
+
+const adminAttemptListQuery = {
+  type: 'object',
+  properties: {
+    ...attemptListQuery.properties,
+    tenant_id: manyQueryDocs('Admin key only: attempts of these tenants (a tenant token may only name its own).'),
+    destination_id: manyQueryDocs('Attempts to these destinations.'),
+  },
+} as const;
+
+const attemptIdParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam, attempt_id: idParam } } as const;
+const includeQuery = { type: 'object', properties: { include: includeDocs } } as const;
+
+type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; attempt_id?: string }; Querystring: Query }>;
 
 export function attemptRoutes(ctx: Ctx) {
+  const queries = new QueryStore(ctx.db);
+
+  async function existingDestination(req: Req): Promise<{ tenantId: string; destinationId: string }> {
+    const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+    const destinationId = req.params.destination_id ?? '';
+    if (!(await queries.destinationExists(tenantId, destinationId))) throw new AppError('DESTINATION_NOT_FOUND');
+    return { tenantId, destinationId };
+  }
+
+  function listParams(q: Query) {
+    const p = new Problems();
+    const page = parsePage(q, p, 'att');
+    const time = parseTime(q, p);
+    const statuses = parseStatuses(q, p);
+    const include = parseInclude(q, p);
+    p.throwIfAny();
+    return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
+  }
+
   return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Record<string, unknown> }>(
+    app.get(
       '/destinations/:destination_id/attempts',
       {
+        ...documentedOnly,
         schema: {
           tags: ['attempts'],
           summary: 'List the attempts of a destination, newest first, cursor-paged',
           params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
-          querystring: pageQuerySchema,
+          querystring: attemptListQuery,
         },
       },
-      async (req) => {
-        const r = req as unknown as TenantReq;
-        const tenantId = await existingTenant(ctx, r);
-        const destinationId = r.params.destination_id ?? '';
-        if (!(await ctx.destinations.get(tenantId, destinationId))) throw new AppError('DESTINATION_NOT_FOUND');
-        return ctx.attempts.listByDestination(tenantId, destinationId, pageRequest(req.query));
+      async (req: Req) => {
+        const { page, include, ...f } = listParams(req.query);
+        const { tenantId, destinationId } = await existingDestination(req);
+        const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page);
+        return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
+      },
+    );
+
+    app.get(
+      '/destinations/:destination_id/attempts/:attempt_id',
+      {
+        ...documentedOnly,
+        schema: { tags: ['attempts'], summary: 'Get one attempt of a destination', params: attemptIdParams, querystring: includeQuery },
+      },
+      async (req: Req) => {
+        const p = new Problems();
+        const include = parseInclude(req.query, p);
+        p.throwIfAny();
+        const { tenantId, destinationId } = await existingDestination(req);
+        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
+        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+        return (await expandAttempts(ctx, queries, [a], include))[0];
+      },
+    );
+
+    app.get(
+      '/attempts',
+      {
+        ...documentedOnly,
+        schema: {
+          tags: ['attempts'],
+          summary:
+            'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
+          params: { type: 'object', properties: { tenant_id: idParam } },
+          querystring: adminAttemptListQuery,
+        },
+      },
+      async (req: Req) => {
+        const { page, include, ...f } = listParams(req.query);
+        const tenants = await readableTenants(ctx, req);
+        const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
+        return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
+      },
+    );
+
+    app.get(
+      '/attempts/:attempt_id',
+      {
+        ...documentedOnly,
+        schema: {
+          tags: ['attempts'],
+          summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
+          params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
+          querystring: includeQuery,
+        },
+      },
+      async (req: Req) => {
+        const p = new Problems();
+        const include = parseInclude(req.query, p);
+        p.throwIfAny();
+        const tenants = await readableTenants(ctx, req);
+        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants });
+        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+        return (await expandAttempts(ctx, queries, [a], include))[0];
       },
     );
   };

@@ -1,11 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '@switchyard/shared/errors.ts';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 import { newId } from '@switchyard/shared/ids.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
-import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
+import { toAppError } from '../errors.ts';
+
+/** Most events one batch publish may carry. */
+export const PUBLISH_BATCH_MAX = 1000;
+export const PUBLISH_BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 
 export const publishBodySchema = {
   type: 'object',
@@ -23,6 +28,11 @@ export const publishBodySchema = {
   },
 } as const;
 
+const publishResponse = {
+  type: 'object',
+  properties: { id: { type: 'string' }, duplicate: { type: 'boolean' }, destination_ids: { type: 'array', items: { type: 'string' } } },
+} as const;
+
 interface PublishBody {
   id?: string;
   tenant_id: string;
@@ -34,47 +44,89 @@ interface PublishBody {
   data: JsonObject;
 }
 
-export function publishRoutes(ctx: Ctx) {
-  return async (app: FastifyInstance) => {
-    app.post<{ Body: PublishBody }>('/publish', { schema: { body: publishBodySchema } }, async (req, reply) => {
-      const started = performance.now();
-      const body = req.body;
-      requireTenantAccess(req.principal, body.tenant_id);
-      const allowed = ctx.config.TOPICS;
-      if (!allowed.includes('*') && !allowed.includes(body.topic)) {
-        throw AppError.validation([{ path: 'body.topic', message: `"${body.topic}" is not a configured topic` }]);
-      }
-      if (!(await ctx.tenants.exists(body.tenant_id))) throw new AppError('TENANT_NOT_FOUND');
+// Items of a batch are validated one by one, so one bad event does not sink the others.
+const itemAjv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true });
+addFormats.default(itemAjv);
+const validateItem = itemAjv.compile(publishBodySchema);
 
-      const event: EventRecord = {
-        id: body.id ?? newId(),
-        tenant_id: body.tenant_id,
-        topic: body.topic,
-        time: body.time ? new Date(body.time).toISOString() : new Date().toISOString(),
-        eligible_for_retry: body.eligible_for_retry,
-        metadata: body.metadata ?? null,
-        data: body.data,
-        destination_id: body.destination_id ?? null,
-      };
-      const destinations = (await ctx.destinations.list(event.tenant_id)).filter(
-        (d) =>
-          d.disabled_at === null &&
-          (event.destination_id ? d.id === event.destination_id : matchesTopic(d.topics, event.topic) && matchesFilter(d.filter, event)),
-      );
-      await ctx.producer.send(TOPIC.events, [{ key: event.tenant_id, value: event }]);
-      req.log.info(
-        {
-          msg: 'publish',
-          event_id: event.id,
-          tenant_id: event.tenant_id,
-          topic: event.topic,
-          destinations: destinations.length,
-          duration_ms: Math.round(performance.now() - started),
+export function publishRoutes(ctx: Ctx) {
+  const toEvent = (body: PublishBody): EventRecord => ({
+    id: body.id ?? newId(),
+    tenant_id: body.tenant_id,
+    topic: body.topic,
+    time: body.time ? new Date(body.time).toISOString() : new Date().toISOString(),
+    eligible_for_retry: body.eligible_for_retry ?? true,
+    metadata: body.metadata ?? null,
+    data: body.data,
+    destination_id: body.destination_id ?? null,
+  });
+  const checkTopic = (topic: string, path: string): Problem[] => {
+    const allowed = ctx.config.TOPICS;
+    return allowed.includes('*') || allowed.includes(topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
+  };
+
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: PublishBody }>(
+      '/publish',
+      {
+        schema: {
+          tags: ['publish'],
+          summary: 'Publish one event; 202 once Kafka acknowledged it',
+          body: publishBodySchema,
+          response: { 202: publishResponse },
         },
-        'publish',
-      );
-      reply.status(202);
-      return { id: event.id, duplicate: false, destination_ids: destinations.map((d) => d.id) };
-    });
+      },
+      async (req, reply) => {
+        requireTenantAccess(req.principal, req.body.tenant_id);
+        const problems = checkTopic(req.body.topic, 'body.topic');
+        if (problems.length) throw AppError.validation(problems);
+        const result = await ctx.publish(toEvent(req.body), req.body.id !== undefined);
+        reply.status(202);
+        return result;
+      },
+    );
+
+    app.post<{ Body: { events: unknown[] } }>(
+      '/publish/batch',
+      {
+        bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
+        schema: {
+          tags: ['publish'],
+          summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
+          body: {
+            type: 'object',
+            required: ['events'],
+            additionalProperties: false,
+            properties: { events: { type: 'array', minItems: 1, maxItems: PUBLISH_BATCH_MAX, items: { type: 'object' } } },
+          },
+        },
+      },
+      async (req) => {
+        const results = await Promise.all(
+          req.body.events.map(async (item, i) => {
+            try {
+              if (!validateItem(item)) {
+                throw AppError.validation(
+                  (validateItem.errors ?? []).map((e) => ({
+                    path: `body.events[${i}]${e.instancePath.replaceAll('/', '.')}${e.keyword === 'required' ? `.${(e.params as { missingProperty: string }).missingProperty}` : ''}`,
+                    message: e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid'),
+                  })),
+                );
+              }
+              const body = item as PublishBody;
+              requireTenantAccess(req.principal, body.tenant_id);
+              const problems = checkTopic(body.topic, `body.events[${i}].topic`);
+              if (problems.length) throw AppError.validation(problems);
+              return { status: 202, ...(await ctx.publish(toEvent(body), body.id !== undefined)) };
+            } catch (err) {
+              const e = toAppError(err as Error);
+              if (e.code === 'INTERNAL') req.log.error({ err }, 'batch publish item failed');
+              return errorBody(e);
+            }
+          }),
+        );
+        return { results };
+      },
+    );
   };
 }

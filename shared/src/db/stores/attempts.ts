@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { AttemptRecord, EventRecord } from '../../model/index.ts';
-import { type Page, type PageRequest, paginate } from '../paging.ts';
 
 export interface AttemptView {
   id: string;
@@ -15,12 +14,6 @@ export interface AttemptView {
   manual: boolean;
   time: string;
 }
-
-interface AttemptRow extends Omit<AttemptView, 'time'> {
-  time: Date;
-}
-
-const toView = (r: AttemptRow): AttemptView => ({ ...r, time: r.time.toISOString() });
 
 /** Events and attempts as stored for querying. Writes are batched and idempotent. */
 export class AttemptStore {
@@ -45,7 +38,7 @@ export class AttemptStore {
           destination_id: e.destination_id ?? null,
         })),
       )
-      .onConflict(['tenant_id', 'id'])
+      .onConflict()
       .ignore();
   }
 
@@ -67,27 +60,7 @@ export class AttemptStore {
           time: a.time,
         })),
       )
-      .onConflict('id')
+      .onConflict()
       .ignore();
-  }
-
-  async listByDestination(tenantId: string, destinationId: string, page: PageRequest): Promise<Page<AttemptView>> {
-    const q = this.db('attempts')
-      .where({ tenant_id: tenantId, destination_id: destinationId })
-      .select(
-        'id',
-        'tenant_id',
-        'destination_id',
-        'event_id',
-        'topic',
-        'status',
-        'code',
-        'response_data',
-        'attempt_number',
-        'manual',
-        'time',
-      );
-    const res = await paginate<AttemptRow>(this.db, q, { ...page, column: 'time', idColumn: 'id', orderBy: 'time' });
-    return { models: res.models.map(toView), pagination: res.pagination };
   }
 }

@@ -2,6 +2,24 @@ import type { Knex } from 'knex';
 import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
 
 /**
+ * A delivery row's key. created_at is the event's received time, so both writers (routed events and
+ * attempts, in either order) name the same row, and the row lives in the partition of its event.
+ */
+const DELIVERY_KEY = ['tenant_id', 'event_id', 'destination_id', 'created_at'];
+
+function deliveryRow(e: RoutedRecord['event'], destinationId: string, status: 'pending' | 'skipped') {
+  return {
+    tenant_id: e.tenant_id,
+    event_id: e.id,
+    destination_id: destinationId,
+    topic: e.topic,
+    event_time: e.time,
+    created_at: e.received_at ?? e.time,
+    status,
+  };
+}
+
+/**
  * The attempts service's writes: events (from routed records), the per-delivery status rows, and
  * attempts. Every write is one statement per batch and idempotent, so a redelivered batch changes
  * nothing; records of the two topics may arrive in either order and still converge.
@@ -26,6 +44,7 @@ export class PipelineStore {
             data: JSON.stringify(e.data),
             eligible_for_retry: e.eligible_for_retry,
             destination_id: e.destination_id ?? null,
+            received_at: e.received_at ?? e.time,
             matched_destination_ids: matched_destination_ids,
             skipped_destination_ids: skipped_destination_ids,
           })),
@@ -33,29 +52,12 @@ export class PipelineStore {
         .onConflict()
         .ignore();
       const rows = records.flatMap(({ event: e, matched_destination_ids, skipped_destination_ids }) => [
-        ...matched_destination_ids.map((d) => ({
-          tenant_id: e.tenant_id,
-          event_id: e.id,
-          destination_id: d,
-          topic: e.topic,
-          event_time: e.time,
-          status: 'pending',
-        })),
-        ...skipped_destination_ids.map((d) => ({
-          tenant_id: e.tenant_id,
-          event_id: e.id,
-          destination_id: d,
-          topic: e.topic,
-          event_time: e.time,
-          status: 'skipped',
-        })),
+        ...matched_destination_ids.map((d) => deliveryRow(e, d, 'pending')),
+        ...skipped_destination_ids.map((d) => deliveryRow(e, d, 'skipped')),
       ]);
       if (rows.length) {
-        // An attempt may have been stored first; then only the event time is filled in.
-        await tx('deliveries')
-          .insert(rows)
-          .onConflict(['tenant_id', 'event_id', 'destination_id'])
-          .merge({ event_time: tx.raw('COALESCE(deliveries.event_time, EXCLUDED.event_time)') });
+        // An attempt may have been stored first; its status stands.
+        await tx('deliveries').insert(rows).onConflict(DELIVERY_KEY).ignore();
       }
     });
   }
@@ -102,6 +104,8 @@ export class PipelineStore {
         event_id: a.event_id,
         destination_id: a.destination_id,
         topic: a.topic,
+        event_time: a.event_time,
+        created_at: a.event_received_at,
         status: anySuccess.has(k) ? 'success' : a.status,
         attempts: a.attempt_number,
         last_attempt_at: a.time,
@@ -113,7 +117,7 @@ export class PipelineStore {
       if (rows.length) {
         await tx('deliveries')
           .insert(rows)
-          .onConflict(['tenant_id', 'event_id', 'destination_id'])
+          .onConflict(DELIVERY_KEY)
           .merge({
             status: tx.raw("CASE WHEN deliveries.successful_at IS NOT NULL THEN 'success' ELSE EXCLUDED.status END"),
             attempts: tx.raw('GREATEST(deliveries.attempts, EXCLUDED.attempts)'),

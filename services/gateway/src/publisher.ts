@@ -1,0 +1,89 @@
+import { createBatcher } from '@switchyard/shared/batcher.ts';
+import type { EventIdStore, Reservation } from '@switchyard/shared/db/stores/event-ids.ts';
+import { AppError } from '@switchyard/shared/errors.ts';
+import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { Logger } from '@switchyard/shared/log.ts';
+import type { EventRecord } from '@switchyard/shared/model/index.ts';
+import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
+import type { RoutingCache } from './routing-cache.ts';
+
+export interface PublishResult {
+  id: string;
+  duplicate: boolean;
+  destination_ids: string[];
+}
+
+/**
+ * The publish path: tenant check from memory, a reservation for caller-chosen ids, then the events
+ * topic with acks=all. Reservations and Kafka writes are batched across concurrent requests, so a
+ * busy gateway makes one database statement and one produce request per batch, not per event.
+ */
+export function createPublisher(deps: { producer: BusProducer; eventIds: EventIdStore; routing: RoutingCache; log: Logger }) {
+  const reserve = createBatcher((keys: Array<{ tenant_id: string; id: string }>) => deps.eventIds.reserve(keys), 1000);
+  const accept = createBatcher(async (keys: Array<{ tenant_id: string; id: string }>) => {
+    await deps.eventIds.accept(keys);
+    return keys.map(() => undefined);
+  }, 1000);
+  const produce = createBatcher(async (events: EventRecord[]) => {
+    await deps.producer.send(
+      TOPIC.events,
+      events.map((e) => ({ key: e.tenant_id, value: e })),
+    );
+    return events.map(() => undefined);
+  }, 500);
+
+  return async function publish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
+    const started = performance.now();
+    const { exists, destinations } = await deps.routing.get(event.tenant_id);
+    if (!exists) throw new AppError('TENANT_NOT_FOUND');
+    const key = { tenant_id: event.tenant_id, id: event.id };
+    // Generated ids are new by construction; only caller-chosen ids can repeat.
+    const reservation: Reservation = callerChoseId ? await reserve(key) : 'new';
+    if (reservation === 'duplicate') {
+      deps.log.info(
+        {
+          event_id: event.id,
+          tenant_id: event.tenant_id,
+          topic: event.topic,
+          outcome: 'duplicate',
+          duration_ms: Math.round(performance.now() - started),
+        },
+        'publish',
+      );
+      return { id: event.id, duplicate: true, destination_ids: [] };
+    }
+    if (reservation === 'in_flight') throw new AppError('EVENT_CONFLICT');
+    try {
+      await produce(event);
+    } catch (err) {
+      if (callerChoseId) await deps.eventIds.release([key]).catch(() => undefined);
+      throw new AppError('SERVICE_UNAVAILABLE', 'The event could not be accepted; nothing was published. Try again.', undefined, {
+        cause: err,
+      });
+    }
+    if (callerChoseId) {
+      // Not awaited: until it lands (or the router claims the event) a repeat is answered 409.
+      accept(key).catch((err: unknown) => deps.log.warn({ err, event_id: event.id }, 'marking event accepted failed'));
+    }
+    const destinationIds = destinations
+      .filter(
+        (d) =>
+          d.disabled_at === null &&
+          (event.destination_id ? d.id === event.destination_id : matchesTopic(d.topics, event.topic) && matchesFilter(d.filter, event)),
+      )
+      .map((d) => d.id);
+    deps.log.info(
+      {
+        event_id: event.id,
+        tenant_id: event.tenant_id,
+        topic: event.topic,
+        outcome: 'accepted',
+        destinations: destinationIds.length,
+        duration_ms: Math.round(performance.now() - started),
+      },
+      'publish',
+    );
+    return { id: event.id, duplicate: false, destination_ids: destinationIds };
+  };
+}

@@ -1,0 +1,88 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '@switchyard/shared/errors.ts';
+import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { EventRecord } from '@switchyard/shared/model/index.ts';
+import type { Ctx } from '../app.ts';
+import { idParam, type TenantReq } from './common.ts';
+
+/**
+ * Manual retry: a new attempt of one event to one destination, with manual: true and the next
+ * attempt number. It goes through the destination's delivery topic like any delivery.
+ */
+export function retryRoutes(ctx: Ctx) {
+  async function retry(tenantId: string | undefined, eventId: string, destinationId: string, principal: TenantReq['principal']) {
+    const scope = principal.kind === 'tenant' ? principal.tenantId : tenantId;
+    if (principal.kind === 'tenant' && tenantId && tenantId !== principal.tenantId)
+      throw new AppError('FORBIDDEN', 'The token does not grant access to this tenant.');
+    const q = ctx.db('events').where({ id: eventId });
+    if (scope) q.andWhere({ tenant_id: scope });
+    const rows = (await q.limit(2)) as Array<Record<string, unknown>>;
+    const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : undefined);
+    if (!row)
+      throw new AppError(
+        rows.length > 1 ? 'VALIDATION_FAILED' : 'EVENT_NOT_FOUND',
+        rows.length > 1 ? 'Several tenants have this event id; name tenant_id.' : undefined,
+      );
+    const tenant = String(row.tenant_id);
+    const destination = await ctx.destinations.get(tenant, destinationId);
+    if (!destination) throw new AppError('DESTINATION_NOT_FOUND');
+    if (destination.disabled_at) throw new AppError('DESTINATION_DISABLED', 'The destination is disabled; enable it before retrying.');
+    const last = (await ctx
+      .db('attempts')
+      .where({ tenant_id: tenant, event_id: eventId, destination_id: destinationId })
+      .max({ n: 'attempt_number' })
+      .first()) as { n: number | null } | undefined;
+    const event: EventRecord = {
+      id: eventId,
+      tenant_id: tenant,
+      topic: String(row.topic),
+      time: (row.time as Date).toISOString(),
+      eligible_for_retry: Boolean(row.eligible_for_retry),
+      metadata: (row.metadata as EventRecord['metadata']) ?? null,
+      data: row.data as EventRecord['data'],
+      destination_id: (row.destination_id as string | null) ?? null,
+      received_at: (row.received_at as Date).toISOString(),
+    };
+    await ctx.producer.send(TOPIC.deliveries[destination.type], [
+      {
+        key: destination.id,
+        value: { event, destination: ctx.destinations.snapshot(destination), attempt_number: (last?.n ?? 0) + 1, manual: true },
+      },
+    ]);
+    return { success: true };
+  }
+
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: { event_id: string; destination_id: string; tenant_id?: string } }>(
+      '/api/v1/retry',
+      {
+        schema: {
+          tags: ['attempts'],
+          summary: 'Retry one event to one destination (a manual attempt); 202',
+          body: {
+            type: 'object',
+            required: ['event_id', 'destination_id'],
+            additionalProperties: false,
+            properties: { event_id: idParam, destination_id: idParam, tenant_id: idParam },
+          },
+        },
+      },
+      async (req, reply) => {
+        const result = await retry(req.body.tenant_id, req.body.event_id, req.body.destination_id, req.principal);
+        reply.status(202);
+        return result;
+      },
+    );
+    for (const prefix of ['/api/v1/:tenant_id', '/api/v1/tenants/:tenant_id', '/api/v1']) {
+      app.post<{ Params: { tenant_id?: string; destination_id: string; event_id: string } }>(
+        `${prefix}/destination/:destination_id/events/:event_id/retry`,
+        { schema: { tags: ['attempts'], summary: 'Retry one event to one destination (first form)' } },
+        async (req, reply) => {
+          const result = await retry(req.params.tenant_id, req.params.event_id, req.params.destination_id, req.principal);
+          reply.status(202);
+          return result;
+        },
+      );
+    }
+  };
+}

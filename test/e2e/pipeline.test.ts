@@ -1,0 +1,349 @@
+// The delivery pipeline end to end: every service its own process, the real broker and Postgres.
+import t from 'tap';
+import { createDb } from '@switchyard/shared/db/index.ts';
+import { createKafkaBus, type InRecord } from '@switchyard/shared/kafka/index.ts';
+import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
+import type { OperatorEvent } from '@switchyard/shared/model/index.ts';
+import {
+  apiClient,
+  createTestDatabase,
+  freePort,
+  startReceiver,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
+
+interface AttemptRow {
+  id: string;
+  event_id: string;
+  destination_id: string;
+  status: string;
+  code: string;
+  attempt_number: number;
+  manual: boolean;
+  final: boolean;
+  response_data: Record<string, unknown> | null;
+}
+
+t.test('delivery pipeline', async (t) => {
+  const [port, port2] = [await freePort(), await freePort()];
+  const callback = await startReceiver(t);
+  const env = testEnv({
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'user.created,user.deleted,order.paid,order.refunded',
+    KAFKA_PARTITIONS: '1',
+    RETRY_SCHEDULE: '1,1,1',
+    DELIVERY_TIMEOUT_SECONDS: '2',
+    ALERT_CONSECUTIVE_FAILURE_COUNT: '5',
+    ALERT_AUTO_DISABLE_DESTINATION: 'true',
+    OPERATOR_CALLBACK_URL: `${callback.url}/operator`,
+    OPERATOR_CALLBACK_SECRET: 'operator-secret',
+    DESTINATION_CONCURRENCY: '2',
+  });
+  await startService(t, 'attempts', env);
+  const services = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const sender = services[1];
+  await startService(t, 'gateway', { ...env, API_PORT: String(port2) });
+  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const api2 = apiClient(`http://127.0.0.1:${port2}`, env.API_KEY as string);
+  const db = createDb({ url: env.DATABASE_URL as string, poolMax: 2 });
+  t.teardown(() => db.destroy());
+  const bus = createKafkaBus({
+    brokers: [env.KAFKA_BROKERS as string],
+    clientId: 'e2e',
+    topicPrefix: env.KAFKA_TOPIC_PREFIX as string,
+    partitions: 1,
+    replicationFactor: 1,
+    log: createLogger('e2e', 'silent'),
+  });
+  t.teardown(() => bus.close());
+  const producer = await bus.producer();
+
+  const attemptsOf = async (eventId: string) =>
+    (await db('attempts')
+      .where({ event_id: eventId })
+      .orderBy([{ column: 'time' }, { column: 'id' }])) as AttemptRow[];
+  const publish = async (body: Record<string, unknown>, client = api) => {
+    const r = await client<{ id: string; duplicate: boolean; destination_ids: string[] }>('POST', '/api/v1/publish', {
+      eligible_for_retry: true,
+      ...body,
+    });
+    if (r.status !== 202) throw new Error(`publish answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const hook = async (tenant: string, path: string, extra: Record<string, unknown> = {}, receiverUrl?: string) => {
+    const r = await api<{ id: string }>('POST', `/api/v1/tenants/${tenant}/destinations`, {
+      type: 'webhook',
+      topics: '*',
+      config: { url: `${receiverUrl}${path}` },
+      ...extra,
+    });
+    if (r.status !== 201) throw new Error(`create destination answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body.id;
+  };
+  const rx = await startReceiver(t);
+  const at = (path: string) => rx.requests.filter((r) => r.url === path);
+
+  t.test('fan-out, topics, wildcards, filters and destination_id targeting', async (t) => {
+    await api('PUT', '/api/v1/tenants/fan');
+    const all = await hook('fan', '/all', {}, rx.url);
+    const users = await hook('fan', '/users', { topics: ['user.created', 'user.deleted'] }, rx.url);
+    const big = await hook('fan', '/big', { topics: ['order.paid'], filter: { data: { amount: { $gte: 100 } } } }, rx.url);
+    const p1 = await publish({ tenant_id: 'fan', topic: 'user.created', data: { n: 1 } });
+    t.same([...p1.destination_ids].sort(), [all, users].sort(), 'publish names the matching destinations');
+    const p2 = await publish({ tenant_id: 'fan', topic: 'order.paid', data: { amount: 150 } });
+    t.same([...p2.destination_ids].sort(), [all, big].sort());
+    await publish({ tenant_id: 'fan', topic: 'order.paid', data: { amount: 5 } });
+    const p4 = await publish({ tenant_id: 'fan', topic: 'user.created', destination_id: users, data: { n: 4 } });
+    t.same(p4.destination_ids, [users], 'destination_id targets one destination');
+    await waitFor('fan-out deliveries', () => at('/all').length === 3 && at('/users').length === 2 && at('/big').length === 1);
+    await new Promise((r) => setTimeout(r, 500));
+    t.equal(at('/all').length, 3, 'catch-all got every event but the targeted one');
+    t.equal(at('/users').length, 2, 'user topics only, plus the targeted event');
+    t.equal(at('/big').length, 1, 'the filter let only amount >= 100 through');
+    t.same(JSON.parse(at('/big')[0]?.body ?? '{}'), { amount: 150 });
+  });
+
+  t.test('disabled destinations are recorded as skipped; routing follows changes at once, on every gateway', async (t) => {
+    await api('PUT', '/api/v1/tenants/cfg');
+    const d = await hook('cfg', '/cfg', { topics: ['user.created'] }, rx.url);
+    await api('PUT', `/api/v1/tenants/cfg/destinations/${d}/disable`);
+    // Published through the other gateway instance, right after the change answered.
+    const skipped = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'disabled' } }, api2);
+    const row = await waitFor(
+      'the skipped event stored',
+      async () => (await db('events').where({ tenant_id: 'cfg', id: skipped.id }).first()) as Record<string, unknown> | undefined,
+    );
+    t.same(row.skipped_destination_ids, [d], 'the event records the skipped destination');
+    t.same(row.matched_destination_ids, []);
+    const delivery = await db('deliveries').where({ tenant_id: 'cfg', event_id: skipped.id, destination_id: d }).first();
+    t.equal(delivery?.status, 'skipped');
+    await api('PUT', `/api/v1/tenants/cfg/destinations/${d}/enable`);
+    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'enabled' } }, api2);
+    await api('PATCH', `/api/v1/tenants/cfg/destinations/${d}`, { config: { url: `${rx.url}/cfg-moved` } });
+    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'moved' } }, api2);
+    await waitFor('deliveries after the changes', () => at('/cfg').length === 1 && at('/cfg-moved').length === 1);
+    t.same(JSON.parse(at('/cfg')[0]?.body ?? '{}'), { phase: 'enabled' }, 'nothing delivered while disabled');
+    t.same(JSON.parse(at('/cfg-moved')[0]?.body ?? '{}'), { phase: 'moved' }, 'the new URL is used at once');
+    const unmatched = await publish({ tenant_id: 'cfg', topic: 'order.refunded', data: {} });
+    await api('DELETE', `/api/v1/tenants/cfg/destinations/${d}`);
+    const afterDelete = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'deleted' } }, api2);
+    const stored = await waitFor('the unmatched event stored', async () =>
+      db('events').where({ tenant_id: 'cfg', id: afterDelete.id }).first(),
+    );
+    t.same(stored.matched_destination_ids, [], 'a deleted destination gets nothing');
+    const unmatchedRow = await waitFor('unmatched stored', async () => db('events').where({ tenant_id: 'cfg', id: unmatched.id }).first());
+    t.same(
+      [unmatchedRow.matched_destination_ids, unmatchedRow.skipped_destination_ids],
+      [[], []],
+      'an event that matched nothing is recorded',
+    );
+  });
+
+  t.test('retries until success, then exhaustion ends in a terminal attempt', async (t) => {
+    await api('PUT', '/api/v1/tenants/retries');
+    const flaky = await hook('retries', '/flaky', { topics: ['user.created'] }, rx.url);
+    const dead = await hook('retries', '/dead', { topics: ['user.deleted'] }, rx.url);
+    let flakyCalls = 0;
+    rx.respond((r) => {
+      if (r.url === '/flaky') return ++flakyCalls <= 2 ? { status: 503, body: 'busy' } : { status: 200, body: '{"ok":true}' };
+      if (r.url === '/dead') return { status: 500, body: 'down' };
+      return { status: 200 };
+    });
+    const e1 = await publish({ tenant_id: 'retries', topic: 'user.created', data: { k: 'flaky' } });
+    const e2 = await publish({ tenant_id: 'retries', topic: 'user.deleted', data: { k: 'dead' } });
+    const ok = await waitFor(
+      'three attempts ending in success',
+      async () => {
+        const a = await attemptsOf(e1.id);
+        return a.some((x) => x.status === 'success') ? a : undefined;
+      },
+      30_000,
+    );
+    t.same(
+      ok.map((a) => [a.attempt_number, a.status, a.code, a.final]),
+      [
+        [1, 'failed', '503', false],
+        [2, 'failed', '503', false],
+        [3, 'success', '200', true],
+      ],
+    );
+    t.ok(ok.every((a) => a.destination_id === flaky));
+    t.same(ok[2]?.response_data, { status: 200, body: { ok: true } }, 'the response is kept');
+    const gone = await waitFor(
+      'retries exhausted',
+      async () => {
+        const a = await attemptsOf(e2.id);
+        return a.length >= 4 ? a : undefined;
+      },
+      30_000,
+    );
+    t.same(
+      gone.map((a) => [a.attempt_number, a.final]),
+      [
+        [1, false],
+        [2, false],
+        [3, false],
+        [4, true],
+      ],
+      'first attempt + 3 retries, the last terminal',
+    );
+    t.ok(gone.every((a) => a.destination_id === dead && a.status === 'failed'));
+    await new Promise((r) => setTimeout(r, 1500));
+    t.equal((await attemptsOf(e2.id)).length, 4, 'no attempt after the terminal one');
+
+    t.test('manual retry adds the next attempt, marked manual; a disabled destination is refused', async (t) => {
+      rx.respond(() => ({ status: 200 }));
+      const r = await api('POST', '/api/v1/retry', { event_id: e2.id, destination_id: dead });
+      t.equal(r.status, 202, JSON.stringify(r.body));
+      t.same(r.body, { success: true });
+      const manual = await waitFor('the manual attempt', async () => (await attemptsOf(e2.id)).find((a) => a.manual));
+      t.match(manual, { attempt_number: 5, status: 'success', manual: true, final: true });
+      const firstForm = await api('POST', `/api/v1/retries/destination/${dead}/events/${e2.id}/retry`);
+      t.equal(firstForm.status, 202, 'the first path form works too');
+      const again = await waitFor('the second manual attempt', async () => (await attemptsOf(e2.id)).find((a) => a.attempt_number === 6));
+      t.match(again, { manual: true, status: 'success' });
+      await api('PUT', `/api/v1/tenants/retries/destinations/${dead}/disable`);
+      const refused = await api<{ code: string }>('POST', '/api/v1/retry', { event_id: e2.id, destination_id: dead });
+      t.equal(refused.status, 422);
+      t.equal(refused.body.code, 'DESTINATION_DISABLED');
+      t.equal((await api('POST', '/api/v1/retry', { event_id: 'nope', destination_id: dead })).status, 404);
+    });
+  });
+
+  t.test('idempotent publish and batch publish', async (t) => {
+    rx.respond(() => ({ status: 200 }));
+    await api('PUT', '/api/v1/tenants/idem');
+    await hook('idem', '/idem', {}, rx.url);
+    const first = await publish({ tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } });
+    t.same([first.id, first.duplicate], ['order-42', false]);
+    const second = await publish({ tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } }, api2);
+    t.same([second.id, second.duplicate], ['order-42', true], 'a repeat through another gateway is a duplicate');
+    const batch = await api<{ results: Array<Record<string, unknown>> }>('POST', '/api/v1/publish/batch', {
+      events: [
+        { tenant_id: 'idem', topic: 'user.created', data: { b: 1 } },
+        { tenant_id: 'idem', topic: 'nope', data: {} },
+        { tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } },
+        { tenant_id: 'idem', topic: 'user.created', data: 'not an object' },
+        { tenant_id: 'ghost', topic: 'user.created', data: {} },
+      ],
+    });
+    t.equal(batch.status, 200);
+    t.match(batch.body.results, [
+      { status: 202, duplicate: false },
+      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[1].topic' }] },
+      { status: 202, duplicate: true, id: 'order-42' },
+      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[3].data' }] },
+      { status: 404, code: 'TENANT_NOT_FOUND' },
+    ]);
+    await waitFor('two deliveries', () => at('/idem').length === 2);
+    await new Promise((r) => setTimeout(r, 1000));
+    t.equal(at('/idem').filter((r) => r.headers['x-outpost-event-id'] === 'order-42').length, 1, 'the repeated id was delivered once');
+    t.equal(at('/idem').length, 2);
+  });
+
+  t.test('events written straight into Kafka: valid ones delivered, invalid ones dead-lettered with the reason', async (t) => {
+    await api('PUT', '/api/v1/tenants/direct');
+    await hook('direct', '/direct', {}, rx.url);
+    const dead: InRecord<unknown>[] = [];
+    await bus.consume<unknown>({ groupId: 'e2e-dlq', topics: [TOPIC.deadLetter], handle: async (r) => void dead.push(r) });
+    await producer.send(TOPIC.events, [
+      { key: 'direct', value: { tenant_id: 'direct', topic: 'user.created', data: { via: 'kafka' } } },
+      { key: 'direct', value: { tenant_id: 'direct', topic: 'user.created', data: 'nope' } },
+      { key: 'direct', value: Buffer.from('{not json') },
+      { key: 'direct', value: { tenant_id: 'nobody', topic: 'user.created', data: {} } },
+    ]);
+    await waitFor('the valid direct event', () => at('/direct').length === 1);
+    t.same(JSON.parse(at('/direct')[0]?.body ?? '{}'), { via: 'kafka' });
+    await waitFor('three dead letters', () => dead.length === 3);
+    const reasons = dead.map((d) => d.headers['x-dead-letter-reason'] ?? '');
+    t.match(reasons[0], /schema: \/data must be object/);
+    t.match(reasons[1], /invalid JSON/);
+    t.match(reasons[2], /unknown tenant: nobody/);
+    t.equal(dead[1]?.raw?.toString() ?? '', '{not json', 'the original bytes are kept');
+  });
+
+  t.test('consecutive failures raise an operator event and auto-disable the destination', async (t) => {
+    await api('PUT', '/api/v1/tenants/alert');
+    const bad = await hook('alert', '/alert', { topics: ['order.refunded'] }, rx.url);
+    rx.respond((r) => (r.url === '/alert' ? { status: 500 } : { status: 200 }));
+    const ops: OperatorEvent[] = [];
+    await bus.consume<OperatorEvent>({ groupId: 'e2e-ops', topics: [TOPIC.operatorEvents], handle: async (r) => void ops.push(r.value) });
+    for (let i = 0; i < 5; i++) await publish({ tenant_id: 'alert', topic: 'order.refunded', eligible_for_retry: false, data: { i } });
+    const disabled = await waitFor(
+      'auto-disable',
+      async () => {
+        const d = await api<{ disabled_at: string | null }>('GET', `/api/v1/tenants/alert/destinations/${bad}`);
+        return d.body.disabled_at ? d.body : undefined;
+      },
+      30_000,
+    );
+    t.ok(disabled.disabled_at, 'the destination was disabled');
+    await waitFor('operator events', () => ops.filter((o) => o.destination_id === bad).length === 2);
+    t.same(
+      ops.filter((o) => o.destination_id === bad).map((o) => o.type),
+      ['alert.consecutive_failure', 'destination.auto_disabled'],
+    );
+    t.match(
+      ops.find((o) => o.destination_id === bad),
+      { tenant_id: 'alert', data: { consecutive_failures: 5, threshold: 5 } },
+    );
+    const cb = await waitFor('the signed callback', () => callback.requests.length >= 2 && callback.requests);
+    t.ok(
+      cb.every((r) => r.url === '/operator' && String(r.headers['webhook-signature']).startsWith('v1,')),
+      'callbacks are signed',
+    );
+  });
+
+  t.test('a hanging destination does not slow a healthy one in the same partition', async (t) => {
+    await api('PUT', '/api/v1/tenants/hang');
+    const slow = await hook('hang', '/hang', { topics: ['user.deleted'] }, rx.url);
+    await hook('hang', '/healthy', { topics: ['user.created'] }, rx.url);
+    rx.respond((r) => (r.url === '/hang' ? { status: 200, delayMs: 10_000 } : { status: 200 }));
+    for (let i = 0; i < 6; i++) await publish({ tenant_id: 'hang', topic: 'user.deleted', eligible_for_retry: false, data: { i } });
+    const started = Date.now();
+    for (let i = 0; i < 20; i++) await publish({ tenant_id: 'hang', topic: 'user.created', data: { i } });
+    await waitFor('healthy deliveries', () => at('/healthy').length === 20, 30_000);
+    const healthyDone = Date.now() - started;
+    // Six hanging deliveries at two at a time would take 6 s of timeouts if they blocked the partition.
+    t.ok(healthyDone < 4000, `healthy destination served in ${healthyDone} ms while the other hangs`);
+    const timedOut = await waitFor(
+      'timeouts recorded',
+      async () => {
+        const rows = (await db('attempts').where({ destination_id: slow })) as AttemptRow[];
+        return rows.length === 6 ? rows : undefined;
+      },
+      30_000,
+    );
+    t.ok(
+      timedOut.every((a) => a.status === 'failed' && a.code === 'ERR' && a.response_data?.reason === 'timeout'),
+      'hanging attempts end as timeouts',
+    );
+  });
+
+  t.test('a sender killed with SIGKILL mid-run: every accepted event still reaches a terminal attempt', async (t) => {
+    await api('PUT', '/api/v1/tenants/crash');
+    const d = await hook('crash', '/crash', { topics: ['order.paid'] }, rx.url);
+    rx.respond((r) => (r.url === '/crash' ? { status: 200, delayMs: 30 } : { status: 200 }));
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) ids.push((await publish({ tenant_id: 'crash', topic: 'order.paid', data: { i } })).id);
+    await waitFor('some deliveries before the crash', () => at('/crash').length >= 5);
+    sender.child.kill('SIGKILL');
+    await new Promise((r) => sender.child.once('exit', r));
+    await startService(t, 'sender', env);
+    const done = await waitFor(
+      'a terminal attempt for every event',
+      async () => {
+        const rows = (await db('attempts').where({ destination_id: d, final: true }).distinct('event_id')) as Array<{ event_id: string }>;
+        return rows.length === ids.length ? rows : undefined;
+      },
+      60_000,
+    );
+    t.same(done.map((r) => r.event_id).sort(), [...ids].sort(), 'nothing accepted was lost');
+    const received = new Set(at('/crash').map((r) => r.headers['x-outpost-event-id']));
+    t.equal(received.size, ids.length, 'every event reached the receiver');
+  });
+});
