@@ -14,7 +14,9 @@ export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatc
       queue = queue.slice(batch.length);
       try {
         const out = await flush(batch.map((b) => b.item));
-        batch.forEach((b, i) => b.resolve(out[i] as O));
+        batch.forEach((b, i) => {
+          b.resolve(out[i] as O);
+        });
       } catch (err) {
         for (const b of batch) b.reject(err);
       }
