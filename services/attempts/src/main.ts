@@ -1,5 +1,6 @@
 // Attempts process: stores routed events and attempts in Postgres in batches (offsets committed only
 // after each write), and raises alerts on consecutive failures.
+import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
@@ -48,5 +49,15 @@ await rt.bus.consume<AttemptRecord>({
     await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
   },
 });
+// Time partitions of events, deliveries and attempts: created ahead, dropped after RETENTION_DAYS.
+const partitions = startPartitionMaintenance(rt.db, {
+  retentionDays: config.RETENTION_DAYS,
+  intervalDays: config.PARTITION_INTERVAL_DAYS,
+  aheadDays: config.PARTITION_AHEAD_DAYS,
+  log: logger,
+});
 logger.info('attempts service consuming');
-onShutdown(logger, () => rt.close());
+onShutdown(logger, async () => {
+  await partitions.stop();
+  await rt.close();
+});

@@ -5,6 +5,7 @@ import { generateWebhookSecret } from '@switchyard/shared/destinations/types/web
 import { mergePatch } from '@switchyard/shared/merge-patch.ts';
 import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
 import { validateFilter } from '@switchyard/shared/routing/match.ts';
+import { validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Principal } from './auth.ts';
 
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
@@ -24,11 +25,13 @@ export function checkDestination(
   type: DestinationType,
   d: { config: Record<string, unknown>; credentials: Record<string, unknown>; filter: Record<string, unknown> | null },
   problems: Problem[],
+  headerPrefix: string,
 ): void {
   const def = REGISTRY[type];
   problems.push(...validateFields(def.config_fields, d.config, 'body.config'));
   problems.push(...validateFields(def.credential_fields, d.credentials, 'body.credentials'));
   if (d.filter) problems.push(...validateFilter(d.filter));
+  if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
 }
 
 /** Admin-only credential fields (the webhook secrets) may not be set with a tenant token. */

@@ -228,3 +228,25 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     t.same((await call('GET', '/api/v1/tenants/temp/destinations')).body, [], 'no destinations survive');
   });
 });
+
+t.test('webhook specifics: reserved custom headers refused; an expired previous secret leaves the view', async (t) => {
+  const { call } = await buildTestApp(t);
+  await call('PUT', '/api/v1/tenants/acme');
+  const bad = await call('POST', '/api/v1/tenants/acme/destinations', {
+    ...VALID.webhook,
+    config: { url: 'https://example.com/h', custom_headers: { 'Content-Type': 'text/plain', 'x-outpost-topic': 'x', 'x-fine': 'ok', 'x-bad': 'a\r\nb' } },
+  });
+  t.equal(bad.status, 422);
+  t.same(bad.body.data.map((p: { path: string }) => p.path).sort(), ['body.config.custom_headers.Content-Type', 'body.config.custom_headers.x-bad', 'body.config.custom_headers.x-outpost-topic']);
+  const expired = await call('POST', '/api/v1/tenants/acme/destinations', {
+    ...VALID.webhook,
+    credentials: { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2020-01-01T00:00:00Z' },
+  });
+  t.equal(expired.status, 201);
+  t.same(expired.body.credentials, { secret: 'whsec_current' }, 'the expired previous secret is not shown');
+  const live = await call('POST', '/api/v1/tenants/acme/destinations', {
+    ...VALID.webhook,
+    credentials: { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2999-01-01T00:00:00Z' },
+  });
+  t.equal(live.body.credentials.previous_secret, 'whsec_old', 'a valid previous secret is shown');
+});

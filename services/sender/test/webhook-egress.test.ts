@@ -1,9 +1,10 @@
-// Egress policy of webhook deliveries. Network traffic stays on loopback: every net.connect of this process goes
-// through a guard that refuses any host other than 127.0.0.1/localhost/::1, so even a broken policy cannot reach
+// Egress policy of webhook deliveries. Network traffic stays on loopback: every net.connect and tls.connect of this
+// process goes through a guard that refuses any host other than 127.0.0.1/localhost/::1, so even a broken policy cannot reach
 // 10.0.0.1 or 169.254.169.254 — it would fail the assertions instead.
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import http from 'node:http';
 import net, { type AddressInfo, type LookupFunction } from 'node:net';
+import tls from 'node:tls';
 import t from 'tap';
 import { Agent, request } from 'undici';
 import {
@@ -19,24 +20,37 @@ import {
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
 
-/** Hosts net.connect was asked for, in order (undici's http connector calls net.connect). */
+/** Hosts net.connect or tls.connect was asked for, in order (undici's connector calls them). */
 const connectAttempts: string[] = [];
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1']);
-const originalConnect = net.connect;
-net.connect = ((...args: unknown[]) => {
-  const first = args[0];
-  const host = first && typeof first === 'object' ? String((first as { host?: unknown }).host ?? 'localhost') : 'localhost';
-  connectAttempts.push(host);
-  if (!LOOPBACK_HOSTS.has(host)) {
-    const s = new net.Socket();
-    process.nextTick(() => s.destroy(Object.assign(new Error(`test guard: refused to connect to ${host}`), { code: 'TEST_GUARD' })));
-    return s;
-  }
-  return (originalConnect as (...a: unknown[]) => net.Socket).apply(net, args);
-}) as typeof net.connect;
+
+/** Wraps a connect function so that only loopback hosts are ever dialled; anything else gets a socket that fails. */
+function guard<F extends (...args: never[]) => net.Socket>(original: F, owner: object): F {
+  return ((...args: unknown[]) => {
+    const first = args[0];
+    const host = first && typeof first === 'object' ? String((first as { host?: unknown }).host ?? 'localhost') : 'localhost';
+    connectAttempts.push(host);
+    if (!LOOPBACK_HOSTS.has(host)) {
+      const s = new net.Socket();
+      process.nextTick(() => s.destroy(Object.assign(new Error(`test guard: refused to connect to ${host}`), { code: 'TEST_GUARD' })));
+      return s;
+    }
+    return (original as unknown as (...a: unknown[]) => net.Socket).apply(owner, args);
+  }) as unknown as F;
+}
+const originalNetConnect = net.connect;
+const originalTlsConnect = tls.connect;
+net.connect = guard(originalNetConnect, net);
+tls.connect = guard(originalTlsConnect, tls);
 t.teardown(() => {
-  net.connect = originalConnect;
+  net.connect = originalNetConnect;
+  tls.connect = originalTlsConnect;
 });
+
+/** The part of a tap test the helpers use. */
+interface HasTeardown {
+  teardown(fn: () => unknown): void;
+}
 
 interface TestServer {
   port: number;
@@ -44,7 +58,7 @@ interface TestServer {
   connections(): number;
 }
 
-async function serve(t: Tap.Test, handler: http.RequestListener): Promise<TestServer> {
+async function serve(t: HasTeardown, handler: http.RequestListener): Promise<TestServer> {
   const server = http.createServer(handler);
   let accepted = 0;
   server.on('connection', () => {
@@ -65,7 +79,7 @@ const ok: http.RequestListener = (_req, res) => {
   res.end('ok');
 };
 
-function agent(t: Tap.Test, allow: readonly string[], extra: { connections?: number } = {}): Agent {
+function agent(t: HasTeardown, allow: readonly string[], extra: { connections?: number } = {}): Agent {
   const a = createEgressAgent({ allow: parseAllowList(allow), connectTimeoutMs: 500, ...extra });
   t.teardown(() => a.destroy());
   return a;
@@ -89,11 +103,6 @@ async function failure(p: Promise<unknown>): Promise<Error & { code?: string }> 
     return err as Error & { code?: string };
   }
   throw new Error('expected the request to fail');
-}
-
-type Tap = typeof t;
-declare namespace Tap {
-  type Test = Tap;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -301,7 +310,7 @@ t.test('parseAllowList: invalid entries throw naming the entry', async (t) => {
   ];
   for (const [entry, why] of bad) {
     t.throws(() => parseAllowList(['127.0.0.0/8', entry]), { message: why }, JSON.stringify(entry));
-    t.throws(() => parseAllowList([entry]), { message: new RegExp(`invalid egress allow-list entry: "${escape(entry)}"`) });
+    t.throws(() => parseAllowList([entry]), { message: new RegExp(`invalid egress allow-list entry: "${escapeRegExp(entry)}"`) });
   }
   t.throws(
     () => parseAllowList(['10.0.0.0/33', 'ok.example', '*']),
@@ -310,7 +319,7 @@ t.test('parseAllowList: invalid entries throw naming the entry', async (t) => {
   );
 });
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
@@ -433,7 +442,7 @@ t.test('metadata and private literals are refused before any socket exists', asy
     t.equal(err.code, 'EGRESS_BLOCKED', url);
     t.equal(classifyNetworkError(err).reason, 'egress_blocked');
   }
-  t.same(connectAttempts.slice(before), [], 'net.connect was never called');
+  t.same(connectAttempts.slice(before), [], 'net.connect and tls.connect were never called');
   t.ok(Date.now() - started < 1000, 'refused at once, not after a timeout');
 });
 
@@ -536,7 +545,8 @@ t.test('classify: TLS handshake against a plain HTTP server', async (t) => {
   const err = await failure(get(`https://127.0.0.1:${srv.port}/`, agent(t, ['127.0.0.0/8'])));
   const c = classifyNetworkError(err);
   t.equal(c.reason, 'tls_error', `${err.code}: ${err.message}`);
-  t.notMatch(c.message, /\n/);
+  t.notMatch(c.message, /\n|openssl|\.c:\d+/, 'no OpenSSL source location');
+  t.match(c.message, /wrong version number/);
 });
 
 function errno(code: string, message = `${code} failure`, extra: Record<string, unknown> = {}): Error {
@@ -601,6 +611,11 @@ t.test('classify: messages carry no stack text and cycles terminate', async (t) 
   const c = classifyNetworkError(err);
   t.equal(c.message, 'read ECONNRESET');
   t.notMatch(c.message, /node:internal|\n|\s+at\s/);
+  const ssl = errno(
+    'ERR_SSL_WRONG_VERSION_NUMBER',
+    '40E7:error:0A00010B:SSL routines:tls_validate_record_header:wrong version number:../deps/openssl/ssl/rec.c:77:',
+  );
+  t.equal(classifyNetworkError(ssl).message, 'SSL routines: wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)');
   t.notMatch(classifyNetworkError(new Error('plain')).message, /\bat\b.*:\d+:\d+/);
   t.ok(classifyNetworkError(new Error('x'.repeat(5000))).message.length <= 301);
 

@@ -117,6 +117,20 @@ export const SETTINGS = {
     description: 'Postgres connection string.',
   },
   DATABASE_POOL_MAX: { kind: 'integer', default: '10', minimum: 1, description: 'Postgres connections per process.' },
+  RETENTION_DAYS: {
+    kind: 'integer',
+    default: '30',
+    minimum: 0,
+    description: 'Days events, deliveries and attempts are kept: older time partitions are dropped whole (0 keeps everything; docs/queries.md).',
+  },
+  PARTITION_INTERVAL_DAYS: {
+    kind: 'integer',
+    default: '1',
+    minimum: 1,
+    maximum: 31,
+    description: 'Days per time partition of events, deliveries and attempts, which is also the granularity of retention.',
+  },
+  PARTITION_AHEAD_DAYS: { kind: 'integer', default: '7', minimum: 1, description: 'Time partitions are created this many days ahead.' },
   WEBHOOK_HEADER_PREFIX: { kind: 'string', default: 'x-outpost-', description: 'Prefix of the metadata headers of webhook deliveries.' },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',

@@ -108,7 +108,7 @@ export function destinationRoutes(ctx: Ctx) {
           if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
         fail(problems);
         const topics = multi(req.query, 'topics');
-        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map(destinationView);
+        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) => destinationView(d));
       },
     );
 
@@ -128,7 +128,7 @@ export function destinationRoutes(ctx: Ctx) {
         const config = body.config ?? {};
         const credentials = initialCredentials(body.type, body.credentials ?? {});
         const filter = orNullIfEmpty(body.filter);
-        checkDestination(body.type, { config, credentials, filter }, problems);
+        checkDestination(body.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
         const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
         if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
@@ -184,7 +184,7 @@ export function destinationRoutes(ctx: Ctx) {
           body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
         // The filter is replaced whole; {} or null clears it.
         const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
-        checkDestination(existing.type, { config, credentials, filter }, problems);
+        checkDestination(existing.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
         const merged = <T>(current: T | null, patch: unknown) =>

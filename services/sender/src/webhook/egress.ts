@@ -456,12 +456,22 @@ function specificReason(e: ErrorLike): NetworkErrorReason | null {
   return null;
 }
 
-/** One line of an error's message: never the stack, bounded in length. */
+/** OpenSSL's `<thread>:error:<hex>:<library>:<function>:<reason>:<source file>:<line>:` message format. */
+const OPENSSL_MESSAGE = /^[0-9A-F]+:error:[0-9A-F]+:([^:]*):[^:]*:([^:]*):/;
+
+/** One line of an error's message: never the stack (nor OpenSSL's source location), bounded in length. */
+function oneLine(e: ErrorLike): string {
+  let m = typeof e.message === 'string' ? (e.message.split('\n')[0] ?? '').trim() : '';
+  const ssl = OPENSSL_MESSAGE.exec(m);
+  if (ssl) m = `${ssl[1] ?? 'TLS'}: ${ssl[2] ?? 'handshake failed'}${typeof e.code === 'string' && e.code ? ` (${e.code})` : ''}`;
+  return m.length > 300 ? `${m.slice(0, 300)}…` : m;
+}
+
 function messageOf(chain: readonly ErrorLike[], start: ErrorLike): string {
   const from = chain.indexOf(start);
   for (const e of [start, ...chain.slice(from + 1), ...chain]) {
-    const m = typeof e.message === 'string' ? (e.message.split('\n')[0] ?? '').trim() : '';
-    if (m) return m.length > 300 ? `${m.slice(0, 300)}…` : m;
+    const m = oneLine(e);
+    if (m) return m;
   }
   for (const e of chain) if (typeof e.code === 'string' && e.code) return e.code;
   return 'network error';

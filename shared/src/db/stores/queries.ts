@@ -568,7 +568,7 @@ export class QueryStore {
    */
   async listEvents(f: EventFilter, page: ListPage, opts: { scopedDestination?: string } = {}): Promise<Page<EventView>> {
     checkPage(page, 'evt');
-    const statuses = f.statuses?.length && new Set(f.statuses).size < ATTEMPT_STATUSES.length ? [...new Set(f.statuses)] : undefined;
+    const statuses = f.statuses?.length ? [...new Set(f.statuses)] : undefined;
     const destinations = f.destinationIds?.length ? f.destinationIds : undefined;
     let keys: (EventKey & { time: Date })[];
     let pagination: Pagination;
