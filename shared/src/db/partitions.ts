@@ -112,13 +112,15 @@ async function createPartition(trx: Knex.Transaction, table: string, column: str
 }
 
 /**
- * Makes sure every table has partitions covering [now - behindDays, now + aheadDays], aligned to
- * `intervalDays`-day boundaries from the Unix epoch (UTC midnight). Existing partitions are kept as
- * they are; only the gaps are filled. Returns the partitions created.
+ * Makes sure every table has partitions covering [now - behindDays, now + aheadDays] (from UTC
+ * midnight), on a grid of `intervalDays`-day ranges from the Unix epoch. Existing partitions are
+ * kept as they are; only the gaps are filled. Returns the partitions created.
  */
 export async function ensurePartitions(db: Knex, now: Date = new Date(), opts: PartitionOptions = {}): Promise<string[]> {
   const interval = Math.max(1, Math.floor(opts.intervalDays ?? 1)) * DAY_MS;
-  const start = Math.floor((now.getTime() - (opts.behindDays ?? 0) * DAY_MS) / interval) * interval;
+  // From midnight of the first day to cover; the interval grid may start earlier, which is clipped.
+  const from = Math.floor((now.getTime() - (opts.behindDays ?? 0) * DAY_MS) / DAY_MS) * DAY_MS;
+  const start = Math.floor(from / interval) * interval;
   const end = Math.ceil((now.getTime() + (opts.aheadDays ?? 7) * DAY_MS) / interval) * interval;
   const created: string[] = [];
   for (const { table, column } of PARTITIONED_TABLES) {
@@ -126,8 +128,8 @@ export async function ensurePartitions(db: Knex, now: Date = new Date(), opts: P
       // Listed again under the lock each time: another process may have created it meanwhile.
       const made = await underLock(db, async (trx) => {
         const names: string[] = [];
-        for (const [from, to] of freePieces(a, a + interval, await listPartitions(trx, table))) {
-          names.push(await createPartition(trx, table, column, from, to));
+        for (const [lo, hi] of freePieces(Math.max(a, from), a + interval, await listPartitions(trx, table))) {
+          names.push(await createPartition(trx, table, column, lo, hi));
         }
         return names;
       });
