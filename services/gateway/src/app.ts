@@ -66,6 +66,8 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
   });
   registerErrorHandling(app);
+  // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
+  app.removeContentTypeParser('text/plain');
   const routeTable: { method: string; url: string }[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (r) => {

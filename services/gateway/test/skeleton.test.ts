@@ -70,3 +70,34 @@ t.test('gateway basics', async (t) => {
     t.match(bad.body.data, [{ path: 'body.data' }]);
   });
 });
+
+t.test('oversized and non-JSON bodies get a clear 4xx and change nothing', async (t) => {
+  const { app, call } = await buildTestApp(t);
+  await call('PUT', '/api/v1/tenants/big');
+  const huge = await app.inject({
+    method: 'POST',
+    url: '/api/v1/tenants/big/destinations',
+    headers: { authorization: 'Bearer test-admin-key', 'content-type': 'application/json' },
+    payload: JSON.stringify({ type: 'webhook', topics: '*', config: { url: 'https://example.com' }, metadata: { pad: 'x'.repeat(2 * 1024 * 1024) } }),
+  });
+  t.equal(huge.statusCode, 413);
+  t.equal(huge.json().code, 'PAYLOAD_TOO_LARGE');
+  const text = await app.inject({
+    method: 'POST',
+    url: '/api/v1/tenants/big/destinations',
+    headers: { authorization: 'Bearer test-admin-key', 'content-type': 'text/plain' },
+    payload: 'type=webhook',
+  });
+  t.equal(text.statusCode, 415);
+  t.equal(text.json().code, 'UNSUPPORTED_MEDIA_TYPE');
+  t.same((await call('GET', '/api/v1/tenants/big/destinations')).body, [], 'nothing was created');
+});
+
+t.test('unexpected errors become a generic 500 without internal text', async (t) => {
+  const { app, db } = await buildTestApp(t);
+  await db.destroy(); // the database goes away under the gateway
+  const res = await app.inject({ method: 'GET', url: '/api/v1/tenants/x', headers: { authorization: 'Bearer test-admin-key' } });
+  t.equal(res.statusCode, 500);
+  t.same(res.json(), { status: 500, code: 'INTERNAL', message: 'Internal server error.' });
+  t.notMatch(res.body, /knex|pool|destroy|postgres/i, 'no internal error text leaks');
+});
