@@ -45,7 +45,7 @@ t.test('delivery pipeline', async (t) => {
   });
   await startService(t, 'attempts', env);
   const services = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const sender = services[1];
+  let sender = services[1];
   await startService(t, 'gateway', { ...env, API_PORT: String(port2) });
   const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const api2 = apiClient(`http://127.0.0.1:${port2}`, env.API_KEY as string);
@@ -322,6 +322,21 @@ t.test('delivery pipeline', async (t) => {
       timedOut.every((a) => a.status === 'failed' && a.code === 'ERR' && a.response_data?.reason === 'timeout'),
       'hanging attempts end as timeouts',
     );
+  });
+
+  t.test('graceful shutdown: a sender stopped with SIGTERM finishes its in-flight work and commits', async (t) => {
+    await api('PUT', '/api/v1/tenants/term');
+    await hook('term', '/term', { topics: ['order.paid'] }, rx.url);
+    rx.respond((r) => (r.url === '/term' ? { status: 200, delayMs: 300 } : { status: 200 }));
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await publish({ tenant_id: 'term', topic: 'order.paid', data: { i } })).id);
+    await waitFor('deliveries under way', () => at('/term').length >= 2);
+    const code = await sender.stop('SIGTERM');
+    t.equal(code, 0, 'the sender exits cleanly');
+    sender = await startService(t, 'sender', env);
+    await waitFor('every event delivered', () => new Set(at('/term').map((r) => r.headers['x-outpost-event-id'])).size === ids.length, 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    t.equal(at('/term').length, ids.length, 'each event delivered exactly once across the restart');
   });
 
   t.test('a sender killed with SIGKILL mid-run: every accepted event still reaches a terminal attempt', async (t) => {
