@@ -22,7 +22,7 @@ async function freshDb(t: Parameters<typeof createTestDatabase>[0]): Promise<Kne
 
 async function insertAttempt(db: Knex, time: Date): Promise<void> {
   await db('attempts').insert({
-    id: '0190b3c4-0000-7000-8000-' + String(time.getTime()).padStart(12, '0').slice(-12),
+    id: `0190b3c4-0000-7000-8000-${String(time.getTime()).padStart(12, '0').slice(-12)}`,
     tenant_id: 't',
     destination_id: 'd',
     event_id: 'e',
@@ -72,7 +72,10 @@ t.test('a migrated database has daily partitions from today to a week ahead, and
   await insertAttempt(db, new Date());
   const where = await rowsIn(db, 'attempts');
   t.equal(where.attempts_default, 2, 'far past and far future land in the default partition');
-  t.equal(Object.values(where).reduce((a, b) => a + b, 0), 3);
+  t.equal(
+    Object.values(where).reduce((a, b) => a + b, 0),
+    3,
+  );
 });
 
 t.test('creating a partition moves the rows of its range out of the default partition', async (t) => {

@@ -334,7 +334,11 @@ t.test('delivery pipeline', async (t) => {
     const code = await sender.stop('SIGTERM');
     t.equal(code, 0, 'the sender exits cleanly');
     sender = await startService(t, 'sender', env);
-    await waitFor('every event delivered', () => new Set(at('/term').map((r) => r.headers['x-outpost-event-id'])).size === ids.length, 30_000);
+    await waitFor(
+      'every event delivered',
+      () => new Set(at('/term').map((r) => r.headers['x-outpost-event-id'])).size === ids.length,
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 1000));
     t.equal(at('/term').length, ids.length, 'each event delivered exactly once across the restart');
   });

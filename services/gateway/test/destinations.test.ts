@@ -234,10 +234,17 @@ t.test('webhook specifics: reserved custom headers refused; an expired previous 
   await call('PUT', '/api/v1/tenants/acme');
   const bad = await call('POST', '/api/v1/tenants/acme/destinations', {
     ...VALID.webhook,
-    config: { url: 'https://example.com/h', custom_headers: { 'Content-Type': 'text/plain', 'x-outpost-topic': 'x', 'x-fine': 'ok', 'x-bad': 'a\r\nb' } },
+    config: {
+      url: 'https://example.com/h',
+      custom_headers: { 'Content-Type': 'text/plain', 'x-outpost-topic': 'x', 'x-fine': 'ok', 'x-bad': 'a\r\nb' },
+    },
   });
   t.equal(bad.status, 422);
-  t.same(bad.body.data.map((p: { path: string }) => p.path).sort(), ['body.config.custom_headers.Content-Type', 'body.config.custom_headers.x-bad', 'body.config.custom_headers.x-outpost-topic']);
+  t.same(bad.body.data.map((p: { path: string }) => p.path).sort(), [
+    'body.config.custom_headers.Content-Type',
+    'body.config.custom_headers.x-bad',
+    'body.config.custom_headers.x-outpost-topic',
+  ]);
   const expired = await call('POST', '/api/v1/tenants/acme/destinations', {
     ...VALID.webhook,
     credentials: { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2020-01-01T00:00:00Z' },

@@ -78,7 +78,12 @@ t.test('oversized and non-JSON bodies get a clear 4xx and change nothing', async
     method: 'POST',
     url: '/api/v1/tenants/big/destinations',
     headers: { authorization: 'Bearer test-admin-key', 'content-type': 'application/json' },
-    payload: JSON.stringify({ type: 'webhook', topics: '*', config: { url: 'https://example.com' }, metadata: { pad: 'x'.repeat(2 * 1024 * 1024) } }),
+    payload: JSON.stringify({
+      type: 'webhook',
+      topics: '*',
+      config: { url: 'https://example.com' },
+      metadata: { pad: 'x'.repeat(2 * 1024 * 1024) },
+    }),
   });
   t.equal(huge.statusCode, 413);
   t.equal(huge.json().code, 'PAYLOAD_TOO_LARGE');

@@ -24,7 +24,14 @@ const event = {
 function input(url: string, credentials: Record<string, unknown>, extra: Partial<DeliveryInput> = {}): DeliveryInput {
   return {
     event,
-    destination: { id: 'd1', tenant_id: 'acme', type: 'webhook', config: { url, custom_headers: { authorization: 'Bearer abc' } }, credentials: null, delivery_metadata: null },
+    destination: {
+      id: 'd1',
+      tenant_id: 'acme',
+      type: 'webhook',
+      config: { url, custom_headers: { authorization: 'Bearer abc' } },
+      credentials: null,
+      delivery_metadata: null,
+    },
     credentials,
     deliveryMetadata: { env: 'prod', source: 'overridden-by-event' },
     signal: AbortSignal.timeout(2000),
@@ -50,7 +57,11 @@ t.test('standard mode: headers, body bytes, signature verified by the standardwe
   t.equal(req.headers['x-outpost-source'], 'crm', 'event metadata wins over delivery_metadata');
   t.equal(req.headers['x-outpost-env'], 'prod', 'delivery_metadata is sent');
   t.equal(req.headers.authorization, 'Bearer abc', 'custom headers are sent as given');
-  const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+  const headers = {
+    'webhook-id': String(req.headers['webhook-id']),
+    'webhook-timestamp': String(req.headers['webhook-timestamp']),
+    'webhook-signature': String(req.headers['webhook-signature']),
+  };
   t.equal(headers['webhook-id'], 'evt_1', 'webhook-id is the event id (stable across retries)');
   t.ok(new Webhook(secret).verify(req.body, headers), 'verifies with the independent implementation');
 });
@@ -58,11 +69,19 @@ t.test('standard mode: headers, body bytes, signature verified by the standardwe
 t.test('double signing while the previous secret is valid, single after it expires', async (t) => {
   const rx = await startReceiver(t);
   const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
-  await sender.deliver(input(rx.url, { secret, previous_secret: previous, previous_secret_invalid_at: new Date(Date.now() + 3600_000).toISOString() }));
-  await sender.deliver(input(rx.url, { secret, previous_secret: previous, previous_secret_invalid_at: new Date(Date.now() - 1000).toISOString() }));
+  await sender.deliver(
+    input(rx.url, { secret, previous_secret: previous, previous_secret_invalid_at: new Date(Date.now() + 3600_000).toISOString() }),
+  );
+  await sender.deliver(
+    input(rx.url, { secret, previous_secret: previous, previous_secret_invalid_at: new Date(Date.now() - 1000).toISOString() }),
+  );
   const [during, after] = rx.requests;
   if (!during || !after) throw new Error('missing requests');
-  const h = (r: typeof during) => ({ 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) });
+  const h = (r: typeof during) => ({
+    'webhook-id': String(r.headers['webhook-id']),
+    'webhook-timestamp': String(r.headers['webhook-timestamp']),
+    'webhook-signature': String(r.headers['webhook-signature']),
+  });
   t.equal(String(during.headers['webhook-signature']).split(' ').length, 2, 'two signatures, space separated');
   t.ok(new Webhook(secret).verify(during.body, h(during)), 'a receiver with the new secret verifies');
   t.ok(new Webhook(previous).verify(during.body, h(during)), 'a receiver still on the old secret verifies');
@@ -74,7 +93,13 @@ t.test('compatible mode: x-outpost-signature v0=<hex HMAC of the body>, comma se
   const rx = await startReceiver(t);
   const sender = createWebhookSender({ dispatcher: agent, mode: 'compatible', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
   const raw = 'plain-secret-for-compat';
-  await sender.deliver(input(rx.url, { secret: raw, previous_secret: 'old-plain-secret', previous_secret_invalid_at: new Date(Date.now() + 60_000).toISOString() }));
+  await sender.deliver(
+    input(rx.url, {
+      secret: raw,
+      previous_secret: 'old-plain-secret',
+      previous_secret_invalid_at: new Date(Date.now() + 60_000).toISOString(),
+    }),
+  );
   const req = rx.requests[0];
   if (!req) throw new Error('no request');
   const expect = (key: string) => `v0=${createHmac('sha256', key).update(req.body).digest('hex')}`;
@@ -101,11 +126,20 @@ t.test('network failures are failed attempts with a reason', async (t) => {
   await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
   const port = (closed.address() as { port: number }).port;
   await new Promise<void>((r) => closed.close(() => r()));
-  t.match(await sender.deliver(input(`http://127.0.0.1:${port}/`, { secret })), { status: 'failed', code: 'ERR', retryable: true, response_data: { reason: 'connection_refused' } });
+  t.match(await sender.deliver(input(`http://127.0.0.1:${port}/`, { secret })), {
+    status: 'failed',
+    code: 'ERR',
+    retryable: true,
+    response_data: { reason: 'connection_refused' },
+  });
 
   const rx = await startReceiver(t);
   rx.respond(() => ({ status: 200, delayMs: 3000 }));
-  t.match(await sender.deliver(input(rx.url, { secret }, { signal: AbortSignal.timeout(300) })), { status: 'failed', code: 'ERR', response_data: { reason: 'timeout' } });
+  t.match(await sender.deliver(input(rx.url, { secret }, { signal: AbortSignal.timeout(300) })), {
+    status: 'failed',
+    code: 'ERR',
+    response_data: { reason: 'timeout' },
+  });
 
   const blocked = createWebhookSender({
     dispatcher: createEgressAgent({ allow: parseAllowList([]) }),
@@ -113,8 +147,19 @@ t.test('network failures are failed attempts with a reason', async (t) => {
     headerPrefix: 'x-outpost-',
     responseMaxBytes: 100,
   });
-  for (const url of ['http://127.0.0.1/', 'http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/', 'http://[fd00::1]/', 'http://localhost/']) {
+  for (const url of [
+    'http://127.0.0.1/',
+    'http://10.1.2.3/',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[::1]/',
+    'http://[fd00::1]/',
+    'http://localhost/',
+  ]) {
     const out = await blocked.deliver(input(url, { secret }, { signal: AbortSignal.timeout(1000) }));
-    t.match(out, { status: 'failed', code: 'ERR', retryable: false, response_data: { reason: 'egress_blocked' } }, `${url} is refused and not retried`);
+    t.match(
+      out,
+      { status: 'failed', code: 'ERR', retryable: false, response_data: { reason: 'egress_blocked' } },
+      `${url} is refused and not retried`,
+    );
   }
 });

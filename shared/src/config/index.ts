@@ -121,7 +121,8 @@ export const SETTINGS = {
     kind: 'integer',
     default: '30',
     minimum: 0,
-    description: 'Days events, deliveries and attempts are kept: older time partitions are dropped whole (0 keeps everything; docs/queries.md).',
+    description:
+      'Days events, deliveries and attempts are kept: older time partitions are dropped whole (0 keeps everything; docs/queries.md).',
   },
   PARTITION_INTERVAL_DAYS: {
     kind: 'integer',

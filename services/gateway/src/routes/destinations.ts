@@ -108,7 +108,9 @@ export function destinationRoutes(ctx: Ctx) {
           if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
         fail(problems);
         const topics = multi(req.query, 'topics');
-        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) => destinationView(d));
+        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) =>
+          destinationView(d),
+        );
       },
     );
 
