@@ -462,3 +462,13 @@ t.test('validateFilter bounds the depth', async (t) => {
   for (let i = 0; i < 6; i++) ors = { $or: [ors] };
   t.match(validateFilter(ors), [{ path: /^filter(\.\$or\[0\])+$/, message: /maximum depth/ }]);
 });
+
+t.test('isConfiguredTopic: TOPICS entries may be wildcards; destinations may subscribe with a covering wildcard', async (t) => {
+  const { isConfiguredTopic } = await import('../src/routing/match.ts');
+  t.ok(isConfiguredTopic(['*'], 'anything'));
+  t.ok(isConfiguredTopic(['user.created', 'order.*'], 'user.created'));
+  t.ok(isConfiguredTopic(['user.created', 'order.*'], 'order.paid'), 'matches a wildcard entry');
+  t.notOk(isConfiguredTopic(['user.created', 'order.*'], 'invoice.sent'));
+  t.ok(isConfiguredTopic(['user.created', 'user.deleted'], 'user.*'), 'a wildcard covering a configured topic');
+  t.notOk(isConfiguredTopic(['user.created'], 'order.*'), 'a wildcard covering nothing configured');
+});

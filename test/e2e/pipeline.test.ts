@@ -93,19 +93,24 @@ t.test('delivery pipeline', async (t) => {
     await api('PUT', '/api/v1/tenants/fan');
     const all = await hook('fan', '/all', {}, rx.url);
     const users = await hook('fan', '/users', { topics: ['user.created', 'user.deleted'] }, rx.url);
+    const wild = await hook('fan', '/wild', { topics: ['order.*'] }, rx.url);
     const big = await hook('fan', '/big', { topics: ['order.paid'], filter: { data: { amount: { $gte: 100 } } } }, rx.url);
     const p1 = await publish({ tenant_id: 'fan', topic: 'user.created', data: { n: 1 } });
     t.same([...p1.destination_ids].sort(), [all, users].sort(), 'publish names the matching destinations');
     const p2 = await publish({ tenant_id: 'fan', topic: 'order.paid', data: { amount: 150 } });
-    t.same([...p2.destination_ids].sort(), [all, big].sort());
+    t.same([...p2.destination_ids].sort(), [all, big, wild].sort(), 'a wildcard subscription matches');
     await publish({ tenant_id: 'fan', topic: 'order.paid', data: { amount: 5 } });
     const p4 = await publish({ tenant_id: 'fan', topic: 'user.created', destination_id: users, data: { n: 4 } });
     t.same(p4.destination_ids, [users], 'destination_id targets one destination');
-    await waitFor('fan-out deliveries', () => at('/all').length === 3 && at('/users').length === 2 && at('/big').length === 1);
+    await waitFor(
+      'fan-out deliveries',
+      () => at('/all').length === 3 && at('/users').length === 2 && at('/big').length === 1 && at('/wild').length === 2,
+    );
     await new Promise((r) => setTimeout(r, 500));
     t.equal(at('/all').length, 3, 'catch-all got every event but the targeted one');
     t.equal(at('/users').length, 2, 'user topics only, plus the targeted event');
     t.equal(at('/big').length, 1, 'the filter let only amount >= 100 through');
+    t.equal(at('/wild').length, 2, 'order.* got both order events and no user event');
     t.same(JSON.parse(at('/big')[0]?.body ?? '{}'), { amount: 150 });
   });
 

@@ -2,7 +2,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
-import { AttemptStore } from '@switchyard/shared/db/stores/attempts.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
@@ -38,7 +37,6 @@ export interface Ctx {
   auth: Auth;
   tenants: TenantStore;
   destinations: DestinationStore;
-  attempts: AttemptStore;
   producer: BusProducer;
   db: Knex;
 }
@@ -82,7 +80,6 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
     tenants,
     destinations,
-    attempts: new AttemptStore(deps.db),
     producer: deps.producer,
     db: deps.db,
     routing,

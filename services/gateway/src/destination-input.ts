@@ -4,7 +4,7 @@ import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
 import { mergePatch } from '@switchyard/shared/merge-patch.ts';
 import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
-import { validateFilter } from '@switchyard/shared/routing/match.ts';
+import { isConfiguredTopic, validateFilter } from '@switchyard/shared/routing/match.ts';
 import { validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Principal } from './auth.ts';
 
@@ -14,9 +14,8 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 export function normalizeTopics(topics: string | string[], allowed: readonly string[], problems: Problem[]): string[] {
   const list = typeof topics === 'string' ? [topics] : [...new Set(topics)];
   if (list.includes('*')) return ['*'];
-  if (!allowed.includes('*')) {
-    for (const t of list) if (!allowed.includes(t)) problems.push({ path: 'body.topics', message: `"${t}" is not a configured topic` });
-  }
+  for (const t of list)
+    if (!isConfiguredTopic(allowed, t)) problems.push({ path: 'body.topics', message: `"${t}" is not a configured topic` });
   return list;
 }
 

@@ -113,6 +113,13 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     const bad = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['user.created', 'nope'] });
     t.equal(bad.status, 422);
     t.match(bad.body.data, [{ path: 'body.topics', message: '"nope" is not a configured topic' }]);
+    const wild = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['user.*'] });
+    t.equal(wild.status, 201, 'a wildcard covering configured topics is accepted');
+    t.equal(
+      (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['nothing.*'] })).status,
+      422,
+      'a wildcard covering none is refused',
+    );
     const star = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: '*' });
     t.same(star.body.topics, ['*']);
   });

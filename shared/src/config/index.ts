@@ -42,7 +42,12 @@ export const SETTINGS = {
     secret: true,
     description: 'Previous encryption secret, still readable during a key rotation.',
   },
-  TOPICS: { kind: 'list', default: '*', description: 'Comma-separated event topics a destination may subscribe to; * allows any topic.' },
+  TOPICS: {
+    kind: 'list',
+    default: '*',
+    description:
+      'Comma-separated event topics that may be published and subscribed to; an entry may be a wildcard (user.*), and * allows any topic.',
+  },
   MAX_DESTINATIONS_PER_TENANT: { kind: 'integer', default: '20', minimum: 1, description: 'Destinations one tenant may own.' },
   DELIVERY_TIMEOUT_SECONDS: {
     kind: 'integer',

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { EventRecord } from '../model/index.ts';
+import { matchesTopic } from '../routing/match.ts';
 
 const require = createRequire(import.meta.url);
 const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
@@ -26,7 +27,7 @@ export function checkEvent(
     return { ok: false, reason: `schema: ${why}` };
   }
   const v = value as Omit<EventRecord, 'id' | 'time' | 'eligible_for_retry'> & Partial<EventRecord>;
-  if (!topics.includes('*') && !topics.includes(v.topic)) return { ok: false, reason: `unknown topic: ${v.topic}` };
+  if (v.topic.includes('*') || !matchesTopic(topics, v.topic)) return { ok: false, reason: `unknown topic: ${v.topic}` };
   return {
     ok: true,
     event: {

@@ -450,3 +450,13 @@ function checkLiteral(value: unknown, path: string, level: number, problems: Fil
     for (let i = 0; i < value.length; i++) checkLiteral(value[i], `${path}[${i}]`, level + 1, problems);
   } else for (const [k, item] of Object.entries(value)) checkLiteral(item, `${path}.${k}`, level + 1, problems);
 }
+
+/**
+ * Whether a topic may be used under the TOPICS setting: `*` allows any, an entry may itself be a
+ * wildcard (`user.*`). A destination may also subscribe with a wildcard of its own, as long as it
+ * covers at least one configured topic.
+ */
+export function isConfiguredTopic(configured: readonly string[], topic: string): boolean {
+  if (matchesTopic(configured, topic)) return true;
+  return topic.includes('*') && configured.some((c) => !c.includes('*') && matchesTopic([topic], c));
+}

@@ -4,6 +4,7 @@ import addFormats from 'ajv-formats';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
+import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { toAppError } from '../errors.ts';
@@ -62,7 +63,8 @@ export function publishRoutes(ctx: Ctx) {
   });
   const checkTopic = (topic: string, path: string): Problem[] => {
     const allowed = ctx.config.TOPICS;
-    return allowed.includes('*') || allowed.includes(topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
+    // A published topic is concrete: it must match TOPICS and hold no wildcard itself.
+    return !topic.includes('*') && matchesTopic(allowed, topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
   };
 
   return async (app: FastifyInstance) => {
