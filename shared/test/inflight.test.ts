@@ -9,6 +9,7 @@ t.test('commits below the lowest unfinished offset', async (t) => {
   tr.finish('12');
   tr.finish('11');
   t.equal(tr.committable(), '10', '10 still running holds the commit');
+  t.equal(tr.inFlight, 2, 'records finished behind a running one no longer count as in flight');
   tr.finish('10');
   t.equal(tr.committable(), '13', 'done up to 12');
   tr.finish('13');

@@ -44,6 +44,8 @@ t.test('delivery pipeline', async (t) => {
     OPERATOR_CALLBACK_URL: `${callback.url}/operator`,
     OPERATOR_CALLBACK_SECRET: 'operator-secret',
     DESTINATION_CONCURRENCY: '2',
+    DESTINATION_BACKLOG: '4',
+    SENDER_CONCURRENCY: '8',
   });
   await startService(t, 'attempts', env);
   const services = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
@@ -319,12 +321,13 @@ t.test('delivery pipeline', async (t) => {
     const slow = await hook('hang', '/hang', { topics: ['user.deleted'] }, rx.url);
     await hook('hang', '/healthy', { topics: ['user.created'] }, rx.url);
     rx.respond((r) => (r.url === '/hang' ? { status: 200, delayMs: 10_000 } : { status: 200 }));
-    for (let i = 0; i < 6; i++) await publish({ tenant_id: 'hang', topic: 'user.deleted', eligible_for_retry: false, data: { i } });
+    // More hanging deliveries than the partition has slots: the excess is parked, not queued.
+    for (let i = 0; i < 12; i++) await publish({ tenant_id: 'hang', topic: 'user.deleted', eligible_for_retry: false, data: { i } });
     const started = Date.now();
     for (let i = 0; i < 20; i++) await publish({ tenant_id: 'hang', topic: 'user.created', data: { i } });
     await waitFor('healthy deliveries', () => at('/healthy').length === 20, 30_000);
     const healthyDone = Date.now() - started;
-    // Six hanging deliveries at two at a time would take 6 s of timeouts if they blocked the partition.
+    // Twelve hanging deliveries at two at a time would take 12 s of timeouts if they blocked the partition.
     t.ok(healthyDone < 4000, `healthy destination served in ${healthyDone} ms while the other hangs`);
     const timedOut = await waitFor(
       'timeouts recorded',

@@ -96,7 +96,12 @@ export const SETTINGS = {
     enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     description: 'pino log level.',
   },
-  KAFKA_BROKERS: { kind: 'list', default: '127.0.0.1:9092', description: 'Comma-separated Kafka bootstrap brokers.' },
+  KAFKA_BROKERS: {
+    kind: 'list',
+    default: '',
+    description:
+      'Comma-separated Kafka bootstrap brokers. Empty: npm start uses the embedded log under DATA_DIR (one process only); a service run on its own requires it.',
+  },
   KAFKA_CLIENT_ID: { kind: 'string', default: 'switchyard', description: 'Kafka client id prefix; each service appends its name.' },
   KAFKA_TOPIC_PREFIX: {
     kind: 'string',
@@ -117,9 +122,16 @@ export const SETTINGS = {
   },
   DATABASE_URL: {
     kind: 'string',
-    default: 'postgres://postgres@127.0.0.1:5432/switchyard',
+    default: '',
     secret: true,
-    description: 'Postgres connection string.',
+    description:
+      'Postgres connection string. Empty: npm start uses the embedded database (PGlite) under DATA_DIR; a service run on its own requires it.',
+  },
+  DATA_DIR: {
+    kind: 'string',
+    default: './data',
+    description:
+      'Directory of the embedded mode: its log (when KAFKA_BROKERS is empty), its database (when DATABASE_URL is empty) and generated secrets.',
   },
   DATABASE_POOL_MAX: { kind: 'integer', default: '10', minimum: 1, description: 'Postgres connections per process.' },
   RETENTION_DAYS: {
@@ -176,6 +188,14 @@ export const SETTINGS = {
     minimum: 1,
     maximum: 1000,
     description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
+  },
+  DESTINATION_BACKLOG: {
+    kind: 'integer',
+    default: '32',
+    minimum: 1,
+    maximum: 100000,
+    description:
+      'Deliveries of one destination allowed to wait for a slot per sender partition; beyond it they are parked in the shortest retry tier, so a hanging destination cannot fill the partition.',
   },
   RETRY_AFTER_MAX_SECONDS: {
     kind: 'integer',

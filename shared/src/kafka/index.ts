@@ -46,6 +46,12 @@ export interface ConsumeOptions<T> {
   concurrency?: number;
   /** Records in flight at once per record key (default: concurrency). */
   keyConcurrency?: number;
+  /**
+   * When this many records of one key already wait for a slot, further records of that key go to
+   * onKeyBacklog instead (for example, parked for later) so one stuck key cannot fill the partition.
+   */
+  keyBacklog?: number;
+  onKeyBacklog?(record: InRecord<T>): Promise<void>;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
 }
@@ -288,6 +294,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             const record = toInRecord<T>(batch.topic, batch.partition, m);
             st.tracker.start(m.offset);
             resolveOffset(m.offset);
+            if (o.onKeyBacklog && o.keyBacklog !== undefined && limiter.queued(record.key) >= o.keyBacklog) {
+              // Handed off (and written) before it counts as done: nothing is lost if we crash here.
+              await o.onKeyBacklog(record);
+              st.tracker.finish(m.offset);
+              continue;
+            }
             const task = limiter
               .run(record.key, () => runToCompletion(record))
               .then((done) => {

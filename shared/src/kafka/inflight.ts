@@ -10,6 +10,7 @@ export class OffsetTracker {
   private readonly pending: bigint[] = [];
   private readonly finished = new Set<bigint>();
   private highest = -1n;
+  private running = 0;
 
   /** Registers a started record. Offsets must increase. */
   start(offset: string | bigint): void {
@@ -17,6 +18,7 @@ export class OffsetTracker {
     if (o <= this.highest) throw new Error(`offset ${o} started after ${this.highest}`);
     this.highest = o;
     this.pending.push(o);
+    this.running++;
   }
 
   /** True when this offset was already started here (a refetch after a rebalance). */
@@ -25,6 +27,7 @@ export class OffsetTracker {
   }
 
   finish(offset: string | bigint): void {
+    this.running--;
     this.finished.add(BigInt(offset));
     while (this.pending.length && this.finished.has(this.pending[0] as bigint)) {
       this.finished.delete(this.pending.shift() as bigint);
@@ -37,8 +40,9 @@ export class OffsetTracker {
     return String(this.pending.length ? (this.pending[0] as bigint) : this.highest + 1n);
   }
 
+  /** Records started and not finished (finished ones behind an unfinished one do not count). */
   get inFlight(): number {
-    return this.pending.length;
+    return this.running;
   }
 }
 
