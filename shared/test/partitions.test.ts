@@ -94,6 +94,12 @@ t.test('creating a partition moves the rows of its range out of the default part
   // Indexes came along with the attach.
   const idx = await db.raw(`SELECT count(*)::int AS n FROM pg_indexes WHERE tablename = ?`, [name]);
   t.equal(idx.rows[0].n, 5, 'the new partition carries the primary key and the four indexes');
+  const stats = await db.raw(`SELECT stxkind::text AS kind FROM pg_statistic_ext WHERE stxrelid = ?::regclass`, [name]);
+  t.same(
+    stats.rows.map((r: { kind: string }) => r.kind),
+    ['{f}'],
+    'and the tenant -> destination dependency statistics',
+  );
 });
 
 t.test('retention drops whole expired partitions and expired default rows', async (t) => {

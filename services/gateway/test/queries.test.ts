@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
+import { ensurePartitions } from '@switchyard/shared/db/partitions.ts';
 import { uuidv7 } from '@switchyard/shared/ids.ts';
 import { buildTestApp, type TestApp } from './helpers.ts';
 
@@ -107,12 +108,41 @@ async function seed(db: Knex) {
     if (toD2) deliveries.push({ destination_id: 'd2', status: 'pending', successful_at: null });
     await insertEvent(db, e, deliveries);
     if (failed) {
-      await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd1', event_id: e.id, topic: e.topic, status: 'failed', attempt_number: 1 });
-      await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd1', event_id: e.id, topic: e.topic, status: 'failed', attempt_number: 2 });
+      await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd1',
+        event_id: e.id,
+        topic: e.topic,
+        status: 'failed',
+        attempt_number: 1,
+      });
+      await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd1',
+        event_id: e.id,
+        topic: e.topic,
+        status: 'failed',
+        attempt_number: 2,
+      });
     } else {
-      await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd1', event_id: e.id, topic: e.topic, status: 'success', attempt_number: 1 });
+      await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd1',
+        event_id: e.id,
+        topic: e.topic,
+        status: 'success',
+        attempt_number: 1,
+      });
     }
-    if (toD2) await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd2', event_id: e.id, topic: e.topic, status: 'failed', attempt_number: 1 });
+    if (toD2)
+      await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd2',
+        event_id: e.id,
+        topic: e.topic,
+        status: 'failed',
+        attempt_number: 1,
+      });
   }
   // An event whose caller-supplied time is long ago: it still lands in today's partition.
   await insertEvent(
@@ -130,16 +160,40 @@ async function seed(db: Knex) {
     },
     [{ destination_id: 'd1', status: 'success', successful_at: new Date(BASE + 20) }],
   );
-  await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd1', event_id: 'evt_old', topic: 'user.created', status: 'success', attempt_number: 1 });
+  await insertAttempt(db, {
+    tenant_id: 'acme',
+    destination_id: 'd1',
+    event_id: 'evt_old',
+    topic: 'user.created',
+    status: 'success',
+    attempt_number: 1,
+  });
   for (let i = 0; i < 5; i++) {
     const time = new Date(BASE + i * 60_000 + 7);
     const id = `evt_${String(i).padStart(2, '0')}`; // the same ids as acme's: ids are only unique per tenant
     await insertEvent(
       db,
-      { tenant_id: 'globex', id, topic: 'user.created', time, received_at: time, data: { secret: 'globex' }, metadata: null, destination_id: null, matched: ['g1'] },
+      {
+        tenant_id: 'globex',
+        id,
+        topic: 'user.created',
+        time,
+        received_at: time,
+        data: { secret: 'globex' },
+        metadata: null,
+        destination_id: null,
+        matched: ['g1'],
+      },
       [{ destination_id: 'g1', status: 'success', successful_at: time }],
     );
-    await insertAttempt(db, { tenant_id: 'globex', destination_id: 'g1', event_id: id, topic: 'user.created', status: 'success', attempt_number: 1 });
+    await insertAttempt(db, {
+      tenant_id: 'globex',
+      destination_id: 'g1',
+      event_id: id,
+      topic: 'user.created',
+      status: 'success',
+      attempt_number: 1,
+    });
   }
 }
 
@@ -167,6 +221,7 @@ t.test('events and attempts queries', async (t) => {
   for (const [tenant, id] of [
     ['acme', 'd1'],
     ['acme', 'd2'],
+    ['acme', 'd3'],
     ['globex', 'g1'],
   ]) {
     const r = await call('POST', `/api/v1/tenants/${tenant}/destinations`, {
@@ -179,7 +234,8 @@ t.test('events and attempts queries', async (t) => {
   }
   const acmeToken: string = (await call('GET', '/api/v1/tenants/acme/token')).body.token;
   await seed(db);
-  const acmeAttempts = (dest?: string) => fx.attempts.filter((a) => a.tenant_id === 'acme' && (!dest || a.destination_id === dest)).sort(byTimeDesc);
+  const acmeAttempts = (dest?: string) =>
+    fx.attempts.filter((a) => a.tenant_id === 'acme' && (!dest || a.destination_id === dest)).sort(byTimeDesc);
 
   t.test('attempts of a destination: newest first, the documented fields, the envelope', async (t) => {
     const r = await call('GET', '/api/v1/tenants/acme/destinations/d1/attempts');
@@ -243,7 +299,10 @@ t.test('events and attempts queries', async (t) => {
       [`time[lt]=${iso(mid.time)}`, d1.filter((a) => a.time < mid.time)],
       [`time[gte]=${iso(mid.time)}&time[lt]=${iso(late.time)}`, d1.filter((a) => a.time >= mid.time && a.time < late.time)],
       [`time[gte]=${iso(mid.time)}&status=failed`, d1.filter((a) => a.time >= mid.time && a.status === 'failed')],
-      [`time[lte]=${iso(mid.time)}&topic=user.created&status=success`, d1.filter((a) => a.time <= mid.time && a.topic === 'user.created' && a.status === 'success')],
+      [
+        `time[lte]=${iso(mid.time)}&topic=user.created&status=success`,
+        d1.filter((a) => a.time <= mid.time && a.topic === 'user.created' && a.status === 'success'),
+      ],
       ['time[gte]=2001-01-01', d1],
       ['time[lt]=2001-01-01', []],
       ['time[gte]=2001-01-01T00:00:00%2B02:00', d1],
@@ -272,7 +331,14 @@ t.test('events and attempts queries', async (t) => {
       next = r.body.pagination.next;
       // Rows arrive between fetches: a newer one (before the position reached: never shown when
       // paging on), and one older than every row so far (ahead of the position: shown once).
-      const newest = await insertAttempt(db, { tenant_id: 'acme', destination_id: 'd1', event_id: 'evt_29', topic: 'order.paid', status: 'success', attempt_number: 9 });
+      const newest = await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd1',
+        event_id: 'evt_29',
+        topic: 'order.paid',
+        status: 'success',
+        attempt_number: 9,
+      });
       t.ok(newest);
       const behind = await insertAttempt(db, {
         tenant_id: 'acme',
@@ -312,7 +378,11 @@ t.test('events and attempts queries', async (t) => {
     const now = ids(acmeAttempts('d1'));
     const upToLast = now.slice(0, now.indexOf(last.models.at(-1).id) + 1);
     t.same([...back.flat(), ...ids(last.models)], upToLast, 'walking back covers every row once, in order');
-    t.same(back.slice(1).map((p) => p.length), back.slice(1).map(() => 7), 'full pages behind the first');
+    t.same(
+      back.slice(1).map((p) => p.length),
+      back.slice(1).map(() => 7),
+      'full pages behind the first',
+    );
 
     // Ascending order pages the same rows, oldest first.
     const asc = await allPages(call, '/api/v1/tenants/acme/destinations/d1/attempts?limit=9&dir=asc');
@@ -320,7 +390,10 @@ t.test('events and attempts queries', async (t) => {
     t.same(ascIds, ids(acmeAttempts('d1')).reverse(), 'dir=asc pages oldest first');
     t.ok(asc.every((p) => p.pagination.dir === 'asc'));
     // A cursor carries its direction: leaving dir out keeps it.
-    const second = await call('GET', `/api/v1/tenants/acme/destinations/d1/attempts?limit=9&next=${encodeURIComponent(asc[0].pagination.next)}`);
+    const second = await call(
+      'GET',
+      `/api/v1/tenants/acme/destinations/d1/attempts?limit=9&next=${encodeURIComponent(asc[0].pagination.next)}`,
+    );
     t.same(ids(second.body.models), ids(asc[1].models));
     // limit=1 pages one row at a time, consistently.
     const ones = await allPages(call, '/api/v1/tenants/acme/destinations/d2/attempts?limit=1');
@@ -373,7 +446,11 @@ t.test('events and attempts queries', async (t) => {
     }
     const many = await call('GET', `${base}?status=x&limit=0&time[lt]=soon&include=y`);
     t.equal(many.status, 422);
-    t.same(many.body.data.map((p: { path: string }) => p.path).sort(), ['query.include', 'query.limit', 'query.status', 'query.time[lt]'], 'every problem at once');
+    t.same(
+      many.body.data.map((p: { path: string }) => p.path).sort(),
+      ['query.include', 'query.limit', 'query.status', 'query.time[lt]'],
+      'every problem at once',
+    );
     // The same parsing guards the other listings.
     t.equal((await call('GET', '/api/v1/attempts?limit=5000')).status, 422);
     t.equal((await call('GET', '/api/v1/acme/events?status=pending')).status, 422);
@@ -446,7 +523,11 @@ t.test('events and attempts queries', async (t) => {
     const globex = (await call('GET', '/api/v1/attempts?tenant_id=globex')).body.models;
     t.same(ids(globex), ids(fx.attempts.filter((a) => a.tenant_id === 'globex').sort(byTimeDesc)));
     const byDest = (await call('GET', '/api/v1/attempts?destination_id=g1&destination_id=d2')).body.models;
-    t.same(ids(byDest), ids(fx.attempts.filter((a) => a.destination_id === 'g1' || a.destination_id === 'd2').sort(byTimeDesc)), 'destination filter without a tenant');
+    t.same(
+      ids(byDest),
+      ids(fx.attempts.filter((a) => a.destination_id === 'g1' || a.destination_id === 'd2').sort(byTimeDesc)),
+      'destination filter without a tenant',
+    );
     const byTopic = (await call('GET', '/api/v1/attempts?topic=user.created&status=success&limit=1000')).body.models;
     t.same(ids(byTopic), ids(fx.attempts.filter((a) => a.topic === 'user.created' && a.status === 'success').sort(byTimeDesc)));
     const both = (await call('GET', '/api/v1/attempts?tenant_id=acme,globex&event_id=evt_03')).body.models;
@@ -458,7 +539,11 @@ t.test('events and attempts queries', async (t) => {
       ids(acmeAttempts()),
       'tenant token: its own tenant only',
     );
-    t.same(ids((await call('GET', '/api/v1/attempts?destination_id=g1', undefined, acmeToken)).body.models), [], "another tenant's destination yields nothing");
+    t.same(
+      ids((await call('GET', '/api/v1/attempts?destination_id=g1', undefined, acmeToken)).body.models),
+      [],
+      "another tenant's destination yields nothing",
+    );
     t.same(
       ids((await call('GET', '/api/v1/attempts?event_id=evt_03', undefined, acmeToken)).body.models),
       ids(acmeAttempts().filter((a) => a.event_id === 'evt_03')),
@@ -473,7 +558,8 @@ t.test('events and attempts queries', async (t) => {
   });
 
   const acmeEvents = () => fx.events.filter((e) => e.tenant_id === 'acme').sort(byTimeDesc);
-  const delivered = (e: Ev, pred: (d: Del) => boolean) => fx.deliveries.some((d) => d.tenant_id === e.tenant_id && d.event_id === e.id && pred(d));
+  const delivered = (e: Ev, pred: (d: Del) => boolean) =>
+    fx.deliveries.some((d) => d.tenant_id === e.tenant_id && d.event_id === e.id && pred(d));
   const successfulAt = (e: Ev, dests?: string[]) => {
     const times = fx.deliveries
       .filter((d) => d.tenant_id === e.tenant_id && d.event_id === e.id && d.successful_at && (!dests || dests.includes(d.destination_id)))
@@ -498,7 +584,8 @@ t.test('events and attempts queries', async (t) => {
       successful_at: new Date(BASE + 5 * 60_000 + 1500).toISOString(),
     });
     t.equal(r.body.models.find((e: { id: string }) => e.id === 'evt_04').successful_at, null, 'never delivered successfully');
-    for (const e of r.body.models) t.equal(e.successful_at, successfulAt(fx.events.find((x) => x.tenant_id === 'acme' && x.id === e.id) as Ev), e.id);
+    for (const e of r.body.models)
+      t.equal(e.successful_at, successfulAt(fx.events.find((x) => x.tenant_id === 'acme' && x.id === e.id) as Ev), e.id);
 
     const mid = acmeEvents()[12] as Ev;
     const iso = encodeURIComponent(mid.time.toISOString());
@@ -511,11 +598,20 @@ t.test('events and attempts queries', async (t) => {
       ['status=success', acmeEvents().filter((e) => delivered(e, (d) => d.status === 'success'))],
       ['status=success,failed', acmeEvents().filter((e) => delivered(e, (d) => d.status === 'success' || d.status === 'failed'))],
       ['destination_id=d2&status=success', []],
-      ['destination_id=d1&status=failed', acmeEvents().filter((e) => delivered(e, (d) => d.destination_id === 'd1' && d.status === 'failed'))],
+      [
+        'destination_id=d1&status=failed',
+        acmeEvents().filter((e) => delivered(e, (d) => d.destination_id === 'd1' && d.status === 'failed')),
+      ],
       ['topic=order.paid', acmeEvents().filter((e) => e.topic === 'order.paid')],
-      ['topic=order.paid&status=success', acmeEvents().filter((e) => e.topic === 'order.paid' && delivered(e, (d) => d.status === 'success'))],
+      [
+        'topic=order.paid&status=success',
+        acmeEvents().filter((e) => e.topic === 'order.paid' && delivered(e, (d) => d.status === 'success')),
+      ],
       [`time[gte]=${iso}`, acmeEvents().filter((e) => e.time >= mid.time)],
-      [`time[lt]=${iso}&destination_id=d2`, acmeEvents().filter((e) => e.time < mid.time && delivered(e, (d) => d.destination_id === 'd2'))],
+      [
+        `time[lt]=${iso}&destination_id=d2`,
+        acmeEvents().filter((e) => e.time < mid.time && delivered(e, (d) => d.destination_id === 'd2')),
+      ],
       ['time[lt]=2002-01-01', acmeEvents().filter((e) => e.id === 'evt_old')],
     ];
     for (const [q, want] of cases) {
@@ -544,7 +640,17 @@ t.test('events and attempts queries', async (t) => {
         const time = new Date(headClock);
         await insertEvent(
           db,
-          { tenant_id: 'acme', id: `new_${q.length}_${n}`, topic: 'order.paid', time, received_at: time, data: {}, metadata: null, destination_id: null, matched: ['d1'] },
+          {
+            tenant_id: 'acme',
+            id: `new_${q.length}_${n}`,
+            topic: 'order.paid',
+            time,
+            received_at: time,
+            data: {},
+            metadata: null,
+            destination_id: null,
+            matched: ['d1'],
+          },
           [{ destination_id: 'd1', status: 'success', successful_at: time }],
         );
       } while (next);
@@ -560,7 +666,11 @@ t.test('events and attempts queries', async (t) => {
       back.unshift(ids(res.body.models));
       prev = res.body.pagination.prev;
     }
-    t.same(back, pages.slice(0, -1).map((p) => ids(p.models)), 'walking back returns the same pages');
+    t.same(
+      back,
+      pages.slice(0, -1).map((p) => ids(p.models)),
+      'walking back returns the same pages',
+    );
   });
 
   t.test('one event, its deliveries, and the events of a destination', async (t) => {
@@ -583,14 +693,22 @@ t.test('events and attempts queries', async (t) => {
       destination_id: String,
       attempt_number: Number,
     });
-    t.same(ids((await call('GET', '/api/v1/acme/events/evt_00/deliveries?destination_id=d2')).body), ids(want.filter((a) => a.destination_id === 'd2')));
+    t.same(
+      ids((await call('GET', '/api/v1/acme/events/evt_00/deliveries?destination_id=d2')).body),
+      ids(want.filter((a) => a.destination_id === 'd2')),
+    );
 
     const destEvents = await call('GET', '/api/v1/acme/destination/d2/events');
     t.equal(destEvents.status, 200);
     t.same(ids(destEvents.body.models), ids(acmeEvents().filter((e) => delivered(e, (d) => d.destination_id === 'd2'))));
-    t.ok(destEvents.body.models.every((e: { destination_id: string; status: string }) => e.destination_id === 'd2' && e.status === 'pending'));
+    t.ok(
+      destEvents.body.models.every((e: { destination_id: string; status: string }) => e.destination_id === 'd2' && e.status === 'pending'),
+    );
     const failedD1 = await call('GET', '/api/v1/tenants/acme/destination/d1/events?status=failed');
-    t.same(ids(failedD1.body.models), ids(acmeEvents().filter((e) => delivered(e, (d) => d.destination_id === 'd1' && d.status === 'failed'))));
+    t.same(
+      ids(failedD1.body.models),
+      ids(acmeEvents().filter((e) => delivered(e, (d) => d.destination_id === 'd1' && d.status === 'failed'))),
+    );
     t.ok(failedD1.body.models.every((e: { status: string }) => e.status === 'failed'));
     const pagedD1 = await allPages(call, '/api/v1/acme/destination/d1/events?limit=6&status=success');
     t.same(
@@ -632,7 +750,10 @@ t.test('events and attempts queries', async (t) => {
       'only its own events',
     );
     t.notOk(JSON.stringify(all).includes('globex'));
-    t.same(ids((await call('GET', '/api/v1/events/evt_01/deliveries', undefined, acmeToken)).body), ids(acmeAttempts().filter((a) => a.event_id === 'evt_01')));
+    t.same(
+      ids((await call('GET', '/api/v1/events/evt_01/deliveries', undefined, acmeToken)).body),
+      ids(acmeAttempts().filter((a) => a.event_id === 'evt_01')),
+    );
     t.equal((await call('GET', '/api/v1/events?tenant_id=globex', undefined, acmeToken)).status, 403);
     t.equal((await call('GET', '/api/v1/tenants/globex/events/evt_01', undefined, acmeToken)).status, 403);
     t.equal((await call('GET', '/api/v1/events?destination_id=g1', undefined, acmeToken)).body.models.length, 0);
@@ -642,12 +763,93 @@ t.test('events and attempts queries', async (t) => {
     t.equal(new Set(adminIds).size, adminIds.length, 'admin listing: equal ids of two tenants are both listed once');
     t.same(
       adminIds,
-      [...fx.events].sort((a, b) => b.time.getTime() - a.time.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : a.tenant_id < b.tenant_id ? 1 : -1)).map((e) => `${e.tenant_id}/${e.id}`),
+      [...fx.events]
+        .sort((a, b) => b.time.getTime() - a.time.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : a.tenant_id < b.tenant_id ? 1 : -1))
+        .map((e) => `${e.tenant_id}/${e.id}`),
     );
     const adminFailed = (await call('GET', '/api/v1/events?status=failed&limit=1000')).body.models;
-    t.same(ids(adminFailed), ids(fx.events.filter((e) => delivered(e, (d) => d.status === 'failed')).sort(byTimeDesc)), 'admin, status across tenants');
+    t.same(
+      ids(adminFailed),
+      ids(fx.events.filter((e) => delivered(e, (d) => d.status === 'failed')).sort(byTimeDesc)),
+      'admin, status across tenants',
+    );
     const globexOnly = (await call('GET', '/api/v1/events?tenant_id=globex&destination_id=g1')).body.models;
     t.same(ids(globexOnly), ids(fx.events.filter((e) => e.tenant_id === 'globex').sort(byTimeDesc)));
+  });
+
+  t.test('attempts spread over weeks: pages cross the time windows in both directions', async (t) => {
+    // Partitions for the last 12 days; older and far-future rows sit in the default partition.
+    await ensurePartitions(db, new Date(), { behindDays: 12 });
+    const now = Date.now();
+    const H = 3_600_000;
+    const offsets = [-40 * 24, -10 * 24, -8 * 24 - 1, -8 * 24 + 1, -7.5 * 24, -2 * 24, -36, -24.01, -24, -23.99, -12, -1, 0, 72, 400 * 24];
+    for (const [i, h] of offsets.entries()) {
+      await insertAttempt(db, {
+        tenant_id: 'acme',
+        destination_id: 'd3',
+        event_id: `evt_${String(i % 30).padStart(2, '0')}`,
+        topic: 'order.paid',
+        status: i % 3 ? 'success' : 'failed',
+        attempt_number: 1,
+        time: new Date(now + h * H),
+      });
+    }
+    const url = '/api/v1/tenants/acme/destinations/d3/attempts';
+    const all = ids(acmeAttempts('d3'));
+    t.equal(all.length, offsets.length);
+    for (const limit of [1, 2, 4, 100]) {
+      const desc = await allPages(call, `${url}?limit=${limit}`);
+      t.same(
+        desc.flatMap((p) => ids(p.models)),
+        all,
+        `newest first, ${limit} a page`,
+      );
+      const asc = await allPages(call, `${url}?limit=${limit}&dir=asc`);
+      t.same(
+        asc.flatMap((p) => ids(p.models)),
+        [...all].reverse(),
+        `oldest first, ${limit} a page`,
+      );
+      // Back from the last page, in both directions.
+      for (const pages of [desc, asc]) {
+        let prev = pages.at(-1).pagination.prev;
+        const back: string[] = [];
+        while (prev) {
+          const r = await call('GET', `${url}?limit=${limit}&prev=${encodeURIComponent(prev)}`);
+          back.unshift(...ids(r.body.models));
+          prev = r.body.pagination.prev;
+        }
+        t.same(
+          [...back, ...ids(pages.at(-1).models)],
+          pages.flatMap((p) => ids(p.models)),
+          `back again, ${limit} a page`,
+        );
+      }
+    }
+    const within = (from: number, to: number) =>
+      ids(acmeAttempts('d3').filter((a) => a.time.getTime() >= now + from * H && a.time.getTime() < now + to * H));
+    for (const [from, to] of [
+      [-9 * 24, -24],
+      [-100 * 24, -7 * 24],
+      [-30, 1],
+      [50, 500 * 24],
+    ] as [number, number][]) {
+      const q = `time[gte]=${encodeURIComponent(new Date(now + from * H).toISOString())}&time[lt]=${encodeURIComponent(new Date(now + to * H).toISOString())}`;
+      for (const dir of ['asc', 'desc']) {
+        const pages = await allPages(call, `${url}?limit=2&dir=${dir}&${q}`);
+        const want = within(from, to);
+        t.same(
+          pages.flatMap((p) => ids(p.models)),
+          dir === 'asc' ? want.reverse() : want,
+          `${dir} within [${from} h, ${to} h)`,
+        );
+      }
+    }
+    const failed = await allPages(call, `${url}?limit=3&status=failed`);
+    t.same(
+      failed.flatMap((p) => ids(p.models)),
+      ids(acmeAttempts('d3').filter((a) => a.status === 'failed')),
+    );
   });
 
   t.test('a delivery stored outside its event partition is still found', async (t) => {

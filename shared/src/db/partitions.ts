@@ -98,7 +98,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 async function createPartition(trx: Knex.Transaction, table: string, column: string, from: number, to: number): Promise<string> {
   const name = partitionName(table, from);
   const def = `${table}_default`;
-  await trx.raw(`CREATE TABLE ?? (LIKE ?? INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, [name, table]);
+  // INCLUDING STATISTICS copies the parent's extended statistics (tenant -> destination dependency).
+  await trx.raw(`CREATE TABLE ?? (LIKE ?? INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STATISTICS)`, [name, table]);
   // The default partition must hold no row of the new range when it is attached; locking it first
   // keeps inserts of that range from landing there between the move and the attach.
   await trx.raw(`LOCK TABLE ?? IN ACCESS EXCLUSIVE MODE`, [def]);

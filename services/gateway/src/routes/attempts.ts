@@ -14,7 +14,7 @@ import {
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { destinationView } from '../destination-view.ts';
-import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
+import { existingTenant, idParam, multi, type TenantReq, tenantOf } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Query parameters of the event and attempt listings. They are checked here rather than by the
@@ -240,9 +240,11 @@ export function attemptRoutes(ctx: Ctx) {
   const queries = new QueryStore(ctx.db);
 
   async function existingDestination(req: Req): Promise<{ tenantId: string; destinationId: string }> {
-    const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+    const tenantId = tenantOf(req as unknown as TenantReq);
     const destinationId = req.params.destination_id ?? '';
-    if (!(await queries.destinationExists(tenantId, destinationId))) throw new AppError('DESTINATION_NOT_FOUND');
+    const found = await queries.exists(tenantId, destinationId);
+    if (!found.tenant) throw new AppError('TENANT_NOT_FOUND');
+    if (!found.destination) throw new AppError('DESTINATION_NOT_FOUND');
     return { tenantId, destinationId };
   }
 

@@ -15,7 +15,7 @@ import {
   statusQueryDocs,
   timeQueryDocs,
 } from './attempts.ts';
-import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
+import { idParam, multi, type TenantReq, tenantOf } from './common.ts';
 
 const eventListQuery = {
   type: 'object',
@@ -51,9 +51,11 @@ export function eventRoutes(ctx: Ctx) {
   const queries = new QueryStore(ctx.db);
 
   async function existingDestination(req: Req): Promise<{ tenantId: string; destinationId: string }> {
-    const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+    const tenantId = tenantOf(req as unknown as TenantReq);
     const destinationId = req.params.destination_id ?? '';
-    if (!(await queries.destinationExists(tenantId, destinationId))) throw new AppError('DESTINATION_NOT_FOUND');
+    const found = await queries.exists(tenantId, destinationId);
+    if (!found.tenant) throw new AppError('TENANT_NOT_FOUND');
+    if (!found.destination) throw new AppError('DESTINATION_NOT_FOUND');
     return { tenantId, destinationId };
   }
 
@@ -125,9 +127,12 @@ export function eventRoutes(ctx: Ctx) {
         },
       },
       async (req: Req) => {
-        const event = await queries.getEvent(await readableTenants(ctx, req), req.params.event_id ?? '');
-        if (!event) throw new AppError('EVENT_NOT_FOUND');
-        const attempts = await queries.listEventAttempts(event.tenant_id, event.id, multi(req.query, 'destination_id'));
+        const attempts = await queries.eventAttempts(
+          await readableTenants(ctx, req),
+          req.params.event_id ?? '',
+          multi(req.query, 'destination_id'),
+        );
+        if (!attempts) throw new AppError('EVENT_NOT_FOUND');
         return attempts.map((a) => ({ delivered_at: a.time, ...a }));
       },
     );

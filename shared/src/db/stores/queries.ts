@@ -130,6 +130,15 @@ interface Cursor {
 
 const encode = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
 
+/**
+ * A cursor at the given row: `next` pages the rows after it, `prev` the rows before it (time as
+ * microsecond UTC text, as to_char(... 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') prints it). For tools that
+ * jump deep into a listing (the benchmark); clients only ever use the cursors they are given.
+ */
+export function cursorAt(kind: Kind, dir: Dir, side: 'next' | 'prev', time: string, id: string, tenant?: string): string {
+  return encode({ k: kind, d: dir, t: time, i: id, ...(tenant === undefined ? {} : { n: tenant }), w: side === 'next' ? 'n' : 'p' });
+}
+
 function decode(s: string, param: 'next' | 'prev', kind: Kind): Cursor {
   let c: Partial<Cursor> | undefined;
   try {
@@ -157,8 +166,9 @@ function decode(s: string, param: 'next' | 'prev', kind: Kind): Cursor {
 type V = Knex.Value;
 type Cond = { sql: string; values: V[] };
 const cond = (sql: string, ...values: V[]): Cond => ({ sql, values });
-const inList = (col: string, values: readonly V[]): Cond =>
-  values.length === 1 ? cond(`${col} = ?`, ...values) : cond(`${col} IN (${values.map(() => '?').join(', ')})`, ...values);
+/** col is one of values: one array parameter, so the statement text does not depend on how many. */
+const inList = (col: string, values: readonly (string | number)[], type = 'text'): Cond =>
+  values.length === 1 ? cond(`${col} = ?::${type}`, values[0] as V) : cond(`${col} = ANY(?::${type}[])`, [...values] as V);
 
 function timeConds(col: string, t: TimeRange | undefined): Cond[] {
   const out: Cond[] = [];
@@ -171,6 +181,69 @@ function timeConds(col: string, t: TimeRange | undefined): Cond[] {
 
 function where(conds: Cond[]): { sql: string; values: V[] } {
   return { sql: conds.length ? `WHERE ${conds.map((c) => c.sql).join(' AND ')}` : '', values: conds.flatMap((c) => c.values) };
+}
+
+/**
+ * Runs a statement unnamed, so Postgres plans it with the actual values every time. (Named
+ * statements would reuse a generic plan, which cannot see that one destination holds a third of
+ * the rows and then picks the wrong index for it; the time windows keep planning cheap instead.)
+ */
+async function run<R>(db: Knex, sql: string, values: V[]): Promise<R[]> {
+  return ((await db.raw(sql, values)) as { rows: R[] }).rows;
+}
+
+/**
+ * Time windows to read a page in, nearest first, as extra conditions on `col`. Reading newest
+ * first from `from` (the cursor, else now): [day before, ...), [week before that, day before),
+ * (..., week before that); oldest first, the mirror image, and one window when there is no
+ * starting point. Windows entirely outside the caller's bounds are left out.
+ */
+function timeWindows(col: string, dir: Dir, from: number | undefined, bounds: TimeRange): Cond[][] {
+  const DAY = 86_400_000;
+  const lo = maxOf(bounds.gte, bounds.gt);
+  const hi = minOf(bounds.lte, bounds.lt);
+  const at = (ms: number) => new Date(ms).toISOString();
+  if (dir === 'desc') {
+    const start = Math.min(from ?? Date.now(), hi ?? Number.POSITIVE_INFINITY);
+    const d0 = Math.floor(start / DAY) * DAY - DAY;
+    const d1 = d0 - 7 * DAY;
+    const ws: [number | undefined, number | undefined][] = [
+      [d0, undefined],
+      [d1, d0],
+      [undefined, d1],
+    ];
+    return ws
+      .filter(([, upper]) => upper === undefined || lo === undefined || upper > lo)
+      .map(([lower, upper]) => [
+        ...(lower === undefined ? [] : [cond(`${col} >= ?::timestamptz`, at(lower))]),
+        ...(upper === undefined ? [] : [cond(`${col} < ?::timestamptz`, at(upper))]),
+      ]);
+  }
+  const start = Math.max(from ?? Number.NEGATIVE_INFINITY, lo ?? Number.NEGATIVE_INFINITY);
+  if (!Number.isFinite(start)) return [[]];
+  const d0 = Math.ceil(start / DAY) * DAY + DAY;
+  const d1 = d0 + 7 * DAY;
+  const ws: [number | undefined, number | undefined][] = [
+    [undefined, d0],
+    [d0, d1],
+    [d1, undefined],
+  ];
+  return ws
+    .filter(([lower]) => lower === undefined || hi === undefined || lower < hi)
+    .map(([lower, upper]) => [
+      ...(lower === undefined ? [] : [cond(`${col} >= ?::timestamptz`, at(lower))]),
+      ...(upper === undefined ? [] : [cond(`${col} < ?::timestamptz`, at(upper))]),
+    ]);
+}
+
+const toMs = (s: string | undefined) => (s === undefined ? undefined : Date.parse(s.replace(' ', 'T')));
+function maxOf(...xs: (string | undefined)[]): number | undefined {
+  const v = xs.map(toMs).filter((x): x is number => x !== undefined && !Number.isNaN(x));
+  return v.length ? Math.max(...v) : undefined;
+}
+function minOf(...xs: (string | undefined)[]): number | undefined {
+  const v = xs.map(toMs).filter((x): x is number => x !== undefined && !Number.isNaN(x));
+  return v.length ? Math.min(...v) : undefined;
 }
 
 interface KeysetQuery {
@@ -191,6 +264,13 @@ interface KeysetQuery {
   common: Cond[];
   /** One ordered, limited branch each; [[]] for a single query. */
   branches: Cond[][];
+  /**
+   * The sort column is also the partition key: read the page in time windows (the day before the
+   * starting point, the week before that, then the rest) and stop once the page is full, so a
+   * page usually plans and reads one or two days of partitions instead of all of them. `bounds`
+   * are the caller's time filter, which skips windows outside it.
+   */
+  windows?: { bounds: TimeRange };
 }
 
 type KeyRow = { k_time: Date; k_id: string; k_tenant?: string; k_c: string };
@@ -222,23 +302,27 @@ async function keysetPage<R extends KeyRow>(db: Knex, q: KeysetQuery, page: List
     );
   }
   const groupBy = q.group ? `GROUP BY ${q.group.by}` : '';
-  const branchSql = (extra: Cond[]) => {
-    const w = where([...q.common, ...extra, ...cursorConds]);
-    return { sql: `SELECT ${q.select} FROM ${q.from} ${w.sql} ${groupBy} ${orderBy} LIMIT ${n}`, values: w.values };
-  };
-  let sql: string;
-  let values: V[];
-  const first = q.branches[0] ?? [];
-  if (q.branches.length <= 1) {
-    ({ sql, values } = branchSql(first));
-  } else {
+  const statement = (window: Cond[], limit: number) => {
+    const branchSql = (extra: Cond[]) => {
+      const w = where([...q.common, ...extra, ...cursorConds, ...window]);
+      return { sql: `SELECT ${q.select} FROM ${q.from} ${w.sql} ${groupBy} ${orderBy} LIMIT ${limit}`, values: w.values };
+    };
+    if (q.branches.length <= 1) return branchSql(q.branches[0] ?? []);
     const parts = q.branches.map(branchSql);
     const outer = q.group ? `SELECT ${q.group.outer}` : 'SELECT *';
     const outerGroup = q.group ? `GROUP BY ${keyCols.join(', ')}` : '';
-    sql = `${outer} FROM (${parts.map((p) => `(${p.sql})`).join(' UNION ALL ')}) u ${outerGroup} ${orderBy} LIMIT ${n}`;
-    values = parts.flatMap((p) => p.values);
+    return {
+      sql: `${outer} FROM (${parts.map((p) => `(${p.sql})`).join(' UNION ALL ')}) u ${outerGroup} ${orderBy} LIMIT ${limit}`,
+      values: parts.flatMap((p) => p.values),
+    };
+  };
+  const windows = q.windows ? timeWindows(q.time, readDir, cursor ? Date.parse(cursor.t) : undefined, q.windows.bounds) : [[]];
+  const rows: R[] = [];
+  for (const window of windows) {
+    const { sql, values } = statement(window, n - rows.length);
+    rows.push(...(await run<R>(db, sql, values)));
+    if (rows.length >= n) break;
   }
-  const rows = ((await db.raw(sql, values)) as { rows: R[] }).rows;
   const more = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);
   if (backwards) pageRows.reverse();
@@ -321,6 +405,15 @@ const eventColumns = (withData: boolean) =>
   `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
   `${keyText('e.received_at')} AS received_key, e.matched_destination_ids || e.skipped_destination_ids AS routed`;
 
+/**
+ * The span of the keys' received times, as a range on `col`: enough for partition pruning, and a
+ * range (unlike a list of instants) leaves the index condition on the ids alone.
+ */
+function spanOf(col: string, keys: readonly EventKey[]): Cond[] {
+  const times = keys.map((k) => k.received as string).sort(); // fixed-width UTC text sorts in time order
+  return [cond(`${col} >= ?::timestamptz`, times[0] as string), cond(`${col} <= ?::timestamptz`, times.at(-1) as string)];
+}
+
 /** An event named by tenant and id, with the server time it was received (microsecond text) when known. */
 interface EventKey {
   tenant: string;
@@ -370,9 +463,14 @@ export class QueryStore {
     this.db = db;
   }
 
-  async destinationExists(tenantId: string, destinationId: string): Promise<boolean> {
-    const r = await this.db.raw('SELECT 1 FROM destinations WHERE tenant_id = ? AND id = ?', [tenantId, destinationId]);
-    return r.rows.length > 0;
+  /** Whether a tenant and (optionally) its destination exist, in one round trip. */
+  async exists(tenantId: string, destinationId?: string): Promise<{ tenant: boolean; destination: boolean }> {
+    const [row] = await run<{ t: boolean; d: boolean }>(
+      this.db,
+      'SELECT EXISTS (SELECT 1 FROM tenants WHERE id = ?) AS t, EXISTS (SELECT 1 FROM destinations WHERE tenant_id = ? AND id = ?) AS d',
+      [tenantId, tenantId, destinationId ?? ''],
+    );
+    return { tenant: row?.t ?? false, destination: destinationId !== undefined && (row?.d ?? false) };
   }
 
   /** (tenant, destination) pairs for destination ids given without a tenant (admin listings). */
@@ -426,6 +524,8 @@ export class QueryStore {
         idType: 'uuid',
         common,
         branches,
+        // An event's attempts are few: one query over every partition beats three.
+        ...(f.eventIds?.length ? {} : { windows: { bounds: f.time ?? {} } }),
       },
       page,
     );
@@ -443,34 +543,42 @@ export class QueryStore {
     const conds: Cond[] = [cond('a.id = ?::uuid', id)];
     if (scope.tenants) conds.push(inList('a.tenant_id', scope.tenants));
     if (scope.destinationId !== undefined) conds.push(cond('a.destination_id = ?', scope.destinationId));
-    const run = async (extra: Cond[]) => {
+    const lookup = async (extra: Cond[]) => {
       const w = where([...conds, ...extra]);
-      const r = await this.db.raw(`SELECT ${ATTEMPT_COLUMNS} FROM attempts a ${w.sql} LIMIT 1`, w.values);
-      return (r.rows as AttemptRow[])[0];
+      return (await run<AttemptRow>(this.db, `SELECT ${ATTEMPT_COLUMNS} FROM attempts a ${w.sql} LIMIT 1`, w.values))[0];
     };
     const ms = Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
     const plausible = id[14] === '7' && ms > Date.UTC(2000, 0, 1) && ms < Date.UTC(2200, 0, 1);
     let row: AttemptRow | undefined;
     if (plausible) {
-      row = await run([
+      row = await lookup([
         cond('a.time >= ?::timestamptz', new Date(ms - 86_400_000).toISOString()),
         cond('a.time < ?::timestamptz', new Date(ms + 86_400_000).toISOString()),
       ]);
     }
-    row ??= await run([]);
+    row ??= await lookup([]);
     return row ? attemptView(row) : null;
   }
 
-  /** Every attempt of one event (newest first, at most EVENT_ATTEMPTS_MAX): its deliveries. */
-  async listEventAttempts(tenantId: string, eventId: string, destinationIds?: readonly string[]): Promise<AttemptView[]> {
-    const conds = [cond('a.event_id = ?', eventId), cond('a.tenant_id = ?', tenantId)];
+  /**
+   * Every attempt of one event (newest first, at most EVENT_ATTEMPTS_MAX): its deliveries; null
+   * when the event is not visible. Attempts follow their event, so partitions older than a day
+   * before the event was received are skipped (the day covers any clock difference between the
+   * servers that stamp the two times).
+   */
+  async eventAttempts(tenants: Tenants, eventId: string, destinationIds?: readonly string[]): Promise<AttemptView[] | null> {
+    const event = await this.findEvent(tenants, eventId, false);
+    if (!event) return null;
+    const conds = [cond('a.event_id = ?', event.id), cond('a.tenant_id = ?', event.tenant_id)];
     if (destinationIds?.length) conds.push(inList('a.destination_id', destinationIds));
+    if (event.received_key) conds.push(cond(`a.time >= ?::timestamptz - interval '1 day'`, event.received_key));
     const w = where(conds);
-    const r = await this.db.raw(
+    const rows = await run<AttemptRow>(
+      this.db,
       `SELECT ${ATTEMPT_COLUMNS} FROM attempts a ${w.sql} ORDER BY a.time DESC, a.id DESC LIMIT ${EVENT_ATTEMPTS_MAX}`,
       w.values,
     );
-    return (r.rows as AttemptRow[]).map(attemptView);
+    return rows.map(attemptView);
   }
 
   /** The events of attempts, for `include=event`; keyed by tenant and event id. */
@@ -495,10 +603,10 @@ export class QueryStore {
     const lookup = async (list: readonly EventKey[], hinted: boolean) => {
       for (const [tenant, group] of groupBy(list, (k) => k.tenant)) {
         const conds = [cond('e.tenant_id = ?', tenant), inList('e.id', [...new Set(group.map((k) => k.id))])];
-        if (hinted) conds.push(inList('e.received_at', [...new Set(group.map((k) => k.received as string))]));
+        if (hinted) conds.push(...spanOf('e.received_at', group));
         const w = where(conds);
-        const r = await this.db.raw(`SELECT ${eventColumns(withData)} FROM events e ${w.sql}`, w.values);
-        for (const row of r.rows as EventRow[]) out.set(pairKey(row.tenant_id, row.id), row);
+        for (const row of await run<EventRow>(this.db, `SELECT ${eventColumns(withData)} FROM events e ${w.sql}`, w.values))
+          out.set(pairKey(row.tenant_id, row.id), row);
       }
     };
     const hinted = keys.filter((k) => k.received);
@@ -522,14 +630,15 @@ export class QueryStore {
     const lookup = async (list: readonly EventKey[], hinted: boolean) => {
       for (const [tenant, group] of groupBy(list, (k) => k.tenant)) {
         const conds = [cond('tenant_id = ?', tenant), inList('event_id', [...new Set(group.map((k) => k.id))])];
-        if (hinted) conds.push(inList('created_at', [...new Set(group.map((k) => k.received as string))]));
+        if (hinted) conds.push(...spanOf('created_at', group));
         if (destinationIds?.length) conds.push(inList('destination_id', destinationIds));
         const w = where(conds);
-        const r = await this.db.raw(
+        const rows = await run<DeliveryState>(
+          this.db,
           `SELECT tenant_id, event_id, destination_id, topic, status, successful_at FROM deliveries ${w.sql}`,
           w.values,
         );
-        for (const row of r.rows as DeliveryState[]) {
+        for (const row of rows) {
           const k = pairKey(row.tenant_id, row.event_id);
           const l = out.get(k) ?? [];
           if (!l.some((x) => x.destination_id === row.destination_id)) l.push(row);
@@ -680,19 +789,25 @@ export class QueryStore {
     return { models, pagination };
   }
 
+  /** An event row by id within the tenants in scope (the first tenant's, for an admin naming none). */
+  private async findEvent(tenants: Tenants, eventId: string, withData: boolean): Promise<EventRow | undefined> {
+    const conds = [cond('e.id = ?', eventId)];
+    if (tenants) conds.push(inList('e.tenant_id', tenants));
+    const w = where(conds);
+    const [row] = await run<EventRow>(
+      this.db,
+      `SELECT ${eventColumns(withData)} FROM events e ${w.sql} ORDER BY e.tenant_id, e.received_at LIMIT 1`,
+      w.values,
+    );
+    return row;
+  }
+
   /**
    * One event with its data, within the tenants the caller may see. With `destinationId`, only
    * when the event was routed to that destination, and with that delivery's state.
    */
   async getEvent(tenants: Tenants, eventId: string, destinationId?: string): Promise<EventView | null> {
-    const conds = [cond('e.id = ?', eventId)];
-    if (tenants) conds.push(inList('e.tenant_id', tenants));
-    const w = where(conds);
-    const r = await this.db.raw(
-      `SELECT ${eventColumns(true)} FROM events e ${w.sql} ORDER BY e.tenant_id, e.received_at LIMIT 1`,
-      w.values,
-    );
-    const row = (r.rows as EventRow[])[0];
+    const row = await this.findEvent(tenants, eventId, true);
     if (!row) return null;
     const scope = destinationId === undefined ? undefined : [destinationId];
     const key = { tenant: row.tenant_id, id: row.id, received: row.received_key };
