@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 
 /**
  * AES-256-GCM for secrets at rest (destination credentials and delivery_metadata).
@@ -16,11 +16,13 @@ export interface Cipher {
 interface Key {
   id: string;
   bytes: Buffer;
+  /** The same key as a KeyObject, made once: a raw Buffer key is converted on every cipher (about 4x the cost). */
+  object: KeyObject;
 }
 
 function deriveKey(secret: string): Key {
   const bytes = createHash('sha256').update(`switchyard:aes-256-gcm:${secret}`).digest();
-  return { bytes, id: createHash('sha256').update(bytes).digest('hex').slice(0, 8) };
+  return { bytes, object: createSecretKey(bytes), id: createHash('sha256').update(bytes).digest('hex').slice(0, 8) };
 }
 
 export function createCipher(current: string, previous: readonly string[] = []): Cipher {
@@ -31,7 +33,7 @@ export function createCipher(current: string, previous: readonly string[] = []):
   return {
     encrypt(plain) {
       const iv = randomBytes(12);
-      const c = createCipheriv('aes-256-gcm', key.bytes, iv);
+      const c = createCipheriv('aes-256-gcm', key.object, iv);
       const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
       return `v1.${key.id}.${Buffer.concat([iv, c.getAuthTag(), body]).toString('base64url')}`;
     },
@@ -40,7 +42,7 @@ export function createCipher(current: string, previous: readonly string[] = []):
       const k = id ? keys.get(id) : undefined;
       if (version !== 'v1' || !k || !payload) throw new Error('ciphertext was written with an unknown key or format');
       const raw = Buffer.from(payload, 'base64url');
-      const d = createDecipheriv('aes-256-gcm', k.bytes, raw.subarray(0, 12));
+      const d = createDecipheriv('aes-256-gcm', k.object, raw.subarray(0, 12));
       d.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8');
     },

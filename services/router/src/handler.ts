@@ -68,13 +68,23 @@ export function createRouter(deps: RouterDeps) {
     const deliveries: DeliveryRecord[] = [];
     const routed: RoutedRecord[] = [];
     const duplicates: EventRecord[] = [];
+    // One snapshot (its secrets sealed once) per destination and batch, shared by that destination's deliveries.
+    const snapshots = new Map<Destination, DestinationSnapshot>();
+    const snapshotOf = (d: Destination): DestinationSnapshot => {
+      let s = snapshots.get(d);
+      if (!s) {
+        s = deps.snapshot(d);
+        snapshots.set(d, s);
+      }
+      return s;
+    };
     known.forEach(({ event }, i) => {
       if (!allowed.has(i)) {
         duplicates.push(event);
         return;
       }
       const { matched, disabled } = selectDestinations(event, byTenant.get(event.tenant_id) ?? []);
-      for (const d of matched) deliveries.push({ event, destination: deps.snapshot(d), attempt_number: 1, manual: false });
+      for (const d of matched) deliveries.push({ event, destination: snapshotOf(d), attempt_number: 1, manual: false });
       routed.push({ event, matched_destination_ids: matched.map((d) => d.id), skipped_destination_ids: disabled.map((d) => d.id) });
     });
     await deps.emit({ deliveries, routed, deadLetters });

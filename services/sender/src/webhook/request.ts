@@ -6,7 +6,7 @@
  * libraries do); any other string signs with its UTF-8 bytes (secrets migrated from elsewhere). The same rule
  * holds in both signature modes, so one secret always means one key.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 export { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
 import { isHeaderName, isHeaderValue, isPrefixed, RESERVED_HEADERS } from '@switchyard/shared/destinations/webhook-headers.ts';
@@ -42,15 +42,29 @@ export function webhookSecretKey(secret: string): Buffer {
   return Buffer.from(secret, 'utf8');
 }
 
+// HMAC keys as KeyObjects, made once per secret: a raw Buffer key is converted on every HMAC, which
+// costs several times the HMAC itself. Bounded; the oldest entry goes first.
+const KEY_CACHE_MAX = 10_000;
+const keyObjects = new Map<string, KeyObject>();
+function hmacKey(secret: string): KeyObject {
+  let k = keyObjects.get(secret);
+  if (!k) {
+    k = createSecretKey(webhookSecretKey(secret));
+    if (keyObjects.size >= KEY_CACHE_MAX) keyObjects.delete(keyObjects.keys().next().value as string);
+    keyObjects.set(secret, k);
+  }
+  return k;
+}
+
 /** One Standard Webhooks v1 signature: `v1,<base64 HMAC-SHA256(key, "id.timestamp.body")>`. */
 export function signStandard(secret: string, id: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
+  const mac = createHmac('sha256', hmacKey(secret)).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64');
   return `v1,${mac}`;
 }
 
 /** One compatible-mode signature: `v0=<hex HMAC-SHA256(key, body)>`. */
 export function signCompatible(secret: string, body: string): string {
-  return `v0=${createHmac('sha256', webhookSecretKey(secret)).update(body, 'utf8').digest('hex')}`;
+  return `v0=${createHmac('sha256', hmacKey(secret)).update(body, 'utf8').digest('hex')}`;
 }
 
 export interface WebhookEvent {

@@ -1,0 +1,210 @@
+// CPU and memory of processes from /proc (Linux): sampled periodically, summarised over a window.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+interface PidStat {
+  ppid: number;
+  /** utime + stime, in clock ticks. */
+  ticks: number;
+}
+
+function readStat(pid: number): PidStat | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+  } catch {
+    return null;
+  }
+}
+
+function readMem(pid: number): { rssKb: number; hwmKb: number } {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const rss = /VmRSS:\s+(\d+)/.exec(s);
+    const hwm = /VmHWM:\s+(\d+)/.exec(s);
+    return { rssKb: Number(rss?.[1] ?? 0), hwmKb: Number(hwm?.[1] ?? 0) };
+  } catch {
+    return { rssKb: 0, hwmKb: 0 };
+  }
+}
+
+/** Every process whose parent is `parent` (one level: Postgres backends under the postmaster). */
+export function childrenOf(parent: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 0) continue;
+    const st = readStat(pid);
+    if (st?.ppid === parent) out.push(pid);
+  }
+  return out;
+}
+
+function readSystemCpu(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, total: busy + idle + iowait };
+}
+
+export const loadavg = (): [number, number, number] => {
+  const [a = 0, b = 0, c = 0] = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+  return [a, b, c];
+};
+
+export interface Tracked {
+  name: string;
+  /** Current pids of this process group (one pid, or a server and its children). */
+  pids(): number[];
+}
+
+export interface ProcPoint {
+  /** CPU since the previous sample, in percent of one core. */
+  cpuPct: number;
+  rssMb: number;
+}
+
+export interface Sample {
+  t: number;
+  load1: number;
+  /** Busy CPU of the whole machine since the previous sample, percent of one core (2 cores = 200). */
+  systemPct: number;
+  procs: Record<string, ProcPoint>;
+}
+
+export interface ProcSummary {
+  cpuAvgPct: number;
+  cpuMaxPct: number;
+  rssAvgMb: number;
+  rssMaxMb: number;
+  /** Peak RSS of the (main) process over its life, from VmHWM. */
+  hwmMb: number;
+  /** RSS when sampling started (the services idle after start-up and one probe event). */
+  rssStartMb: number;
+}
+
+export interface WindowSummary {
+  seconds: number;
+  load1Start: number;
+  load1End: number;
+  load1Max: number;
+  systemAvgPct: number;
+  /** Busy CPU not accounted to any tracked process (other engineers' work, the kernel), percent of one core. */
+  otherAvgPct: number;
+  procs: Record<string, ProcSummary>;
+}
+
+/** Samples the tracked processes every `intervalMs`; keeps all samples (a few per second at most). */
+export class ProcSampler {
+  readonly samples: Sample[] = [];
+  private readonly tracked: Tracked[];
+  private readonly last = new Map<number, number>();
+  private lastSys = readSystemCpu();
+  private lastT = performance.now();
+  private readonly hwm = new Map<string, number>();
+  private readonly rssStart = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(tracked: Tracked[]) {
+    this.tracked = tracked;
+    this.sample(true);
+  }
+
+  start(intervalMs = 1000): void {
+    this.timer = setInterval(() => this.sample(), intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.sample();
+  }
+
+  sample(prime = false): Sample | null {
+    const t = performance.now();
+    const dt = (t - this.lastT) / 1000;
+    const sys = readSystemCpu();
+    const procs: Record<string, ProcPoint> = {};
+    for (const tr of this.tracked) {
+      let ticks = 0;
+      let rssKb = 0;
+      let hwmKb = 0;
+      for (const pid of tr.pids()) {
+        const st = readStat(pid);
+        if (!st) continue;
+        const prev = this.last.get(pid);
+        ticks += prev === undefined ? (prime ? 0 : st.ticks) : st.ticks - prev;
+        this.last.set(pid, st.ticks);
+        const m = readMem(pid);
+        rssKb += m.rssKb;
+        hwmKb = Math.max(hwmKb, m.hwmKb);
+      }
+      this.hwm.set(tr.name, Math.max(this.hwm.get(tr.name) ?? 0, hwmKb));
+      procs[tr.name] = { cpuPct: dt > 0 ? (ticks / CLK_TCK / dt) * 100 : 0, rssMb: rssKb / 1024 };
+      if (prime) this.rssStart.set(tr.name, rssKb / 1024);
+    }
+    const sysTotal = sys.total - this.lastSys.total;
+    const systemPct = sysTotal > 0 ? ((sys.busy - this.lastSys.busy) / sysTotal) * 100 * cores() : 0;
+    this.lastSys = sys;
+    this.lastT = t;
+    if (prime) return null;
+    const s: Sample = { t: Date.now(), load1: loadavg()[0], systemPct, procs };
+    this.samples.push(s);
+    return s;
+  }
+
+  /** Averages over samples taken in [from, to] (epoch ms). */
+  summary(from = -Infinity, to = Infinity): WindowSummary {
+    const w = this.samples.filter((s) => s.t >= from && s.t <= to);
+    const avg = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+    const procs: Record<string, ProcSummary> = {};
+    let tracked = 0;
+    for (const tr of this.tracked) {
+      const cpu = w.map((s) => s.procs[tr.name]?.cpuPct ?? 0);
+      const rss = w.map((s) => s.procs[tr.name]?.rssMb ?? 0);
+      procs[tr.name] = {
+        cpuAvgPct: r1(avg(cpu)),
+        cpuMaxPct: r1(Math.max(0, ...cpu)),
+        rssAvgMb: r1(avg(rss)),
+        rssMaxMb: r1(Math.max(0, ...rss)),
+        hwmMb: r1((this.hwm.get(tr.name) ?? 0) / 1024),
+        rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
+      };
+      tracked += avg(cpu);
+    }
+    const sys = avg(w.map((s) => s.systemPct));
+    return {
+      seconds: w.length >= 2 ? Math.round(((w.at(-1) as Sample).t - (w[0] as Sample).t) / 1000) : 0,
+      load1Start: w[0]?.load1 ?? loadavg()[0],
+      load1End: w.at(-1)?.load1 ?? loadavg()[0],
+      load1Max: Math.max(0, ...w.map((s) => s.load1)),
+      systemAvgPct: r1(sys),
+      otherAvgPct: r1(Math.max(0, sys - tracked)),
+      procs,
+    };
+  }
+}
+
+const r1 = (x: number) => Math.round(x * 10) / 10;
+
+let coreCount = 0;
+export function cores(): number {
+  if (!coreCount) {
+    coreCount = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .filter((l) => /^cpu\d+ /.test(l)).length;
+  }
+  return coreCount || 1;
+}

@@ -1,0 +1,329 @@
+// Result types of a benchmark run, and the Markdown summary and SVG chart written from them.
+import type { CeilingResult } from '../load.ts';
+import type { ProfileSummary } from './profile.ts';
+import { profileMarkdown } from './profile.ts';
+import type { WindowSummary } from './proc.ts';
+import type { Summary } from './stats.ts';
+
+export interface Topology {
+  tenants: number;
+  destinationsPerTenant: number;
+  /** The first `hangingPerTenant` destinations of every tenant hang until the delivery timeout. */
+  hangingPerTenant: number;
+}
+
+export interface SeriesPoint {
+  /** Seconds since the load started. */
+  s: number;
+  published: number;
+  delivered: number;
+  attempts: number;
+}
+
+export interface PhaseResult {
+  scenario: string;
+  phase: string;
+  topology: Topology;
+  via: string;
+  /** Events per second asked for; null: as fast as accepted (within the outstanding-deliveries cap). */
+  targetRate: number | null;
+  durationS: number;
+  warmupS: number;
+  backlogCap: number | null;
+  publish: {
+    eventsSent: number;
+    eventsAccepted: number;
+    rejected: Record<string, number>;
+    firstErrors: string[];
+    /** Events accepted per second in the measurement window. */
+    acceptedPerSec: number;
+    /** Per request. */
+    latencyMs: Summary;
+    behindMaxMs: number;
+    gatedS: number;
+  };
+  delivery: {
+    healthyPerEvent: number;
+    healthyDestinations: number;
+    /** Deliveries to healthy destinations per second in the window. */
+    deliveredPerSec: number;
+    /** Events whose deliveries arrived, per second (delivered / healthy deliveries per event). */
+    eventsPerSec: number;
+    /** Per healthy destination. */
+    perDestinationPerSec: number;
+    /** Attempt rows stored in Postgres per second in the window. */
+    attemptsPerSec: number;
+    /** publish -> receive, healthy destinations, arrivals in the window. */
+    latencyMs: Summary;
+    expected: number;
+    received: number;
+    /** Repeats of a webhook-id on a healthy destination. */
+    duplicates: number;
+    /** Repeats on hanging destinations: their retries, expected. */
+    hangRepeats?: number;
+    missing: number;
+    hungArrivals: number;
+    drainS: number;
+    verify: { checked: number; ok: number; failed: number; noSecret: number; unsigned: number; errors: string[] };
+  };
+  stored: { attempts: number; attemptsByStatus: Record<string, number>; events: number };
+  /** Records written per topic (prefix removed): shows how many times a delivery crossed Kafka. */
+  kafkaRecords?: Record<string, number>;
+  machine: WindowSummary;
+  /**
+   * CPU of the pipeline (the four services, Kafka, Postgres; not the receiver or the load generator),
+   * percent of one core, and per delivered request: what throughput costs, less sensitive to other
+   * work on the machine than the rate itself.
+   */
+  efficiency: { pipelineCpuPct: number; cpuMsPerDelivery: number };
+  series: SeriesPoint[];
+  profiles: ProfileSummary[];
+  /** The bare ceiling measured just before this phase's load. */
+  ceilingNear: CeilingResult;
+  /** deliveredPerSec / ceilingNear. */
+  ceilingRatio: number;
+  notes: string[];
+}
+
+export interface Target {
+  target: string;
+  measured: string;
+  met: boolean | null;
+}
+
+export interface RunResult {
+  meta: {
+    date: string;
+    label: string;
+    mode: 'quick' | 'full';
+    /** Services ran under --cpu-prof: slower, and RSS includes the profiler's samples. */
+    profiled?: boolean;
+    /** Where hanging destinations listen: another loopback address (separate) or the healthy ones' origin (shared). */
+    hangOrigin?: string;
+    command: string;
+    git: string;
+    node: string;
+    cpu: string;
+    cores: number;
+    memGb: number;
+    load1Before: number;
+    load1After: number;
+    wallS: number;
+    logLevel: string;
+    serviceEnv: Record<string, string>;
+  };
+  ceiling: { start: CeilingResult | null; end: CeilingResult | null };
+  phases: PhaseResult[];
+  derived: {
+    maxRatePerSec: number | null;
+    latencyRatePerSec: number | null;
+    hangingHealthyRatio: number | null;
+  };
+  targets: Target[];
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const ms = (x: number) => (x >= 100 ? n0(x) : x.toFixed(1));
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** One SVG: delivered/s vs the ceiling per phase (bars), then delivered/s and published/s over time per phase. */
+export function chartSvg(r: RunResult): string {
+  const W = 900;
+  const barH = 22;
+  const left = 230;
+  const phases = r.phases;
+  const barsTop = 50;
+  const maxBar = Math.max(1, ...phases.flatMap((p) => [p.ceilingNear.ratePerSec, p.delivery.deliveredPerSec]));
+  const scale = (v: number) => ((W - left - 240) * v) / maxBar;
+  const out: string[] = [];
+  let y = barsTop;
+  out.push(
+    `<text x="20" y="28" font-size="16" font-weight="bold">Switchyard benchmark ${esc(r.meta.label)} (${r.meta.mode}): deliveries/s vs the bare ceiling</text>`,
+  );
+  const bar = (label: string, v: number, color: string, note: string, h: number) => {
+    if (label) out.push(`<text x="${left - 8}" y="${y + 13}" text-anchor="end" font-size="12">${esc(label)}</text>`);
+    out.push(`<rect x="${left}" y="${y}" width="${Math.max(1, scale(v)).toFixed(1)}" height="${h - 3}" fill="${color}"/>`);
+    out.push(`<text x="${left + scale(v) + 6}" y="${y + h - 6}" font-size="11">${esc(`${n0(v)}/s ${note}`)}</text>`);
+    y += h;
+  };
+  for (const p of phases) {
+    bar(
+      `${p.scenario}${p.phase === 'main' ? '' : ` / ${p.phase}`}`,
+      p.delivery.deliveredPerSec,
+      p.phase === 'hanging' ? '#e57373' : '#4c8bf5',
+      `delivered (${pct(p.ceilingRatio)} of ceiling)`,
+      barH,
+    );
+    bar('', p.ceilingNear.ratePerSec, '#bdbdbd', 'bare ceiling just before', barH - 6);
+    y += 6;
+  }
+  y += 20;
+  // Time series panels, two per row.
+  const panelW = (W - 60) / 2;
+  const panelH = 150;
+  phases.forEach((p, i) => {
+    const px = 20 + (i % 2) * (panelW + 20);
+    const py = y + Math.floor(i / 2) * (panelH + 45);
+    const pts = p.series;
+    const maxS = Math.max(1, ...pts.map((q) => q.s));
+    const maxV = Math.max(1, ...pts.map((q) => Math.max(q.published * p.delivery.healthyPerEvent, q.delivered, q.attempts)));
+    const sx = (s: number) => px + 40 + ((panelW - 50) * s) / maxS;
+    const sy = (v: number) => py + 20 + panelH - 30 - ((panelH - 30) * v) / maxV;
+    out.push(`<text x="${px}" y="${py + 12}" font-size="12" font-weight="bold">${esc(`${p.scenario} / ${p.phase}`)}</text>`);
+    out.push(`<rect x="${px + 40}" y="${py + 20}" width="${panelW - 50}" height="${panelH - 30}" fill="none" stroke="#ccc"/>`);
+    out.push(`<text x="${px + 36}" y="${py + 28}" font-size="10" text-anchor="end">${n0(maxV)}</text>`);
+    out.push(`<text x="${px + 36}" y="${py + panelH - 10}" font-size="10" text-anchor="end">0</text>`);
+    out.push(`<text x="${px + panelW - 10}" y="${py + panelH + 4}" font-size="10" text-anchor="end">${maxS} s</text>`);
+    const line = (f: (q: SeriesPoint) => number, color: string, dash = '') =>
+      out.push(
+        `<polyline fill="none" stroke="${color}" stroke-width="1.5"${dash ? ` stroke-dasharray="${dash}"` : ''} points="${pts
+          .map((q) => `${sx(q.s).toFixed(1)},${sy(f(q)).toFixed(1)}`)
+          .join(' ')}"/>`,
+      );
+    line((q) => q.published * p.delivery.healthyPerEvent, '#9e9e9e', '4 3');
+    line((q) => q.delivered, '#4c8bf5');
+    line((q) => q.attempts, '#43a047', '2 2');
+    const warm = sx(p.warmupS);
+    out.push(`<line x1="${warm}" x2="${warm}" y1="${py + 20}" y2="${py + panelH - 10}" stroke="#f9a825" stroke-dasharray="3 3"/>`);
+  });
+  const rows = Math.ceil(phases.length / 2);
+  const legendY = y + rows * (panelH + 45);
+  out.push(
+    `<text x="20" y="${legendY}" font-size="11"><tspan fill="#9e9e9e">- - healthy deliveries published/s</tspan>   <tspan fill="#4c8bf5">— delivered/s</tspan>   <tspan fill="#43a047">·· attempts stored/s</tspan>   <tspan fill="#f9a825">| end of warm-up</tspan></text>`,
+  );
+  const H = legendY + 20;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">\n<rect width="100%" height="100%" fill="white"/>\n${out.join('\n')}\n</svg>\n`;
+}
+
+export function markdown(r: RunResult, svgName: string): string {
+  const m = r.meta;
+  const L: string[] = [];
+  L.push(`# Switchyard benchmark: ${m.label}`);
+  L.push('');
+  L.push(
+    `${m.mode === 'quick' ? '**Quick mode (smoke run, short phases): figures are indicative only.**' : 'Full run.'}${m.profiled ? ' **Services ran under `--cpu-prof`: throughput is lower and RSS includes the profiler.**' : ''} ${m.date}, commit \`${m.git}\`, Node ${m.node}, ${m.cpu} (${m.cores} cores), ${m.memGb} GB. ` +
+      `Load average ${m.load1Before} before, ${m.load1After} after; ${Math.round(m.wallS / 60)} min wall. Command: \`${m.command}\`. ` +
+      `Hanging destinations on ${m.hangOrigin === 'shared' ? 'the same origin as the healthy ones' : 'their own origin (127.0.0.2)'}. Services log at \`${m.logLevel}\`${
+        Object.keys(m.serviceEnv).length
+          ? `, with ${Object.entries(m.serviceEnv)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(', ')}`
+          : ''
+      }.`,
+  );
+  L.push('');
+  L.push(`![chart](${svgName})`);
+  L.push('');
+  L.push('## Targets');
+  L.push('');
+  L.push('| target | measured | met |');
+  L.push('|---|---|---|');
+  for (const t of r.targets) L.push(`| ${t.target} | ${t.measured} | ${t.met === null ? 'n/a' : t.met ? 'yes' : '**no**'} |`);
+  L.push('');
+  L.push('## Bare ceiling');
+  L.push('');
+  for (const [k, c] of [
+    ['start', r.ceiling.start],
+    ['end', r.ceiling.end],
+  ] as const) {
+    if (c)
+      L.push(
+        `- ${k}: ${n0(c.ratePerSec)} requests/s over ${c.seconds} s (${c.concurrency} connections; latency p50 ${ms(c.latencyMs.p50)} ms, p99 ${ms(c.latencyMs.p99)} ms; ${c.errors} errors)`,
+      );
+  }
+  for (const p of r.phases) {
+    const c = p.ceilingNear;
+    L.push(`- just before ${p.scenario} / ${p.phase}: ${n0(c.ratePerSec)} requests/s over ${c.seconds} s (p99 ${ms(c.latencyMs.p99)} ms)`);
+  }
+  L.push('');
+  L.push(
+    'Each phase is divided by the ceiling measured just before it (same receiver, same machine, a minute apart at most), so the ratio stays comparable when other work on the machine comes and goes; the spread of the ceilings above shows how much it did.',
+  );
+  L.push('');
+  L.push('## Throughput and latency');
+  L.push('');
+  L.push(
+    '| scenario | via | target rate | published/s | delivered/s | ÷ ceiling | attempts stored/s | per destination/s | pipeline CPU ms / delivery | publish→receive p50 / p90 / p99 / max ms | publish API p50 / p99 / max ms | missing | dup |',
+  );
+  L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|');
+  for (const p of r.phases) {
+    const d = p.delivery;
+    L.push(
+      `| ${p.scenario}${p.phase === 'main' ? '' : ` / ${p.phase}`} | ${p.via} | ${p.targetRate === null ? 'max' : n0(p.targetRate)} | ${n0(p.publish.acceptedPerSec)} | ${n0(d.deliveredPerSec)} | ${pct(p.ceilingRatio)} | ${n0(d.attemptsPerSec)} | ${d.perDestinationPerSec.toFixed(1)} | ${p.efficiency.cpuMsPerDelivery.toFixed(2)} | ${ms(d.latencyMs.p50)} / ${ms(d.latencyMs.p90)} / ${ms(d.latencyMs.p99)} / ${ms(d.latencyMs.max)} | ${ms(p.publish.latencyMs.p50)} / ${ms(p.publish.latencyMs.p99)} / ${ms(p.publish.latencyMs.max)} | ${n0(d.missing)} | ${n0(d.duplicates)} |`,
+    );
+  }
+  L.push('');
+  L.push(
+    'Published/s, delivered/s and attempts/s are averages over the measurement window (after the warm-up); delivered counts deliveries to healthy destinations (fan-out multiplies it). ' +
+      '"max" phases publish as fast as the gateway accepts while fewer than the cap of deliveries are outstanding, so their latency is mostly queueing inside that cap; the latency target is read from the fixed-rate phase. ' +
+      '"missing" counts healthy deliveries that had not arrived when the drain ended. ' +
+      '"pipeline CPU ms / delivery" is the CPU of the four services, Kafka and Postgres over the window divided by the deliveries: the cost of one delivery, which moves less than the rates when other work competes for the machine.',
+  );
+  L.push('');
+  L.push('## Processes (CPU % of one core, average over the window · RSS MB at rest → max under load)');
+  L.push('');
+  const names = [...new Set(r.phases.flatMap((p) => Object.keys(p.machine.procs)))];
+  L.push(`| scenario | ${names.join(' | ')} | machine busy | others | load1 start→end |`);
+  L.push(`|---|${names.map(() => '---:').join('|')}|---:|---:|---|`);
+  for (const p of r.phases) {
+    const cells = names.map((n) => {
+      const s = p.machine.procs[n];
+      return s ? `${s.cpuAvgPct}% · ${Math.round(s.rssStartMb)}→${Math.round(s.rssMaxMb)}` : '';
+    });
+    L.push(
+      `| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} | ${p.machine.systemAvgPct}% | ${p.machine.otherAvgPct}% | ${p.machine.load1Start} → ${p.machine.load1End} |`,
+    );
+  }
+  L.push('');
+  L.push(
+    '"machine busy" is all CPU in use on the machine (200% = both cores); "others" is the part not used by any process of the benchmark (other work on the machine). ' +
+      '`bench` is the runner itself: load generator, bare ceiling loop and monitoring.',
+  );
+  L.push('');
+  const withNotes = r.phases.filter((p) => p.notes.length || p.publish.firstErrors.length || p.delivery.verify.failed);
+  if (withNotes.length) {
+    L.push('## Notes');
+    L.push('');
+    for (const p of withNotes) {
+      for (const n of p.notes) L.push(`- ${p.scenario} / ${p.phase}: ${n}`);
+      for (const e of p.publish.firstErrors) L.push(`- ${p.scenario} / ${p.phase}: publish error: \`${e}\``);
+      for (const e of p.delivery.verify.errors) L.push(`- ${p.scenario} / ${p.phase}: signature check failed: \`${e}\``);
+    }
+    L.push('');
+  }
+  L.push('## Signatures and storage');
+  L.push('');
+  L.push('| scenario | signatures checked / ok | attempts rows (by status) | events rows | Kafka records written per topic | drain s |');
+  L.push('|---|---|---|---:|---|---:|');
+  for (const p of r.phases) {
+    const v = p.delivery.verify;
+    L.push(
+      `| ${p.scenario} / ${p.phase} | ${v.checked} / ${v.ok} | ${n0(p.stored.attempts)} (${Object.entries(p.stored.attemptsByStatus)
+        .map(([k, c]) => `${k} ${n0(c)}`)
+        .join(', ')}) | ${n0(p.stored.events)} | ${Object.entries(p.kafkaRecords ?? {})
+        .map(([k, c]) => `${k} ${n0(c)}`)
+        .join(', ')} | ${p.delivery.drainS} |`,
+    );
+  }
+  L.push('');
+  const profiled = r.phases.filter((p) => p.profiles.length);
+  if (profiled.length) {
+    L.push('## CPU profiles');
+    L.push('');
+    L.push('Self time per area and per function, from `node --cpu-prof` on each service (the profiler itself costs some throughput).');
+    L.push('');
+    for (const p of profiled) {
+      L.push(`### ${p.scenario} / ${p.phase}`);
+      L.push('');
+      for (const s of p.profiles) {
+        L.push(profileMarkdown(s));
+        L.push('');
+      }
+    }
+  }
+  return `${L.join('\n')}\n`;
+}

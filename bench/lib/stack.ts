@@ -1,0 +1,214 @@
+// The benchmark's own stack: a throwaway Kafka broker and Postgres on free loopback ports (as
+// infra/test.sh starts them), and the four services as separate processes on a fresh database and
+// topic prefix per scenario phase.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase, freePort, ROOT, testEnv, uniqueName, waitFor } from '../../shared/src/testing/index.ts';
+import { createDb, migrateLatest } from '../../shared/src/db/index.ts';
+import { childrenOf } from './proc.ts';
+
+export const SERVICES = ['gateway', 'router', 'sender', 'attempts'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+function sh(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', args, { cwd: ROOT, env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`bash ${args.join(' ')} failed: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout.trim());
+    });
+  });
+}
+
+export interface Infra {
+  dir: string;
+  kafkaBrokers: string;
+  databaseUrl: string;
+  kafkaPids(): number[];
+  postgresPids(): number[];
+  stop(): Promise<void>;
+}
+
+/** Starts Kafka and Postgres on free ports in a temporary directory; `stop` removes both. */
+export async function startInfra(log: (s: string) => void): Promise<Infra> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench.'));
+  chmodSync(dir, 0o755); // the Postgres server runs as the postgres user when we are root
+  const env = {
+    ...process.env,
+    KAFKA_PORT: String(await freePort()),
+    KAFKA_CONTROLLER_PORT: String(await freePort()),
+    KAFKA_DATA_DIR: join(dir, 'kafka'),
+    PG_PORT: String(await freePort()),
+    PG_DATA_DIR: join(dir, 'pg'),
+    PG_FAST: '1',
+  };
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await Promise.allSettled([sh(['infra/kafka/kafka.sh', 'stop'], env), sh(['infra/postgres/pg.sh', 'stop'], env)]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const [pgOut, kafkaOut] = await Promise.all([sh(['infra/postgres/pg.sh', 'start'], env), sh(['infra/kafka/kafka.sh', 'start'], env)]);
+    log(pgOut.split('\n').at(-1) ?? '');
+    log(kafkaOut.split('\n').at(-1) ?? '');
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const pidFile = (f: string) => {
+    try {
+      return Number(readFileSync(f, 'utf8').split('\n')[0]);
+    } catch {
+      return 0;
+    }
+  };
+  return {
+    dir,
+    kafkaBrokers: `127.0.0.1:${env.KAFKA_PORT}`,
+    databaseUrl: `postgres://postgres@127.0.0.1:${env.PG_PORT}/switchyard`,
+    kafkaPids: () => {
+      const p = pidFile(join(env.KAFKA_DATA_DIR, 'broker.pid'));
+      return p ? [p] : [];
+    },
+    postgresPids: () => {
+      const p = pidFile(join(env.PG_DATA_DIR, 'postmaster.pid'));
+      return p ? [p, ...childrenOf(p)] : [];
+    },
+    stop,
+  };
+}
+
+export interface Service {
+  name: ServiceName;
+  child: ChildProcess;
+  logFile: string;
+  exited: Promise<number | null>;
+  /** Epoch ms of the exit, once exited. */
+  exitedAt: number | null;
+  tail(lines?: number): string;
+}
+
+export interface Deployment {
+  env: Record<string, string>;
+  gatewayUrl: string;
+  apiKey: string;
+  services: Service[];
+  /** Rejects when a service exits before `stop`. */
+  crashed: Promise<never>;
+  stop(): Promise<void>;
+}
+
+export interface DeployOptions {
+  infra: Infra;
+  /** Where service logs (and profiles) go. */
+  dir: string;
+  label: string;
+  logLevel: string;
+  /** Directory for `node --cpu-prof` output; no profiling when absent. */
+  profileDir?: string;
+  /** A checkout whose services/ to run (bench/tree.sh), for A/B runs; this one by default. */
+  servicesRoot?: string;
+  env?: Record<string, string>;
+}
+
+/**
+ * Starts the four services on a fresh database and topic prefix. Each is `node services/<name>/src/main.ts`
+ * in its own process (as shared/src/testing startService does), but with its output going to a log file
+ * rather than into this process's memory, and optionally under `--cpu-prof`.
+ */
+export async function deploy(o: DeployOptions): Promise<Deployment> {
+  const teardowns: Array<() => unknown> = [];
+  const databaseUrl = await createTestDatabase({ teardown: (fn) => teardowns.push(fn) });
+  const port = await freePort();
+  const env = testEnv({
+    DATABASE_URL: databaseUrl,
+    KAFKA_BROKERS: o.infra.kafkaBrokers,
+    KAFKA_TOPIC_PREFIX: `${uniqueName('bench')}.`,
+    KAFKA_PARTITIONS: '12',
+    API_PORT: String(port),
+    LOG_LEVEL: o.logLevel,
+    EGRESS_ALLOW: '127.0.0.0/8',
+    ...o.env,
+  });
+  const services: Service[] = [];
+  let stopping = false;
+  let onCrash: (err: Error) => void = () => {};
+  const crashed = new Promise<never>((_, reject) => {
+    onCrash = reject;
+  });
+  crashed.catch(() => {});
+
+  const start = (name: ServiceName): Service => {
+    const logFile = join(o.dir, `${o.label}-${name}.log`);
+    const fd = openSync(logFile, 'a');
+    const flags = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${o.label}-${name}.cpuprofile`] : [];
+    const root = o.servicesRoot ?? ROOT;
+    const child = spawn(process.execPath, [...flags, join(root, `services/${name}/src/main.ts`)], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', fd, fd],
+    });
+    closeSync(fd);
+    const tail = (lines = 30) => {
+      try {
+        return readFileSync(logFile, 'utf8').split('\n').slice(-lines).join('\n');
+      } catch {
+        return '';
+      }
+    };
+    const svc: Service = { name, child, logFile, exited: Promise.resolve(null), exitedAt: null, tail };
+    svc.exited = new Promise<number | null>((r) =>
+      child.once('exit', (code) => {
+        svc.exitedAt = Date.now();
+        if (!stopping) onCrash(new Error(`${name} exited with ${code} during the run:\n${tail()}`));
+        r(code);
+      }),
+    );
+    return svc;
+  };
+
+  const stop = async () => {
+    stopping = true;
+    // Services exit on SIGTERM after finishing in-flight work (and write their profiles then).
+    await Promise.all(
+      services.map(async (s) => {
+        if (s.child.exitCode !== null || s.child.signalCode !== null) return;
+        s.child.kill('SIGTERM');
+        const t = setTimeout(() => s.child.kill('SIGKILL'), 40_000);
+        await s.exited;
+        clearTimeout(t);
+      }),
+    );
+    for (const fn of teardowns.reverse()) await fn();
+  };
+
+  try {
+    // Migrations first, here, so the four services start together without queueing on the lock.
+    const db = createDb({ url: databaseUrl, poolMax: 1 });
+    try {
+      await migrateLatest(db);
+    } finally {
+      await db.destroy();
+    }
+    for (const name of SERVICES) services.push(start(name));
+    const gatewayUrl = `http://127.0.0.1:${port}`;
+    await Promise.race([
+      crashed,
+      waitFor(
+        'gateway health',
+        async () => {
+          const r = await fetch(`${gatewayUrl}/healthz`);
+          return r.status === 200;
+        },
+        90_000,
+      ),
+    ]);
+    return { env, gatewayUrl, apiKey: env.API_KEY as string, services, crashed, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,759 @@
+// The benchmark runner (npm run bench). Starts its own Kafka and Postgres on free loopback ports, a
+// receiver process, then for every scenario phase the four services as separate processes on a fresh
+// database and topic prefix; publishes load, measures, drains, and writes results under bench/results/.
+// See bench/README.md for what is measured and how to read it.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { basename, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import kafkajs from 'kafkajs';
+import pg from 'pg';
+import { ROOT } from '../shared/src/testing/index.ts';
+import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
+import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
+import { summarizeProfile } from './lib/profile.ts';
+import { chartSvg, markdown, type PhaseResult, type RunResult, type SeriesPoint, type Target, type Topology } from './lib/report.ts';
+import { type Deployment, deploy, type Infra, startInfra } from './lib/stack.ts';
+import { EMPTY_SUMMARY, fmtInt, round, sleep, summarize, type Summary } from './lib/stats.ts';
+
+const SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency'] as const;
+type ScenarioName = (typeof SCENARIOS)[number];
+
+const { values: opt } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'all' },
+    duration: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    via: { type: 'string', default: 'http' },
+    concurrency: { type: 'string' },
+    batch: { type: 'string', default: '100' },
+    payload: { type: 'string', default: '256' },
+    backlog: { type: 'string', default: '5000' },
+    'max-rate': { type: 'string' },
+    'latency-fraction': { type: 'string', default: '0.25' },
+    'ceiling-seconds': { type: 'string' },
+    'ceiling-concurrency': { type: 'string', default: '64' },
+    profile: { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'info' },
+    env: { type: 'string', multiple: true, default: [] },
+    out: { type: 'string', default: join(ROOT, 'bench/results') },
+    label: { type: 'string' },
+    baseline: { type: 'boolean', default: false },
+    'keep-logs': { type: 'boolean', default: false },
+    'services-root': { type: 'string' },
+    'hang-origin': { type: 'string', default: 'separate' },
+    help: { type: 'boolean', default: false },
+    render: { type: 'string' },
+  },
+});
+
+if (opt.render) {
+  // Rewrites the Markdown summary and the chart of an earlier results JSON (after a report change).
+  const file = opt.render;
+  const base = file.replace(/\.json$/, '');
+  const r = JSON.parse(readFileSync(file, 'utf8')) as RunResult;
+  writeFileSync(`${base}.svg`, chartSvg(r));
+  writeFileSync(`${base}.md`, markdown(r, `${basename(base)}.svg`));
+  console.log(`${base}.md and .svg rewritten`);
+  process.exit(0);
+}
+
+if (opt.help) {
+  console.log(`npm run bench -- [options]
+  --scenario a,b     ${SCENARIOS.join(', ')} or all (default all)
+  --duration S       seconds of load per phase (default 60; 10 with --quick)
+  --quick            smoke run: 10 s phases, 5 s ceiling, shorter drains
+  --via MODE         http (one event per request, default), batch (POST /publish/batch), kafka (producer to the events topic)
+  --concurrency N    publish requests in flight (default 64 for http, 8 for batch and kafka)
+  --batch N          events per batch request or Kafka send (default 100)
+  --payload BYTES    size of each event's data (default 256)
+  --backlog N        max-rate phases hold publishing while more than N deliveries are outstanding (default 5000)
+  --max-rate N       events/s the latency scenario takes as 100% when 'single' is not in this run
+  --latency-fraction F   share of the maximum rate for the latency scenario (default 0.25)
+  --ceiling-seconds S    length of each bare ceiling run (default 20; 5 with --quick)
+  --profile          run the services under node --cpu-prof and summarise the profiles
+  --log-level L      services' LOG_LEVEL (default info, as deployed)
+  --env K=V          extra service environment (repeatable), e.g. --env SENDER_CONCURRENCY=128
+  --label NAME       results file name (default <date>-<scenarios>[-quick])
+  --baseline         also write bench/results/baseline.{md,json,svg}
+  --keep-logs        keep service logs (printed path)
+  --services-root DIR    run the services of another checkout (bench/tree.sh <ref> DIR), for A/B runs
+  --render FILE.json     rewrite the .md and .svg of an earlier result
+  --hang-origin O        separate (default): hanging destinations on 127.0.0.2, another origin for the
+                         sender's connection pool, as another host; shared: same origin as the healthy ones`);
+  process.exit(0);
+}
+
+const quick = opt.quick as boolean;
+const durationS = Number(opt.duration ?? (quick ? 10 : 60));
+const warmupS = Math.min(quick ? 2 : 10, Math.floor(durationS * 0.2));
+const via = opt.via as Via;
+if (!['http', 'batch', 'kafka'].includes(via)) throw new Error(`--via must be http, batch or kafka`);
+const concurrency = Number(opt.concurrency ?? (via === 'http' ? 64 : 8));
+const batchSize = Number(opt.batch);
+const payloadBytes = Number(opt.payload);
+const backlogCap = Number(opt.backlog);
+const ceilingMs = Number(opt['ceiling-seconds'] ?? (quick ? 5 : 20)) * 1000;
+const phaseCeilingMs = Math.min(ceilingMs, quick ? 3000 : 5000);
+const drainMaxMs = quick ? 30_000 : 90_000;
+const chosen: ScenarioName[] =
+  opt.scenario === 'all'
+    ? [...SCENARIOS]
+    : (opt.scenario as string).split(',').map((s) => {
+        if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
+        return s as ScenarioName;
+      });
+const serviceEnv = Object.fromEntries(
+  (opt.env as string[]).map((kv) => {
+    const i = kv.indexOf('=');
+    if (i < 1) throw new Error(`--env wants K=V, got ${kv}`);
+    return [kv.slice(0, i), kv.slice(i + 1)];
+  }),
+);
+const date = new Date().toISOString().slice(0, 10);
+const label = opt.label ?? `${date}-${opt.scenario === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
+const outDir = opt.out as string;
+
+const started = Date.now();
+const stamp = () => new Date().toISOString().slice(11, 19);
+const log = (s: string) => console.log(`[${stamp()}] ${s}`);
+
+interface PhaseDef {
+  scenario: ScenarioName;
+  phase: string;
+  title: string;
+  topology: Topology;
+  /** 'max', or a share of the maximum rate (resolved when the phase starts). */
+  rate: 'max' | { share: number };
+}
+
+function phasesOf(s: ScenarioName): PhaseDef[] {
+  switch (s) {
+    case 'single':
+      return [{ scenario: s, phase: 'main', title: 'one tenant, one destination', topology: t(1, 1, 0), rate: 'max' }];
+    case 'tenants':
+      return [{ scenario: s, phase: 'main', title: '1,000 tenants x 3 destinations', topology: t(1000, 3, 0), rate: 'max' }];
+    case 'fanout':
+      return [{ scenario: s, phase: 'main', title: 'one event to 10 destinations', topology: t(1, 10, 0), rate: 'max' }];
+    case 'hanging':
+      return [
+        { scenario: s, phase: 'healthy', title: '200 tenants x 5 destinations, all healthy', topology: t(200, 5, 0), rate: 'max' },
+        { scenario: s, phase: 'hanging', title: '200 tenants x 5 destinations, 1 in 5 hangs', topology: t(200, 5, 1), rate: 'max' },
+      ];
+    case 'latency':
+      return [
+        {
+          scenario: s,
+          phase: 'main',
+          title: `one tenant, one destination at ${Number(opt['latency-fraction']) * 100}% of the max rate`,
+          topology: t(1, 1, 0),
+          rate: { share: Number(opt['latency-fraction']) },
+        },
+      ];
+  }
+}
+function t(tenants: number, destinationsPerTenant: number, hangingPerTenant: number): Topology {
+  return { tenants, destinationsPerTenant, hangingPerTenant };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Receiver process
+
+interface Receiver {
+  url: string;
+  /** Base URL for hanging destinations: another loopback address (another origin) unless --hang-origin shared. */
+  hangUrl: string;
+  child: ChildProcess;
+  stats(q?: string): Promise<ReceiverStats>;
+  post(path: string, body: unknown): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface ReceiverStats {
+  now: number;
+  received: { ok: number; hang: number; ceiling: number };
+  inWindow: { ok: number; hang: number; ceiling: number };
+  hungNow: number;
+  duplicates: { ok: number; hang: number; ceiling: number };
+  verify: PhaseResult['delivery']['verify'];
+  latency?: { ok: Summary; hang: Summary; ceiling: Summary };
+  series?: { ok: Record<string, number>; hang: Record<string, number>; ceiling: Record<string, number> };
+}
+
+async function startReceiverProcess(): Promise<Receiver> {
+  const separate = opt['hang-origin'] !== 'shared';
+  const child = spawn(process.execPath, [join(ROOT, 'bench/receiver.ts'), ...(separate ? ['--also-listen', '127.0.0.2'] : [])], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const { listening: port, hosts } = await new Promise<{ listening: number; hosts: string[] }>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    rl.once('line', (line) => resolve(JSON.parse(line) as { listening: number; hosts: string[] }));
+    child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  if (separate && !hosts.includes('127.0.0.2')) log('receiver: 127.0.0.2 unavailable; hanging destinations share the healthy origin');
+  return {
+    url,
+    hangUrl: hosts.includes('127.0.0.2') ? `http://127.0.0.2:${port}` : url,
+    child,
+    async stats(q = '') {
+      const r = await fetch(`${url}/__bench/stats${q ? `?${q}` : ''}`);
+      return (await r.json()) as ReceiverStats;
+    },
+    async post(path, body) {
+      const r = await fetch(`${url}${path}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      await r.text();
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Topology through the API
+
+interface Built {
+  tenants: string[];
+  healthyDestinations: number;
+  hangingDestinations: number;
+  /** Healthy deliveries per event of tenant i (the same for all tenants here). */
+  healthyPerEvent: number;
+}
+
+async function api(dep: Deployment, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${dep.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${dep.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (i < items.length) await fn(items[i++] as T);
+    }),
+  );
+}
+
+async function buildTopology(dep: Deployment, rx: Receiver, topo: Topology): Promise<Built> {
+  const tenants = Array.from({ length: topo.tenants }, (_, i) => `t${String(i).padStart(4, '0')}`);
+  const secrets: Record<string, string> = {};
+  await pool(tenants, 16, async (tenant) => {
+    const r = await api(dep, 'PUT', `/api/v1/tenants/${tenant}`);
+    if (r.status >= 300) throw new Error(`PUT tenant ${tenant}: ${r.status} ${JSON.stringify(r.body)}`);
+    for (let k = 0; k < topo.destinationsPerTenant; k++) {
+      const path = `/${k < topo.hangingPerTenant ? 'hang' : 'd'}/${tenant}/${k}`;
+      const d = await api(dep, 'POST', `/api/v1/tenants/${tenant}/destinations`, {
+        type: 'webhook',
+        topics: '*',
+        config: { url: `${k < topo.hangingPerTenant ? rx.hangUrl : rx.url}${path}` },
+      });
+      if (d.status !== 201) throw new Error(`POST destination: ${d.status} ${JSON.stringify(d.body)}`);
+      const secret = (d.body as { credentials?: { secret?: string } }).credentials?.secret;
+      if (secret) secrets[path] = secret;
+    }
+  });
+  await rx.post('/__bench/secrets', secrets);
+  const healthyPerEvent = topo.destinationsPerTenant - topo.hangingPerTenant;
+  return {
+    tenants,
+    healthyDestinations: topo.tenants * healthyPerEvent,
+    hangingDestinations: topo.tenants * topo.hangingPerTenant,
+    healthyPerEvent,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Postgres counts
+
+async function attemptCount(db: pg.Client): Promise<number> {
+  const r = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM attempts');
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+/** Records written to each topic of a deployment (sum over partitions of high - low watermark). */
+async function topicRecords(brokers: string, prefix: string): Promise<Record<string, number>> {
+  const admin = new kafkajs.Kafka({ clientId: 'switchyard-bench-admin', brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const out: Record<string, number> = {};
+    for (const topic of (await admin.listTopics()).filter((t) => t.startsWith(prefix)).sort()) {
+      const n = (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+      if (n > 0) out[topic.slice(prefix.length)] = n;
+    }
+    return out;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// One phase
+
+interface Ctx {
+  infra: Infra;
+  rx: Receiver;
+  logsDir: string;
+  profileDir: string | undefined;
+  /** A bare ceiling run now (ms long). */
+  ceiling: (ms: number) => Promise<CeilingResult>;
+  maxRate: number | null;
+}
+
+let current: Deployment | null = null;
+
+async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
+  const name = `${def.scenario}/${def.phase}`;
+  const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
+  if (def.rate !== 'max' && !ctx.maxRate) throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
+  log(`${name}: ${def.title}; starting services`);
+  const dep = await deploy({
+    infra: ctx.infra,
+    dir: ctx.logsDir,
+    label: `${def.scenario}-${def.phase}`,
+    logLevel: opt['log-level'] as string,
+    ...(ctx.profileDir ? { profileDir: ctx.profileDir } : {}),
+    ...(opt['services-root'] ? { servicesRoot: opt['services-root'] } : {}),
+    env: serviceEnv,
+  });
+  current = dep;
+  const notes: string[] = [];
+  let profileWindow: { from: number; to: number } | null = null;
+  let result: PhaseResult | null = null;
+  const db = new pg.Client({ connectionString: dep.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const built = await buildTopology(dep, ctx.rx, def.topology);
+    log(
+      `${name}: ${built.tenants.length} tenants, ${built.healthyDestinations} healthy + ${built.hangingDestinations} hanging destinations; probing the pipeline`,
+    );
+    // One event through the whole pipeline: every consumer group has joined and routes, delivers, stores.
+    await ctx.rx.post('/__bench/reset', {});
+    const probeStart = Date.now();
+    const probe = await api(dep, 'POST', '/api/v1/publish', {
+      tenant_id: built.tenants[0],
+      topic: 'bench.probe',
+      data: { probe: true },
+    });
+    if (probe.status !== 202) throw new Error(`probe publish: ${probe.status} ${JSON.stringify(probe.body)}`);
+    for (;;) {
+      const s = await ctx.rx.stats();
+      if (s.received.ok >= built.healthyPerEvent && (await attemptCount(db)) >= built.healthyPerEvent) break;
+      if (Date.now() - probeStart > 120_000) throw new Error('the probe event was not delivered and stored within 120 s');
+      await Promise.race([dep.crashed, sleep(200)]);
+    }
+    log(`${name}: pipeline ready (probe took ${((Date.now() - probeStart) / 1000).toFixed(1)} s)`);
+    await sleep(1000);
+    // The ceiling right next to this phase, so its ratio compares like with like on a busy machine.
+    const ceilingNear = await ctx.ceiling(phaseCeilingMs);
+    await ctx.rx.post('/__bench/reset', {});
+    const attempts0 = await attemptCount(db);
+
+    const tracked: Tracked[] = [
+      ...dep.services.map((s) => ({ name: s.name, pids: () => (s.child.pid ? [s.child.pid] : []) })),
+      { name: 'receiver', pids: () => (ctx.rx.child.pid ? [ctx.rx.child.pid] : []) },
+      { name: 'kafka', pids: ctx.infra.kafkaPids },
+      { name: 'postgres', pids: ctx.infra.postgresPids },
+      { name: 'bench', pids: () => [process.pid] },
+    ];
+    const sampler = new ProcSampler(tracked);
+    sampler.start(1000);
+
+    let received = 0;
+    const tenants = built.tenants;
+    const holder: { load?: LoadHandle } = {};
+    const load = startLoad({
+      via,
+      gatewayUrl: dep.gatewayUrl,
+      apiKey: dep.apiKey,
+      kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 },
+      pick: (n) => ({ tenant_id: tenants[n % tenants.length] as string, topic: 'bench.event' }),
+      ...(targetRate ? { ratePerSec: targetRate } : {}),
+      concurrency,
+      batchSize,
+      durationMs: durationS * 1000,
+      payloadBytes,
+      ...(targetRate ? {} : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - received < backlogCap }),
+    });
+    holder.load = load;
+    const loadStart = Date.now();
+    const windowFrom = loadStart + warmupS * 1000;
+    const windowTo = loadStart + durationS * 1000;
+    profileWindow = { from: windowFrom, to: windowTo };
+    const attemptSeries: Array<{ t: number; n: number }> = [{ t: loadStart, n: 0 }];
+    let loadDone = false;
+    const loadResult = load.done.finally(() => {
+      loadDone = true;
+    });
+    let lastPrint = Date.now();
+    let lastAttemptPoll = 0;
+    let prev = { t: loadStart, acc: 0, rx: 0, att: 0 };
+    const progressEvery = quick ? 2000 : 5000;
+    let loadEnd = 0;
+    let drainStart = 0;
+    let lastProgress = { t: Date.now(), rx: 0, att: 0 };
+    let attempts = 0;
+    for (;;) {
+      await Promise.race([dep.crashed, sleep(250)]);
+      const s = await ctx.rx.stats();
+      received = s.received.ok;
+      const now = Date.now();
+      if (now - lastAttemptPoll >= 1000) {
+        lastAttemptPoll = now;
+        attempts = (await attemptCount(db)) - attempts0;
+        attemptSeries.push({ t: now, n: attempts });
+      }
+      if (received > lastProgress.rx || attempts > lastProgress.att) lastProgress = { t: now, rx: received, att: attempts };
+      if (loadDone && !loadEnd) {
+        loadEnd = now;
+        drainStart = now;
+      }
+      const expected = load.stats.eventsAccepted * built.healthyPerEvent;
+      if (now - lastPrint >= progressEvery) {
+        const dt = (now - prev.t) / 1000;
+        const procs = sampler.samples.at(-1)?.procs ?? {};
+        const cpu = ['gateway', 'router', 'sender', 'attempts', 'receiver', 'kafka', 'postgres', 'bench']
+          .map((n) => `${n.slice(0, 3)} ${Math.round(procs[n]?.cpuPct ?? 0)}`)
+          .join(' ');
+        const phaseClock = loadEnd
+          ? `drain ${Math.round((now - drainStart) / 1000)}s`
+          : `${Math.round((now - loadStart) / 1000)}s/${durationS}s`;
+        log(
+          `${name} ${phaseClock}: published ${fmtInt(load.stats.eventsAccepted)} (${fmtInt((load.stats.eventsAccepted - prev.acc) / dt)}/s), ` +
+            `delivered ${fmtInt(received)} (${fmtInt((received - prev.rx) / dt)}/s), attempts ${fmtInt(attempts)} (${fmtInt((attempts - prev.att) / dt)}/s), ` +
+            `outstanding ${fmtInt(Math.max(0, expected - received))}, hung ${s.hungNow} | cpu% ${cpu} | load1 ${loadavg()[0]}`,
+        );
+        prev = { t: now, acc: load.stats.eventsAccepted, rx: received, att: attempts };
+        lastPrint = now;
+      }
+      if (loadEnd) {
+        const caughtUp = received - s.duplicates.ok >= expected && attempts >= expected;
+        if (caughtUp) break;
+        if (now - drainStart > drainMaxMs) {
+          notes.push(`drain stopped after ${drainMaxMs / 1000} s with ${fmtInt(expected - received)} deliveries outstanding`);
+          break;
+        }
+        if (now - lastProgress.t > 20_000) {
+          notes.push(`drain stopped: no progress for 20 s, ${fmtInt(expected - received)} deliveries outstanding`);
+          break;
+        }
+      }
+    }
+    const drainS = round((Date.now() - drainStart) / 1000, 1);
+    sampler.stop();
+    const lr = await loadResult;
+    attempts = (await attemptCount(db)) - attempts0;
+    attemptSeries.push({ t: Date.now(), n: attempts });
+
+    const final = await ctx.rx.stats(`from=${windowFrom}&to=${windowTo}&latency=1`);
+    const series = await ctx.rx.stats(`from=${loadStart}&series=1`);
+    const byStatus = await db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM attempts GROUP BY status');
+    const events = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
+    const attemptsByStatus = Object.fromEntries(byStatus.rows.map((r) => [r.status, Number(r.n)]));
+    const kafkaRecords = await topicRecords(ctx.infra.kafkaBrokers, dep.env.KAFKA_TOPIC_PREFIX as string);
+
+    const windowS = (windowTo - windowFrom) / 1000;
+    const at = (t: number) => {
+      // Attempts stored by time t, linearly between polls.
+      for (let i = 1; i < attemptSeries.length; i++) {
+        const a = attemptSeries[i - 1] as { t: number; n: number };
+        const b = attemptSeries[i] as { t: number; n: number };
+        if (t <= b.t) return a.n + ((b.n - a.n) * (t - a.t)) / Math.max(1, b.t - a.t);
+      }
+      return attemptSeries.at(-1)?.n ?? 0;
+    };
+    const acceptedInWindow = lr.accepted.window(windowFrom, windowTo).reduce((a, b) => a + b, 0);
+    const deliveredPerSec = final.inWindow.ok / windowS;
+    const expected = lr.eventsAccepted * built.healthyPerEvent;
+    const unique = final.received.ok - final.duplicates.ok;
+    const sOf = (t: number) => Math.floor((t - loadStart) / 1000);
+    const seriesOut: SeriesPoint[] = [];
+    const lastS = Math.max(durationS, sOf(Date.now()));
+    const pubPerS = new Map<number, number>();
+    const atArr = lr.accepted.at.view();
+    const accArr = lr.accepted.value.view();
+    for (let i = 0; i < atArr.length; i++) {
+      const k = sOf(atArr[i] as number);
+      pubPerS.set(k, (pubPerS.get(k) ?? 0) + (accArr[i] as number));
+    }
+    const okPerS = new Map<number, number>();
+    for (const [sec, n] of Object.entries(series.series?.ok ?? {})) {
+      const k = sOf(Number(sec) * 1000);
+      okPerS.set(k, (okPerS.get(k) ?? 0) + n);
+    }
+    for (let k = 0; k <= lastS; k++) {
+      const t0 = loadStart + k * 1000;
+      seriesOut.push({
+        s: k,
+        published: pubPerS.get(k) ?? 0,
+        delivered: okPerS.get(k) ?? 0,
+        attempts: Math.max(0, Math.round(at(t0 + 1000) - at(t0))),
+      });
+    }
+    const machine = sampler.summary(windowFrom, windowTo);
+    const pipelineCpu = ['gateway', 'router', 'sender', 'attempts', 'kafka', 'postgres'].reduce(
+      (sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0),
+      0,
+    );
+    if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
+    if (final.received.ok === 0) notes.push('nothing was delivered');
+
+    result = {
+      scenario: def.scenario,
+      phase: def.phase,
+      topology: def.topology,
+      via,
+      targetRate,
+      durationS,
+      warmupS,
+      backlogCap: targetRate ? null : backlogCap,
+      publish: {
+        eventsSent: lr.eventsSent,
+        eventsAccepted: lr.eventsAccepted,
+        rejected: lr.rejected,
+        firstErrors: lr.firstErrors,
+        acceptedPerSec: Math.round(acceptedInWindow / windowS),
+        latencyMs: summarize(lr.latency.window(windowFrom, windowTo)),
+        behindMaxMs: lr.behindMaxMs,
+        gatedS: round(lr.gatedMs / 1000 / concurrency, 1),
+      },
+      delivery: {
+        healthyPerEvent: built.healthyPerEvent,
+        healthyDestinations: built.healthyDestinations,
+        deliveredPerSec: Math.round(deliveredPerSec),
+        eventsPerSec: Math.round(deliveredPerSec / Math.max(1, built.healthyPerEvent)),
+        perDestinationPerSec: round(deliveredPerSec / Math.max(1, built.healthyDestinations), 2),
+        attemptsPerSec: Math.round((at(windowTo) - at(windowFrom)) / windowS),
+        latencyMs: final.latency?.ok ?? { ...EMPTY_SUMMARY },
+        expected,
+        received: final.received.ok,
+        duplicates: final.duplicates.ok,
+        hangRepeats: final.duplicates.hang,
+        missing: Math.max(0, expected - unique),
+        hungArrivals: final.received.hang,
+        drainS,
+        verify: final.verify,
+      },
+      stored: { attempts, attemptsByStatus, events: Number(events.rows[0]?.n ?? 0) },
+      kafkaRecords,
+      machine,
+      efficiency: {
+        pipelineCpuPct: round(pipelineCpu, 1),
+        cpuMsPerDelivery: round((pipelineCpu * 10) / Math.max(1, deliveredPerSec), 3),
+      },
+      series: seriesOut,
+      profiles: [],
+      ceilingNear,
+      ceilingRatio: round(deliveredPerSec / Math.max(1, ceilingNear.ratePerSec), 3),
+      notes,
+    };
+    const d = result.delivery;
+    log(
+      `${name} done: ${fmtInt(result.publish.acceptedPerSec)} events/s published, ${fmtInt(d.deliveredPerSec)} deliveries/s (${(result.ceilingRatio * 100).toFixed(0)}% of ceiling), ` +
+        `${fmtInt(d.attemptsPerSec)} attempts/s stored, ${result.efficiency.cpuMsPerDelivery} pipeline CPU ms/delivery; publish->receive p50 ${d.latencyMs.p50} p99 ${d.latencyMs.p99} max ${d.latencyMs.max} ms; ` +
+        `publish API p50 ${result.publish.latencyMs.p50} p99 ${result.publish.latencyMs.p99} ms; missing ${d.missing}, duplicates ${d.duplicates}, ` +
+        `signatures ${d.verify.ok}/${d.verify.checked} ok; load1 ${result.machine.load1Start} -> ${result.machine.load1End}, others ${result.machine.otherAvgPct}% cpu`,
+    );
+    return result;
+  } finally {
+    await db.end().catch(() => {});
+    log(`${name}: stopping services`);
+    await dep.stop();
+    current = null;
+    if (ctx.profileDir && profileWindow) {
+      // Only the measurement window: start-up (module loading) and the drain are left out.
+      for (const svc of dep.services) {
+        const file = join(ctx.profileDir, `${def.scenario}-${def.phase}-${svc.name}.cpuprofile`);
+        if (existsSync(file) && svc.exitedAt && result) {
+          result.profiles.push(summarizeProfile(file, 15, { ...profileWindow, exitedAt: svc.exitedAt }));
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Main
+
+function gitDescribe(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT }).toString().trim();
+    return dirty ? `${sha}+changes` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const load1Before = loadavg()[0];
+  log(
+    `switchyard bench ${label}: scenarios ${chosen.join(', ')}; ${durationS} s per phase (${warmupS} s warm-up), via ${via}, ` +
+      `concurrency ${concurrency}${quick ? ', QUICK mode' : ''}; load1 ${load1Before} on ${cores()} cores`,
+  );
+  const runDir = mkdtempSync(join(tmpdir(), 'switchyard-bench-logs.'));
+  const profileDir = opt.profile ? join(runDir, 'profiles') : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  log('starting Kafka and Postgres on free ports');
+  const infra = await startInfra(log);
+  process.env.DATABASE_URL = infra.databaseUrl;
+  process.env.KAFKA_BROKERS = infra.kafkaBrokers;
+  const rx = await startReceiverProcess();
+  let stopping = false;
+  const cleanup = async () => {
+    if (stopping) return;
+    stopping = true;
+    await current?.stop().catch(() => {});
+    await rx.stop().catch(() => {});
+    await infra.stop().catch(() => {});
+    if (!opt['keep-logs']) rmSync(runDir, { recursive: true, force: true });
+    else log(`service logs kept in ${runDir}`);
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      log(`${sig}: stopping`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    const ceiling = async (durationMs: number): Promise<CeilingResult> => {
+      await rx.post('/__bench/reset', {});
+      log(`bare ceiling: undici (${opt['ceiling-concurrency']} connections) -> receiver for ${durationMs / 1000} s`);
+      const c = await runCeiling({
+        url: rx.url,
+        durationMs,
+        concurrency: Number(opt['ceiling-concurrency']),
+        payloadBytes,
+      });
+      log(`bare ceiling: ${fmtInt(c.ratePerSec)} requests/s, p50 ${c.latencyMs.p50} ms, p99 ${c.latencyMs.p99} ms, load1 ${loadavg()[0]}`);
+      return c;
+    };
+    const ceilingStart = await ceiling(ceilingMs);
+    let ceilingEnd: CeilingResult | null = null;
+    const ctx: Ctx = {
+      infra,
+      rx,
+      logsDir: runDir,
+      profileDir,
+      ceiling,
+      maxRate: opt['max-rate'] ? Number(opt['max-rate']) : null,
+    };
+    const phases: PhaseResult[] = [];
+    for (const s of chosen) {
+      for (const def of phasesOf(s)) {
+        const r = await runPhase(def, ctx);
+        phases.push(r);
+        if (def.scenario === 'single' && !opt['max-rate']) ctx.maxRate = r.delivery.eventsPerSec;
+      }
+    }
+    ceilingEnd = await ceiling(ceilingMs);
+
+    // Targets.
+    const targets: Target[] = [];
+    const find = (s: string, ph = 'main') => phases.find((p) => p.scenario === s && p.phase === ph);
+    const throughput = phases.filter((p) => p.targetRate === null && p.phase !== 'hanging');
+    if (throughput.length) {
+      targets.push({
+        target: 'end-to-end throughput ≥ 60% of the bare ceiling',
+        measured: throughput
+          .map((p) => `${p.scenario}${p.phase === 'main' ? '' : `/${p.phase}`} ${(p.ceilingRatio * 100).toFixed(0)}%`)
+          .join(', '),
+        met: throughput.every((p) => p.ceilingRatio >= 0.6),
+      });
+    }
+    const lat = find('latency');
+    if (lat) {
+      targets.push({
+        target: `p99 publish→receive ≤ 50 ms at ${Number(opt['latency-fraction']) * 100}% load`,
+        measured: `p99 ${lat.delivery.latencyMs.p99} ms at ${lat.targetRate}/s (p50 ${lat.delivery.latencyMs.p50}, max ${lat.delivery.latencyMs.max})`,
+        met: lat.delivery.latencyMs.p99 <= 50,
+      });
+    }
+    const healthy = find('hanging', 'healthy');
+    const hanging = find('hanging', 'hanging');
+    const hangingRatio =
+      healthy && hanging ? round(hanging.delivery.perDestinationPerSec / Math.max(1e-9, healthy.delivery.perDestinationPerSec), 3) : null;
+    if (healthy && hanging && hangingRatio !== null) {
+      targets.push({
+        target: 'healthy destinations keep ≥ 90% of their throughput while 20% hang',
+        measured: `${(hangingRatio * 100).toFixed(0)}% (${hanging.delivery.perDestinationPerSec}/s vs ${healthy.delivery.perDestinationPerSec}/s per healthy destination)`,
+        met: hangingRatio >= 0.9,
+      });
+    }
+    const rssMax = (svc: string) => Math.max(0, ...phases.map((p) => p.machine.procs[svc]?.rssMaxMb ?? 0));
+    targets.push({
+      target: 'each service < 150 MB RSS',
+      measured: ['gateway', 'router', 'sender', 'attempts'].map((s) => `${s} ${rssMax(s)} MB`).join(', '),
+      met: ['gateway', 'router', 'sender', 'attempts'].every((s) => rssMax(s) < 150),
+    });
+
+    const result: RunResult = {
+      meta: {
+        date: new Date().toISOString(),
+        label,
+        mode: quick ? 'quick' : 'full',
+        profiled: Boolean(opt.profile),
+        hangOrigin: opt['hang-origin'] as string,
+        command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+        git: gitDescribe(),
+        node: process.version,
+        cpu: cpus()[0]?.model ?? 'unknown',
+        cores: cores(),
+        memGb: Math.round(totalmem() / 1024 ** 3),
+        load1Before,
+        load1After: loadavg()[0],
+        wallS: Math.round((Date.now() - started) / 1000),
+        logLevel: opt['log-level'] as string,
+        serviceEnv,
+      },
+      ceiling: { start: ceilingStart, end: ceilingEnd },
+      phases,
+      derived: {
+        maxRatePerSec: ctx.maxRate,
+        latencyRatePerSec: lat?.targetRate ?? null,
+        hangingHealthyRatio: hangingRatio,
+      },
+      targets,
+    };
+    mkdirSync(outDir, { recursive: true });
+    const write = (base: string) => {
+      writeFileSync(join(outDir, `${base}.json`), `${JSON.stringify(result, null, 2)}\n`);
+      writeFileSync(join(outDir, `${base}.svg`), chartSvg(result));
+      writeFileSync(join(outDir, `${base}.md`), markdown(result, `${base}.svg`));
+    };
+    write(label);
+    if (opt.baseline) write('baseline');
+    log(`results: ${join(outDir, `${label}.md`)} (.json, .svg)${opt.baseline ? ' and baseline.md' : ''}`);
+    for (const tg of targets) log(`target: ${tg.target}: ${tg.measured} -> ${tg.met === null ? 'n/a' : tg.met ? 'met' : 'NOT met'}`);
+    if (profileDir && existsSync(profileDir)) {
+      const keep = join(outDir, 'tmp', 'profiles', label);
+      mkdirSync(keep, { recursive: true });
+      for (const f of readdirSync(profileDir)) {
+        execFileSync('cp', [join(profileDir, f), join(keep, f)]);
+      }
+      log(`raw profiles: ${keep} (git-ignored; open them in Chrome DevTools)`);
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+await main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
