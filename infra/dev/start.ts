@@ -1,5 +1,7 @@
-// npm start: the whole service on this machine. Starts a local Kafka broker and Postgres (installing
-// them on first run), then every service as its own process, with prefixed logs. Ctrl-C stops all.
+// npm run start:stack: the whole service on this machine as in production, each service its own
+// process. Starts a local Kafka broker and Postgres (installing them on first run) unless
+// KAFKA_BROKERS / DATABASE_URL point elsewhere, with prefixed logs. Ctrl-C stops all.
+// (npm start runs embedded mode instead: services/embedded, one process, nothing to install.)
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -28,6 +30,9 @@ function devSecrets(): Record<string, string> {
 const env: Record<string, string> = {
   ...devSecrets(),
   EGRESS_ALLOW: '127.0.0.0/8,::1/128',
+  // The local broker and database started below (each service on its own needs both set).
+  KAFKA_BROKERS: '127.0.0.1:9092',
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/switchyard',
   ...(Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>),
 };
 const config = loadConfig(env); // fail fast, listing every problem

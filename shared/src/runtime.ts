@@ -1,6 +1,8 @@
-import { type Config, loadConfig } from './config/index.ts';
+import { join, resolve } from 'node:path';
+import { type Config, ConfigError, loadConfig } from './config/index.ts';
 import { type Cipher, createCipher } from './crypto.ts';
 import { createDb, type Knex, migrateLatest } from './db/index.ts';
+import { createEmbeddedBus, lockDirectory } from './kafka/embedded.ts';
 import { type Bus, createKafkaBus } from './kafka/index.ts';
 import { createLogger, type Logger } from './log.ts';
 
@@ -11,33 +13,103 @@ export interface Runtime {
   db: Knex;
   bus: Bus;
   cipher: Cipher;
+  /** Which implementations were chosen (see `embeddedParts`). */
+  mode: { log: 'kafka' | 'embedded'; db: 'postgres' | 'embedded' };
   close(): Promise<void>;
 }
 
-export async function createRuntime(service: string, config: Config = loadConfig()): Promise<Runtime> {
+/**
+ * A started service: its handlers are wired to a runtime it does not own. `close` stops taking
+ * work and lets in-flight work finish (its consumers commit); the owner closes the runtime after.
+ * Each services/<name>/src/service.ts exports `start(rt): Promise<Service>`: main.ts runs one in
+ * its own process, services/embedded runs them all on one runtime.
+ */
+export interface Service {
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  /**
+   * Set only by the single-process composition root (services/embedded): it may then use the
+   * embedded log and database. A service process run on its own must be given KAFKA_BROKERS and
+   * DATABASE_URL, since the embedded log and database belong to one process.
+   */
+  embedded?: boolean;
+}
+
+/**
+ * The mode rule: an empty KAFKA_BROKERS selects the embedded log (DATA_DIR/log), an empty
+ * DATABASE_URL the embedded database (DATA_DIR/pg); each is decided on its own.
+ */
+export function embeddedParts(config: Config): { log: boolean; db: boolean } {
+  return { log: config.KAFKA_BROKERS.length === 0, db: config.DATABASE_URL === '' };
+}
+
+export async function createRuntime(service: string, config: Config = loadConfig(), options: RuntimeOptions = {}): Promise<Runtime> {
   const logger = createLogger(service, config.LOG_LEVEL);
-  const db = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
-  // Knex takes a lock for migrations, so services starting together migrate once.
-  await migrateLatest(db);
-  const bus = createKafkaBus({
-    brokers: config.KAFKA_BROKERS,
-    clientId: `${config.KAFKA_CLIENT_ID}-${service}`,
-    topicPrefix: config.KAFKA_TOPIC_PREFIX,
-    partitions: config.KAFKA_PARTITIONS,
-    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
-    log: logger,
-  });
-  await bus.ensureTopics();
-  const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
-  return {
-    config,
-    logger,
-    db,
-    bus,
-    cipher,
-    async close() {
-      await bus.close();
-      await db.destroy();
-    },
+  const embedded = embeddedParts(config);
+  if ((embedded.log || embedded.db) && !options.embedded) {
+    throw new ConfigError([
+      ...(embedded.log
+        ? ['KAFKA_BROKERS: is required to run a service on its own (npm start runs every service in one process without it)']
+        : []),
+      ...(embedded.db
+        ? ['DATABASE_URL: is required to run a service on its own (npm start runs every service in one process without it)']
+        : []),
+    ]);
+  }
+  const dataDir = resolve(config.DATA_DIR);
+  // One process per data directory: the log and PGlite both assume they are alone.
+  const lock = embedded.log || embedded.db ? lockDirectory(dataDir) : null;
+  const cleanup: Array<() => Promise<void>> = [async () => lock?.release()];
+  const undo = async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => undefined);
   };
+  try {
+    let db: Knex;
+    if (embedded.db) {
+      // Loaded only here: a production process never loads PGlite.
+      const { openEmbeddedDb } = await import('./db/embedded.ts');
+      const e = await openEmbeddedDb(join(dataDir, 'pg'));
+      cleanup.push(() => e.close());
+      db = e.db;
+    } else {
+      db = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+      cleanup.push(() => db.destroy());
+    }
+    // Knex takes a lock for migrations, so services starting together migrate once.
+    await migrateLatest(db);
+    const bus = embedded.log
+      ? await createEmbeddedBus({
+          dir: join(dataDir, 'log'),
+          topicPrefix: config.KAFKA_TOPIC_PREFIX,
+          partitions: config.KAFKA_PARTITIONS,
+          log: logger,
+        })
+      : createKafkaBus({
+          brokers: config.KAFKA_BROKERS,
+          clientId: `${config.KAFKA_CLIENT_ID}-${service}`,
+          topicPrefix: config.KAFKA_TOPIC_PREFIX,
+          partitions: config.KAFKA_PARTITIONS,
+          replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+          log: logger,
+        });
+    cleanup.push(() => bus.close());
+    await bus.ensureTopics();
+    const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
+    let closing: Promise<void> | null = null;
+    return {
+      config,
+      logger,
+      db,
+      bus,
+      cipher,
+      mode: { log: embedded.log ? 'embedded' : 'kafka', db: embedded.db ? 'embedded' : 'postgres' },
+      // The bus first (consumers finish their work and commit), then the database, then the lock.
+      close: () => (closing ??= undo()),
+    };
+  } catch (err) {
+    await undo();
+    throw err;
+  }
 }

@@ -1,63 +1,12 @@
 // Attempts process: stores routed events and attempts in Postgres in batches (offsets committed only
 // after each write), and raises alerts on consecutive failures.
-import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
-import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
-import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { onShutdown } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
-import { createAlerts } from './alerts.ts';
+import { start } from './service.ts';
 
 const rt = await createRuntime('attempts');
-const { config, logger } = rt;
-const store = new PipelineStore(rt.db);
-const health = new HealthStore(rt.db);
-const producer = await rt.bus.producer();
-const onHealth = createAlerts({
-  threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
-  autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
-  async disable(tenantId, destinationId) {
-    const n = await rt
-      .db('destinations')
-      .where({ tenant_id: tenantId, id: destinationId })
-      .whereNull('disabled_at')
-      .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
-    return n > 0;
-  },
-  emit: (events) =>
-    producer.send(
-      TOPIC.operatorEvents,
-      events.map((e) => ({ key: e.destination_id, value: e })),
-    ),
-  callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
-  log: logger,
-});
-
-await rt.bus.consume<RoutedRecord>({
-  groupId: 'attempts-routed',
-  topics: [TOPIC.routed],
-  async handleBatch(records) {
-    await store.storeRouted(records.map((r) => r.value));
-  },
-});
-await rt.bus.consume<AttemptRecord>({
-  groupId: 'attempts',
-  topics: [TOPIC.attempts],
-  async handleBatch(records) {
-    const added = await store.storeAttempts(records.map((r) => r.value));
-    await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
-  },
-});
-// Time partitions of events, deliveries and attempts: created ahead, dropped after RETENTION_DAYS.
-const partitions = startPartitionMaintenance(rt.db, {
-  retentionDays: config.RETENTION_DAYS,
-  intervalDays: config.PARTITION_INTERVAL_DAYS,
-  aheadDays: config.PARTITION_AHEAD_DAYS,
-  log: logger,
-});
-logger.info('attempts service consuming');
-onShutdown(logger, async () => {
-  await partitions.stop();
+const service = await start(rt);
+onShutdown(rt.logger, async () => {
+  await service.close();
   await rt.close();
 });

@@ -10,12 +10,14 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 export interface DbOptions {
   url: string;
   poolMax: number;
+  /** Replaces `url` (the embedded database hands node-postgres its own connection: db/embedded.ts). */
+  connection?: Knex.Config['connection'];
 }
 
 export function createDb(opts: DbOptions): Knex {
   return knexFactory({
     client: 'pg',
-    connection: opts.url,
+    connection: opts.connection ?? opts.url,
     pool: { min: 0, max: opts.poolMax },
     // Migrations are listed in code, not discovered on disk, so type stripping and bundlers both work.
     migrations: {

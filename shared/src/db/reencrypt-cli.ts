@@ -7,6 +7,10 @@ import { createDb } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
 
 const config = loadConfig();
+if (!config.DATABASE_URL) {
+  console.error('DATABASE_URL is not set: key rotation of the embedded database is not supported by this command yet');
+  process.exit(1);
+}
 const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
 try {
   const { scanned, rewritten } = await reencryptAll(

@@ -2,8 +2,11 @@
 // Tests register their own cleanup through tap's teardown.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, createServer as createTcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type Config, loadConfig } from '../config/index.ts';
@@ -16,14 +19,34 @@ interface Teardown {
 
 export const uniqueName = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
 
+/**
+ * Which deployment the end-to-end suites run against: 'services' (default: a process per service,
+ * the test command's Kafka and Postgres) or 'embedded' (SWITCHYARD_E2E_MODE=embedded: one
+ * `services/embedded` process on its own log and database in a fresh DATA_DIR, as `npm start` runs).
+ */
+export function e2eMode(): 'services' | 'embedded' {
+  return process.env.SWITCHYARD_E2E_MODE === 'embedded' ? 'embedded' : 'services';
+}
+
+/** A fresh directory for an embedded deployment, removed when the test process exits. */
+function embeddedDataDir(): string {
+  const base = process.env.SWITCHYARD_TEST_RUN ?? tmpdir();
+  mkdirSync(base, { recursive: true });
+  const dir = mkdtempSync(join(base, 'embedded-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 /** Environment for a test deployment: fixed test secrets, the broker and database from the test command. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  const embedded = e2eMode() === 'embedded';
   return {
     API_KEY: 'test-admin-key',
     API_JWT_SECRET: 'test-jwt-secret-0123456789abcdef',
     AES_ENCRYPTION_SECRET: 'test-aes-secret-0123456789abcdef',
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
-    DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/switchyard',
+    KAFKA_BROKERS: embedded ? '' : (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'),
+    DATABASE_URL: embedded ? '' : (process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/switchyard'),
+    ...(embedded ? { DATA_DIR: embeddedDataDir() } : {}),
     KAFKA_TOPIC_PREFIX: `${uniqueName('t')}.`,
     KAFKA_PARTITIONS: '3',
     LOG_LEVEL: 'warn',
@@ -36,6 +59,8 @@ export const testConfig = (overrides: Record<string, string> = {}): Config => lo
 
 /** A fresh database on the test server, dropped at teardown. Returns its URL. */
 export async function createTestDatabase(t: Teardown): Promise<string> {
+  // Embedded mode: each deployment's database lives in its own DATA_DIR (empty DATABASE_URL).
+  if (e2eMode() === 'embedded') return '';
   const base = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/switchyard';
   const name = uniqueName('sy_test');
   const admin = new pg.Client({ connectionString: base });
@@ -128,14 +153,56 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `services/<name>/src/main.ts` as its own process; stopped at teardown. */
+const embeddedProcesses = new Map<string, { port: string; process: ServiceProcess }>();
+
+/**
+ * Starts `services/<name>/src/main.ts` as its own process; stopped at teardown.
+ *
+ * In embedded mode (e2eMode()) every service of one deployment (one DATA_DIR) is the same
+ * `services/embedded` process: the first call starts it, later calls return it, or start it again
+ * when it has exited (a test that kills "the sender" kills the whole process and restarts it). A
+ * second gateway on another API_PORT becomes a TCP forwarder to the one gateway.
+ */
 export async function startService(
   t: Teardown,
   name: 'gateway' | 'router' | 'sender' | 'attempts',
   env: Record<string, string>,
   ready: RegExp = /consuming|Server listening/,
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [`${ROOT}services/${name}/src/main.ts`], {
+  if (e2eMode() === 'embedded') {
+    const dir = env.DATA_DIR ?? '';
+    const running = embeddedProcesses.get(dir);
+    if (running && running.process.child.exitCode === null && running.process.child.signalCode === null) {
+      if (name === 'gateway' && env.API_PORT && env.API_PORT !== running.port) await forward(t, Number(env.API_PORT), Number(running.port));
+      return running.process;
+    }
+    const started = await startProcess(t, 'embedded', `${ROOT}services/embedded/src/main.ts`, env, /embedded mode ready/);
+    embeddedProcesses.set(dir, { port: env.API_PORT ?? '3333', process: started });
+    return started;
+  }
+  return startProcess(t, name, `${ROOT}services/${name}/src/main.ts`, env, ready);
+}
+
+/** Accepts TCP connections on `from` and pipes each to `to` on 127.0.0.1, until teardown. */
+async function forward(t: Teardown, from: number, to: number): Promise<void> {
+  const server = createTcpServer((socket) => {
+    const upstream = connect(to, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((r) => server.listen(from, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+}
+
+async function startProcess(
+  t: Teardown,
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [script], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,53 @@
+// Embedded mode (npm start): gateway, router, sender and attempts in this one process, on one runtime.
+// With KAFKA_BROKERS and DATABASE_URL empty (the defaults) that runtime is the embedded log and the
+// embedded database under DATA_DIR, so nothing else needs to be installed or running.
+//
+// This package is a composition root, not a service: it is the one place allowed to import the
+// services' start functions (docs/architecture.md, "Embedded mode"). The services never import
+// each other.
+import { start as startAttempts } from '@switchyard/attempts/src/service.ts';
+import { start as startGateway } from '@switchyard/gateway/src/service.ts';
+import { start as startRouter } from '@switchyard/router/src/service.ts';
+import { start as startSender } from '@switchyard/sender/src/service.ts';
+import { loadConfig } from '@switchyard/shared/config/index.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
+import { onShutdown } from '@switchyard/shared/process.ts';
+import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
+import { banner, prepare } from './setup.ts';
+
+const prepared = prepare(process.env);
+let rt: Runtime;
+try {
+  rt = await createRuntime('embedded', loadConfig(prepared.env), { embedded: true });
+} catch (err) {
+  // A bad setting, or the data directory held by another process: say so plainly.
+  console.error(`switchyard: ${(err as Error).message}`);
+  process.exit(1);
+}
+const { config } = rt;
+// Each service logs under its own name, as it would in its own process.
+const as = (name: string): Runtime => ({ ...rt, logger: createLogger(name, config.LOG_LEVEL) });
+
+// Consumers first, the HTTP API last: by the time it answers, everything behind it runs.
+const started: Service[] = [];
+try {
+  started.push(await startAttempts(as('attempts')));
+  started.push(await startSender(as('sender')));
+  started.push(await startRouter(as('router')));
+  started.push(await startGateway(as('gateway')));
+} catch (err) {
+  rt.logger.fatal({ err }, 'embedded mode failed to start');
+  for (const s of started.reverse()) await s.close().catch(() => undefined);
+  await rt.close();
+  process.exit(1);
+}
+
+const url = `http://${config.API_HOST.includes(':') ? `[${config.API_HOST}]` : config.API_HOST}:${config.API_PORT}`;
+process.stdout.write(banner({ url, prepared, mode: rt.mode, egressAllow: config.EGRESS_ALLOW }));
+rt.logger.info({ url, data_dir: prepared.dataDir, mode: rt.mode }, 'embedded mode ready');
+
+// Reverse order: the gateway stops taking requests first, the attempts service finishes last.
+onShutdown(rt.logger, async () => {
+  for (const s of started.reverse()) await s.close();
+  await rt.close();
+});

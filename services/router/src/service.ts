@@ -1,0 +1,71 @@
+// Router: events topic -> one delivery record per matching destination, on that type's topic; wired to
+// a runtime (main.ts: its own process; services/embedded: every service in one process).
+import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
+import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
+import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import { createRouter } from './handler.ts';
+
+export async function start(rt: Runtime): Promise<Service> {
+  const destinations = new DestinationStore(rt.db, rt.cipher);
+  const tenants = new TenantStore(rt.db);
+  const eventIds = new EventIdStore(rt.db);
+  const producer = await rt.bus.producer();
+
+  const routeBatch = createRouter({
+    topics: rt.config.TOPICS,
+    async destinationsOf(tenantIds) {
+      const [exist, byTenant] = await Promise.all([tenants.existing(tenantIds), destinations.listForTenants(tenantIds)]);
+      return new Map([...exist].map((id) => [id, byTenant.get(id) ?? []]));
+    },
+    claim: (claims) => eventIds.claim(claims),
+    snapshot: (d) => destinations.snapshot(d),
+    async emit({ deliveries, routed, deadLetters }) {
+      const byType = Map.groupBy(deliveries, (d) => d.destination.type);
+      await Promise.all([
+        ...[...byType].map(([type, records]) =>
+          producer.send(
+            TOPIC.deliveries[type],
+            records.map((r) => ({ key: r.destination.id, value: r })),
+          ),
+        ),
+        producer.send(
+          TOPIC.routed,
+          routed.map((r) => ({ key: r.event.tenant_id, value: r })),
+        ),
+        producer.send(
+          TOPIC.deadLetter,
+          deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),
+        ),
+      ]);
+    },
+  });
+
+  const consumer = await rt.bus.consume<unknown>({
+    groupId: 'router',
+    topics: [TOPIC.events],
+    async handleBatch(records) {
+      const started = performance.now();
+      const { routed, duplicates, deadLetters } = await routeBatch(records);
+      const ms = Math.round(performance.now() - started);
+      for (const r of routed) {
+        rt.logger.info(
+          {
+            event_id: r.event.id,
+            tenant_id: r.event.tenant_id,
+            topic: r.event.topic,
+            destinations: r.matched_destination_ids,
+            skipped_disabled: r.skipped_destination_ids,
+            batch_ms: ms,
+          },
+          'route',
+        );
+      }
+      for (const e of duplicates) rt.logger.info({ event_id: e.id, tenant_id: e.tenant_id, outcome: 'duplicate' }, 'route');
+      for (const d of deadLetters) rt.logger.warn({ offset: d.offset, reason: d.reason, outcome: 'dead_letter' }, 'route');
+    },
+  });
+  rt.logger.info('router consuming');
+  return { close: () => consumer.close() };
+}

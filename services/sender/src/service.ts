@@ -1,0 +1,128 @@
+// Sender: consumes the delivery topics of SENDER_TYPES, delivers, writes each attempt, and moves failed
+// deliveries through the retry tiers until they are due again; wired to a runtime (main.ts: its own
+// process; services/embedded: every service in one process).
+import { createBatcher } from '@switchyard/shared/batcher.ts';
+import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
+import type { BusConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
+import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
+import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import { createDeliveryHandler } from './handler.ts';
+import { createRetryScheduler } from './retry-scheduler.ts';
+import type { Sender } from './sender.ts';
+import { createEgressAgent, parseAllowList } from './webhook/egress.ts';
+import { createWebhookSender } from './webhook/sender.ts';
+
+export async function start(rt: Runtime): Promise<Service> {
+  const consumers: BusConsumer[] = [];
+  const { config, logger } = rt;
+  const unknown = config.SENDER_TYPES.filter((t) => !isDestinationType(t));
+  if (unknown.length) throw new Error(`SENDER_TYPES names unknown types: ${unknown.join(', ')}`);
+  const types = config.SENDER_TYPES.filter(isDestinationType);
+
+  const agent = createEgressAgent({ allow: parseAllowList(config.EGRESS_ALLOW), connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 });
+  const available: Partial<Record<DestinationType, () => Sender>> = {
+    webhook: () =>
+      createWebhookSender({
+        dispatcher: agent,
+        mode: config.WEBHOOK_SIGNATURE_MODE as 'standard' | 'compatible',
+        headerPrefix: config.WEBHOOK_HEADER_PREFIX,
+        responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
+      }),
+  };
+  const senders: Partial<Record<DestinationType, Sender>> = {};
+  for (const t of types) {
+    const make = available[t];
+    if (!make) throw new Error(`delivery for type ${t} is not implemented yet`);
+    senders[t] = make();
+  }
+
+  const store = new DestinationStore(rt.db, rt.cipher);
+  const producer = await rt.bus.producer();
+  type Topic = Parameters<typeof producer.send>[0];
+  // Records written while a produce request is in flight go out together in the next one: the idempotent
+  // producer sends one request at a time, so one request per record would cap deliveries at one per round trip.
+  const batchers = new Map<Topic, (r: OutRecord) => Promise<void>>();
+  const produce = (topic: Topic, record: OutRecord): Promise<void> => {
+    let b = batchers.get(topic);
+    if (!b) {
+      b = createBatcher(async (records: OutRecord[]) => {
+        await producer.send(topic, records);
+        return records.map(() => undefined);
+      }, 500);
+      batchers.set(topic, b);
+    }
+    return b(record);
+  };
+  const send = (topic: Topic, d: DeliveryRecord) => produce(topic, { key: d.destination.id, value: d });
+  const scheduler = createRetryScheduler({
+    deliver: (d) => send(TOPIC.deliveries[d.destination.type], d),
+    park: (d, tier) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d),
+  });
+  const handle = createDeliveryHandler({
+    senders,
+    open: (s) => store.openSnapshot(s),
+    emitAttempt: (a) => produce(TOPIC.attempts, { key: a.destination_id, value: a }),
+    scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt),
+    retry: {
+      schedule: config.RETRY_SCHEDULE,
+      intervalSeconds: config.RETRY_INTERVAL_SECONDS,
+      maxRetries: config.RETRY_MAX_LIMIT,
+      maxRetryAfterMs: config.RETRY_AFTER_MAX_SECONDS * 1000,
+    },
+    timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
+  });
+
+  for (const type of types) {
+    consumers.push(
+      await rt.bus.consume<DeliveryRecord>({
+        groupId: `sender-${type}`,
+        topics: [TOPIC.deliveries[type]],
+        concurrency: config.SENDER_CONCURRENCY,
+        keyConcurrency: config.DESTINATION_CONCURRENCY,
+        keyBacklog: config.DESTINATION_BACKLOG,
+        // Not an attempt: the delivery comes back through the shortest retry tier with its number unchanged.
+        onKeyBacklog: (record) => scheduler.schedule(record.value, new Date(Date.now() + 1000)),
+        async handle(record) {
+          const { attempt, outcome } = await handle(record.value);
+          logger.info(
+            {
+              attempt_id: attempt.id,
+              event_id: attempt.event_id,
+              tenant_id: attempt.tenant_id,
+              destination_id: attempt.destination_id,
+              type,
+              attempt_number: attempt.attempt_number,
+              manual: attempt.manual,
+              status: attempt.status,
+              code: attempt.code,
+              reason: outcome.response_data?.reason,
+              next_attempt_at: attempt.next_attempt_at,
+              duration_ms: attempt.duration_ms,
+            },
+            'attempt',
+          );
+        },
+      }),
+    );
+  }
+  // One scheduler group serves every type: it only moves records between topics.
+  consumers.push(
+    await rt.bus.consumeDelayed<DeliveryRecord>({
+      groupId: 'retry-scheduler',
+      topics: TOPIC.retries,
+      delayMs: (t) => (RETRY_TIERS_SECONDS[TOPIC.retries.indexOf(t as (typeof TOPIC.retries)[number])] ?? 0) * 1000,
+      handle: (record) => scheduler.release(record.value),
+    }),
+  );
+  logger.info({ types }, 'sender consuming');
+  return {
+    async close() {
+      // Consumers finish in-flight deliveries and commit first; then the senders and connections go.
+      await Promise.all(consumers.map((c) => c.close()));
+      await Promise.all(Object.values(senders).map((s) => s.close()));
+      await agent.close();
+    },
+  };
+}

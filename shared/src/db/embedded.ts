@@ -1,0 +1,53 @@
+/**
+ * The embedded database: PGlite (Postgres compiled to WebAssembly, in this process) behind the same
+ * knex client, node-postgres driver, type parsers, migrations and queries as production Postgres.
+ *
+ * PGlite ships a node-postgres connection (`@electric-sql/pglite/node-postgres`) that passes the
+ * wire protocol straight to the in-process server; node-postgres takes it through its `connection`
+ * option. So knex's own 'pg' dialect runs unchanged: no knex dialect of a third party, and query
+ * text, parameter encoding (simple protocol without bindings, so multi-statement migrations work)
+ * and result parsing are node-postgres's, exactly as against a server.
+ *
+ * PGlite is one backend, one session: the pool holds one connection and queries queue for it.
+ * Durability: a commit is written to the files (pwrite) before the query returns, so it survives the
+ * process being killed; PGlite's file layer never calls fsync, so it does not survive a power cut or
+ * kernel crash the way a Postgres server with fsync=on would.
+ */
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig, PglitePgConnection } from '@electric-sql/pglite/node-postgres';
+import { createDb, type Knex } from './index.ts';
+
+export interface EmbeddedDb {
+  db: Knex;
+  pglite: PGlite;
+  close(): Promise<void>;
+}
+
+/** Opens (creating on first use) the database in `dir`. Migrations are the caller's, as with Postgres. */
+export async function openEmbeddedDb(dir: string): Promise<EmbeddedDb> {
+  mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  const db = createDb({
+    url: '',
+    poolMax: 1,
+    // node-postgres takes its connection from `connection`; each client the pool opens gets a new
+    // one on the same PGlite (a closed connection object is not reused). A function, so knex keeps
+    // this object as it is (it deep-copies a plain object, which would read the getter once).
+    connection: () =>
+      ({
+        ...createPgConfig(pglite),
+        get connection() {
+          return new PglitePgConnection({ pglite });
+        },
+      }) as unknown as Knex.PgConnectionConfig,
+  });
+  return {
+    db,
+    pglite,
+    async close() {
+      await db.destroy();
+      await pglite.close();
+    },
+  };
+}

@@ -1,0 +1,327 @@
+// The embedded log against the Bus contract the services rely on: per-key order, durable sends,
+// durable commits, at-least-once after a crash (a real SIGKILL of a child process), delays.
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import t from 'tap';
+import { createEmbeddedBus, lockDirectory } from '../src/kafka/embedded.ts';
+import type { Bus, InRecord } from '../src/kafka/index.ts';
+import type { TopicDef } from '../src/kafka/topics.ts';
+import { createLogger } from '../src/log.ts';
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+const log = createLogger('test', 'silent');
+const topic = (name: string): TopicDef => ({ name, key: 'k', description: name });
+const ORDERS = topic('orders');
+const SLOW = topic('slow');
+const embeddedModule = new URL('../src/kafka/embedded.ts', import.meta.url).href;
+const logModule = new URL('../src/log.ts', import.meta.url).href;
+
+function tempDir(t: Teardown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-bus-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function openBus(t: Teardown, dir: string, partitions = 4): Promise<Bus> {
+  const bus = await createEmbeddedBus({ dir, topicPrefix: 'x.', partitions, log });
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([ORDERS, SLOW]);
+  return bus;
+}
+
+const until = async (what: string, fn: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+/** Runs a script in a child process; returns its stdout lines as they come, and the child. */
+function child(t: Teardown, dir: string, body: string) {
+  const file = join(dir, `child-${Date.now()}.ts`);
+  writeFileSync(
+    file,
+    `import { createEmbeddedBus } from '${embeddedModule}';
+     import { createLogger } from '${logModule}';
+     const ORDERS = { name: 'orders', key: 'k', description: 'orders' };
+     const bus = await createEmbeddedBus({ dir: ${JSON.stringify(join(dir, 'log'))}, topicPrefix: 'x.', partitions: 4, log: createLogger('child', 'silent') });
+     await bus.ensureTopics([ORDERS]);
+     ${body}`,
+  );
+  const proc = spawn(process.execPath, [file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void proc.kill('SIGKILL'));
+  const lines: string[] = [];
+  createInterface({ input: proc.stdout }).on('line', (l) => lines.push(l));
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  return { proc, lines, exited };
+}
+
+t.test('records of one key keep their order and their partition, with many in flight', async (t) => {
+  const bus = await openBus(t, tempDir(t));
+  const producer = await bus.producer();
+  const keys = Array.from({ length: 20 }, (_, i) => `key-${i}`);
+  for (let round = 0; round < 10; round++) {
+    await producer.send(
+      ORDERS,
+      keys.map((k) => ({ key: k, value: { k, n: round } })),
+    );
+  }
+  const seen = new Map<string, number[]>();
+  const partitionOf = new Map<string, Set<number>>();
+  let running = 0;
+  let maxRunning = 0;
+  await bus.consume<{ k: string; n: number }>({
+    groupId: 'g',
+    topics: [ORDERS],
+    concurrency: 8,
+    keyConcurrency: 1,
+    async handle(r) {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise((res) => setTimeout(res, Math.random() * 5));
+      seen.set(r.key, [...(seen.get(r.key) ?? []), r.value.n]);
+      partitionOf.set(r.key, (partitionOf.get(r.key) ?? new Set()).add(r.partition));
+      running--;
+    },
+  });
+  await until('every record', () => [...seen.values()].reduce((a, l) => a + l.length, 0) === 200);
+  for (const k of keys) t.same(seen.get(k), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], `${k} in order`);
+  t.ok(
+    [...partitionOf.values()].every((s) => s.size === 1),
+    'each key stays in one partition',
+  );
+  t.ok(new Set([...partitionOf.values()].map((s) => [...s][0])).size > 1, 'keys spread over partitions');
+  t.ok(maxRunning > 1, `records ran concurrently (${maxRunning} at once)`);
+});
+
+t.test('committed offsets survive a restart; a new group starts from the beginning', async (t) => {
+  const dir = tempDir(t);
+  let bus = await openBus(t, dir);
+  const producer = await bus.producer();
+  await producer.send(
+    ORDERS,
+    Array.from({ length: 30 }, (_, i) => ({ key: `k${i % 3}`, value: i })),
+  );
+  const got: number[] = [];
+  await bus.consume<number>({ groupId: 'batch', topics: [ORDERS], handleBatch: async (rs) => void got.push(...rs.map((r) => r.value)) });
+  await until('first 30', () => got.length === 30);
+  await bus.close();
+
+  bus = await openBus(t, dir);
+  await (await bus.producer()).send(ORDERS, [{ key: 'k1', value: 100 }]);
+  const again: number[] = [];
+  await bus.consume<number>({ groupId: 'batch', topics: [ORDERS], handleBatch: async (rs) => void again.push(...rs.map((r) => r.value)) });
+  const fresh: number[] = [];
+  await bus.consume<number>({ groupId: 'other', topics: [ORDERS], handle: async (r) => void fresh.push(r.value) });
+  await until('the new record', () => again.length >= 1 && fresh.length === 31);
+  await new Promise((r) => setTimeout(r, 200));
+  t.same(again, [100], 'the old group resumes after its committed offset');
+  t.same(
+    [...fresh].sort((a, b) => a - b),
+    [...got.sort((a, b) => a - b), 100],
+    'a new group reads everything',
+  );
+});
+
+t.test('a send acknowledged before SIGKILL is never lost', async (t) => {
+  const dir = tempDir(t);
+  const c = child(
+    t,
+    dir,
+    `const p = await bus.producer();
+     for (let i = 0; ; i++) { await p.send(ORDERS, [{ key: 'k' + (i % 7), value: { i, pad: 'x'.repeat(i % 300) } }]); console.log(i); }`,
+  );
+  await until('200 acknowledged sends', () => c.lines.length >= 200, 30_000);
+  c.proc.kill('SIGKILL');
+  await c.exited;
+  const acked = c.lines.map(Number);
+  const bus = await openBus(t, join(dir, 'log'));
+  const got = new Set<number>();
+  await bus.consume<{ i: number }>({
+    groupId: 'check',
+    topics: [ORDERS],
+    handleBatch: async (rs) => {
+      for (const r of rs) got.add(r.value.i);
+    },
+  });
+  await until('every acknowledged record', () => acked.every((i) => got.has(i)));
+  t.ok(
+    acked.every((i) => got.has(i)),
+    `all ${acked.length} acknowledged records are there (${got.size} in the log)`,
+  );
+});
+
+t.test('a consumer killed mid-run: records from its committed offset on are delivered again, nothing is lost', async (t) => {
+  const dir = tempDir(t);
+  {
+    const bus = await openBus(t, join(dir, 'log'));
+    await (await bus.producer()).send(
+      ORDERS,
+      Array.from({ length: 400 }, (_, i) => ({ key: `k${i % 5}`, value: i })),
+    );
+    await bus.close();
+  }
+  const c = child(
+    t,
+    dir,
+    `await bus.consume({ groupId: 'crashy', topics: [ORDERS], concurrency: 4, commitIntervalMs: 20,
+       async handle(r) {
+         // From record 200 on the handler never returns, so the kill always lands mid-run.
+         if (r.value >= 200) await new Promise(() => {});
+         await new Promise((res) => setTimeout(res, 3));
+         console.log(r.value);
+       } });`,
+  );
+  await until('some records handled', () => c.lines.length >= 100, 30_000);
+  await new Promise((r) => setTimeout(r, 100)); // at least one commit
+  c.proc.kill('SIGKILL');
+  await c.exited;
+  const before = new Set(c.lines.map(Number));
+  t.ok(before.size < 400, `killed mid-run (${before.size} handled)`);
+  const bus = await openBus(t, join(dir, 'log'));
+  const after: number[] = [];
+  await bus.consume<number>({ groupId: 'crashy', topics: [ORDERS], handle: async (r) => void after.push(r.value) });
+  await until('the rest', () => [...Array(400).keys()].every((i) => before.has(i) || after.includes(i)));
+  await new Promise((r) => setTimeout(r, 200));
+  t.ok(after.length < 400, `resumed from the committed offsets (${after.length} delivered after the restart)`);
+  t.ok(
+    [...Array(400).keys()].every((i) => before.has(i) || after.includes(i)),
+    'every record handled at least once',
+  );
+});
+
+t.test('close lets in-flight work finish, then commits it', async (t) => {
+  const dir = tempDir(t);
+  let bus = await openBus(t, dir);
+  await (await bus.producer()).send(SLOW, [{ key: 'a', value: 1 }]);
+  let started = false;
+  let finished = false;
+  await bus.consume<number>({
+    groupId: 'slow',
+    topics: [SLOW],
+    async handle() {
+      started = true;
+      await new Promise((r) => setTimeout(r, 300));
+      finished = true;
+    },
+  });
+  await until('started', () => started);
+  await bus.close();
+  t.ok(finished, 'the handler finished before close resolved');
+  bus = await openBus(t, dir);
+  const again: unknown[] = [];
+  await bus.consume<number>({ groupId: 'slow', topics: [SLOW], handle: async (r) => void again.push(r.value) });
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(again, [], 'not delivered again');
+});
+
+t.test('a failing handler is retried in place; its offset is not committed meanwhile', async (t) => {
+  const bus = await openBus(t, tempDir(t), 1);
+  await (await bus.producer()).send(ORDERS, [
+    { key: 'a', value: 1 },
+    { key: 'a', value: 2 },
+  ]);
+  const calls: number[] = [];
+  await bus.consume<number>({
+    groupId: 'flaky',
+    topics: [ORDERS],
+    async handle(r) {
+      calls.push(r.value);
+      if (r.value === 1 && calls.filter((v) => v === 1).length < 3) throw new Error('our own fault');
+    },
+  });
+  await until('both handled', () => calls.includes(2), 10_000);
+  t.same(
+    calls.filter((v) => v === 1),
+    [1, 1, 1],
+    'retried until it passed',
+  );
+});
+
+t.test('delayed consumption waits for each record to be due', async (t) => {
+  const bus = await openBus(t, tempDir(t));
+  const producer = await bus.producer();
+  const got: Array<{ r: InRecord<number>; at: number }> = [];
+  await bus.consumeDelayed<number>({
+    groupId: 'later',
+    topics: [SLOW],
+    delayMs: () => 400,
+    handle: async (r) => void got.push({ r, at: Date.now() }),
+  });
+  await producer.send(SLOW, [{ key: 'a', value: 1 }]);
+  await new Promise((r) => setTimeout(r, 100));
+  await producer.send(SLOW, [{ key: 'a', value: 2 }]);
+  await until('both', () => got.length === 2);
+  for (const { r, at } of got) t.ok(at - r.timestamp >= 400, `record ${r.value} handled ${at - r.timestamp} ms after it was written`);
+  t.same(
+    got.map((g) => g.r.value),
+    [1, 2],
+  );
+});
+
+t.test('bad bytes reach the handler as a decode error with the raw value', async (t) => {
+  const bus = await openBus(t, tempDir(t));
+  await (await bus.producer()).send(ORDERS, [
+    { key: 'a', value: Buffer.from('{not json') },
+    { key: 'a', value: { ok: true }, headers: { h: 'v' } },
+  ]);
+  const got: InRecord<unknown>[] = [];
+  await bus.consume({ groupId: 'dlq', topics: [ORDERS], handle: async (r) => void got.push(r) });
+  await until('two', () => got.length === 2);
+  t.match(got[0], { value: undefined, decodeError: String });
+  t.equal(got[0]?.raw?.toString(), '{not json');
+  t.match(got[1], { value: { ok: true }, headers: { h: 'v' }, key: 'a' });
+});
+
+t.test('a torn tail (an unacknowledged write) is cut off at open; segments roll over', async (t) => {
+  const dir = tempDir(t);
+  let bus = await createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log, segmentBytes: 200 });
+  await bus.ensureTopics([ORDERS]);
+  for (let i = 0; i < 10; i++) await (await bus.producer()).send(ORDERS, [{ key: 'a', value: { i, pad: 'y'.repeat(50) } }]);
+  await bus.close();
+  const pdir = join(dir, 'x.orders', '0');
+  const segments = readdirSync(pdir).sort();
+  t.ok(segments.length > 1, `rolled into ${segments.length} segments`);
+  appendFileSync(join(pdir, segments.at(-1) as string), Buffer.from([0, 0, 0, 90, 1, 2, 3]));
+  bus = await createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log, segmentBytes: 200 });
+  t.teardown(() => bus.close());
+  await (await bus.producer()).send(ORDERS, [{ key: 'a', value: { i: 10 } }]);
+  const got: Array<{ i: number }> = [];
+  const offsets: string[] = [];
+  await bus.consume<{ i: number }>({
+    groupId: 'g',
+    topics: [ORDERS],
+    handle: async (r) => {
+      got.push(r.value);
+      offsets.push(r.offset);
+    },
+  });
+  await until('eleven', () => got.length === 11);
+  t.same(
+    got.map((v) => v.i),
+    [...Array(11).keys()],
+  );
+  t.same(offsets, [...Array(11).keys()].map(String), 'offsets are contiguous');
+});
+
+t.test('one process per directory; one consumer per group', async (t) => {
+  const dir = tempDir(t);
+  const bus = await openBus(t, dir);
+  await t.rejects(createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log }), /already open in this process/);
+  await bus.consume({ groupId: 'one', topics: [ORDERS], handle: async () => {} });
+  await t.rejects(bus.consume({ groupId: 'one', topics: [ORDERS], handle: async () => {} }), /already has a consumer/);
+  await t.rejects((await bus.producer()).send(topic('nope'), [{ key: 'a', value: 1 }]), /unknown topic/);
+  const other = mkdtempSync(join(tmpdir(), 'sy-lock-'));
+  t.teardown(() => rmSync(other, { recursive: true, force: true }));
+  writeFileSync(join(other, '.lock'), '999999999'); // a dead process
+  const lock = lockDirectory(other);
+  t.pass('a stale lock is taken over');
+  lock.release();
+});
