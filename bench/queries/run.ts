@@ -439,7 +439,7 @@ async function main(): Promise<void> {
   };
   const config = loadConfig(env);
   const db = createDb({ url: benchUrl, poolMax: 4 });
-  const producer: BusProducer = { send: async () => {}, close: async () => {} };
+  const producer: BusProducer = { send: async () => {}, sendMany: async () => {}, close: async () => {} };
   const app = await build(config, {
     db,
     producer,

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { KeyedLimiter, OffsetTracker } from '../src/kafka/inflight.ts';
+import { createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker } from '../src/kafka/inflight.ts';
 
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();
@@ -56,4 +56,120 @@ t.test('a keyed limiter caps concurrency per key and keeps order', async (t) => 
   await Promise.all(slow);
   t.equal(maxSlow, 2, 'never more than two at once for one key');
   t.same(order.slice(3), [0, 1, 2, 3], 'a key runs in arrival order');
+});
+
+const tick = () => new Promise((r) => setImmediate(r));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('a key is stalled once its oldest running task reaches stallMs, not while it keeps up', async (t) => {
+  const lim = new KeyedLimiter(2, { stallMs: 50 });
+  // A busy key that keeps up: many short tasks, never stalled.
+  let maxStalled = 0;
+  await Promise.all(
+    Array.from({ length: 20 }, () =>
+      lim.run('busy', async () => {
+        maxStalled = Math.max(maxStalled, lim.stalledFor('busy'));
+        await sleep(2);
+      }),
+    ),
+  );
+  t.equal(maxStalled, 0, 'a key that keeps up is never stalled, however long its queue');
+  let release = () => {};
+  const hang = lim.run('hang', () => new Promise<void>((r) => (release = r)));
+  t.equal(lim.stalledFor('hang'), 0, 'not yet');
+  await sleep(70);
+  t.ok(lim.stalledFor('hang') >= 50, 'stalled once the oldest running task is older than stallMs');
+  release();
+  await hang;
+  t.equal(lim.stalledFor('hang'), 0, 'no longer stalled once it finished (no slowMs set)');
+});
+
+t.test('a task that ran into slowMs leaves its key one slot until a task finishes in time', async (t) => {
+  const lim = new KeyedLimiter(4, { slowMs: 40 });
+  await lim.run('k', () => sleep(50));
+  t.ok(lim.stalledFor('k') > 0, 'slow after a task took slowMs');
+  let running = 0;
+  let max = 0;
+  const gates: Array<() => void> = [];
+  const tasks = [0, 1, 2].map(() =>
+    lim.run('k', async () => {
+      max = Math.max(max, ++running);
+      await new Promise<void>((r) => gates.push(r));
+      running--;
+    }),
+  );
+  await tick();
+  t.equal(max, 1, 'one slot while slow');
+  t.equal(lim.queued('k'), 2);
+  (gates.shift() as () => void)(); // finishes fast: the key recovers its four slots
+  await tick();
+  await tick();
+  t.equal(running, 2, 'both waiting tasks start once a task finished in time');
+  for (const g of gates.splice(0)) g();
+  await Promise.all(tasks);
+  t.equal(lim.stalledFor('k'), 0, 'healthy again');
+});
+
+t.test('divertStalled takes waiting tasks of stalled keys off the queue, keeping the oldest `keep`', async (t) => {
+  const lim = new KeyedLimiter(1, { stallMs: 30 });
+  let release = () => {};
+  const first = lim.run('hang', () => new Promise<void>((r) => (release = r)));
+  const waiting = [1, 2, 3, 4].map((i) => lim.run('hang', async () => i));
+  const healthy = lim.run('ok', async () => 'ok');
+  t.equal(lim.divertStalled(0), 0, 'nothing is diverted before the key stalls');
+  await sleep(40);
+  t.equal(lim.divertStalled(1), 3, 'three taken, the oldest kept');
+  t.equal(lim.queued('hang'), 1);
+  release();
+  await first;
+  t.same(await Promise.all(waiting), [1, DIVERTED, DIVERTED, DIVERTED], 'the kept task runs; the others are DIVERTED without running');
+  t.equal(await healthy, 'ok', 'another key is untouched');
+});
+
+t.test('keyed dispatch: a stalled key diverts at once and from its queue; every record settles exactly once', async (t) => {
+  const handled: string[] = [];
+  const diverted: Array<{ id: string; stalledMs: number }> = [];
+  const settled = new Map<string, boolean[]>();
+  let release = () => {};
+  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
+    keyConcurrency: 1,
+    health: { stallMs: 30 },
+    keyBacklog: 0,
+    async handle(r) {
+      if (r.id === 'h0') await new Promise<void>((res) => (release = res));
+      handled.push(r.id);
+    },
+    async divert(r, stalledMs) {
+      diverted.push({ id: r.id, stalledMs });
+    },
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+  });
+  t.teardown(() => dispatch.close());
+  const finished: Promise<void>[] = [];
+  const start = async (key: string, id: string) =>
+    finished.push((await dispatch.start({ key, id }, (done) => settled.set(id, [...(settled.get(id) ?? []), done]))).finished);
+  await start('hang', 'h0');
+  await start('hang', 'h1'); // queued before the key stalls
+  await start('ok', 'o1');
+  await sleep(60); // stalled; the sweep takes h1 off the queue
+  await start('hang', 'h2'); // diverted at once
+  await start('ok', 'o2');
+  release();
+  await Promise.all(finished);
+  await start('hang', 'h3'); // a free slot: runs, stalled or not
+  await Promise.all(finished);
+  t.same(handled.sort(), ['h0', 'h3', 'o1', 'o2'], 'the stalled key ran only what had a free slot; the healthy key ran everything');
+  t.same(diverted.map((d) => d.id).sort(), ['h1', 'h2'], 'queued and new records of the stalled key were diverted');
+  t.ok(
+    diverted.every((d) => d.stalledMs >= 30),
+    'divert is told how long the key has been stalled',
+  );
+  t.same(
+    [...settled.entries()].sort(),
+    ['h0', 'h1', 'h2', 'h3', 'o1', 'o2'].map((id) => [id, [true]]),
+    'each record settled once, as done',
+  );
 });

@@ -23,21 +23,17 @@ export async function start(rt: Runtime): Promise<Service> {
     snapshot: (d) => destinations.snapshot(d),
     async emit({ deliveries, routed, deadLetters }) {
       const byType = Map.groupBy(deliveries, (d) => d.destination.type);
-      await Promise.all([
-        ...[...byType].map(([type, records]) =>
-          producer.send(
-            TOPIC.deliveries[type],
-            records.map((r) => ({ key: r.destination.id, value: r })),
-          ),
-        ),
-        producer.send(
-          TOPIC.routed,
-          routed.map((r) => ({ key: r.event.tenant_id, value: r })),
-        ),
-        producer.send(
-          TOPIC.deadLetter,
-          deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),
-        ),
+      // One produce request for every topic: the idempotent producer sends one request at a time.
+      await producer.sendMany([
+        ...[...byType].map(([type, records]) => ({
+          topic: TOPIC.deliveries[type],
+          records: records.map((r) => ({ key: r.destination.id, value: r })),
+        })),
+        { topic: TOPIC.routed, records: routed.map((r) => ({ key: r.event.tenant_id, value: r })) },
+        {
+          topic: TOPIC.deadLetter,
+          records: deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),
+        },
       ]);
     },
   });

@@ -14,6 +14,9 @@ import type { Sender } from './sender.ts';
 import { createEgressAgent, parseAllowList } from './webhook/egress.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
+/** Longest a delivery of a stalled destination is parked at a time: how late a recovered destination may see it. */
+const PARK_MAX_MS = 30_000;
+
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
   const { config, logger } = rt;
@@ -41,20 +44,15 @@ export async function start(rt: Runtime): Promise<Service> {
   const store = new DestinationStore(rt.db, rt.cipher);
   const producer = await rt.bus.producer();
   type Topic = Parameters<typeof producer.send>[0];
-  // Records written while a produce request is in flight go out together in the next one: the idempotent
-  // producer sends one request at a time, so one request per record would cap deliveries at one per round trip.
-  const batchers = new Map<Topic, (r: OutRecord) => Promise<void>>();
-  const produce = (topic: Topic, record: OutRecord): Promise<void> => {
-    let b = batchers.get(topic);
-    if (!b) {
-      b = createBatcher(async (records: OutRecord[]) => {
-        await producer.send(topic, records);
-        return records.map(() => undefined);
-      }, 500);
-      batchers.set(topic, b);
-    }
-    return b(record);
-  };
+  // Records written while a produce request is in flight go out together in the next one, whatever
+  // their topic (attempts, retry tiers, deliveries): the idempotent producer sends one request at a
+  // time, so one request per record would cap deliveries at one per round trip.
+  const batcher = createBatcher(async (items: Array<{ topic: Topic; record: OutRecord }>) => {
+    const byTopic = Map.groupBy(items, (i) => i.topic);
+    await producer.sendMany([...byTopic].map(([topic, list]) => ({ topic, records: list.map((i) => i.record) })));
+    return items.map(() => undefined);
+  }, 1000);
+  const produce = (topic: Topic, record: OutRecord): Promise<void> => batcher({ topic, record });
   const send = (topic: Topic, d: DeliveryRecord) => produce(topic, { key: d.destination.id, value: d });
   const scheduler = createRetryScheduler({
     deliver: (d) => send(TOPIC.deliveries[d.destination.type], d),
@@ -81,9 +79,17 @@ export async function start(rt: Runtime): Promise<Service> {
         topics: [TOPIC.deliveries[type]],
         concurrency: config.SENDER_CONCURRENCY,
         keyConcurrency: config.DESTINATION_CONCURRENCY,
+        keyHealth: {
+          stallMs: config.DESTINATION_STALL_MS,
+          // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.
+          slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
+        },
         keyBacklog: config.DESTINATION_BACKLOG,
-        // Not an attempt: the delivery comes back through the shortest retry tier with its number unchanged.
-        onKeyBacklog: (record) => scheduler.schedule(record.value, new Date(Date.now() + 1000)),
+        // Not an attempt: the delivery comes back through a retry tier with its number unchanged, after
+        // as long as the destination has been stalled (1 s to PARK_MAX_MS), so a long-dead destination's
+        // deliveries do not circle every second.
+        onKeyBacklog: (record, stalledMs) =>
+          scheduler.schedule(record.value, new Date(Date.now() + Math.min(PARK_MAX_MS, Math.max(1000, stalledMs)))),
         async handle(record) {
           const { attempt, outcome } = await handle(record.value);
           logger.info(

@@ -189,13 +189,20 @@ export const SETTINGS = {
     maximum: 1000,
     description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
   },
+  DESTINATION_STALL_MS: {
+    kind: 'integer',
+    default: '1000',
+    minimum: 1,
+    maximum: 3600000,
+    description:
+      'A destination is stalled while its oldest delivery in flight has run this long, or after a delivery ran into the delivery timeout (it then gets one slot until a delivery finishes in time). Deliveries of a stalled destination that would wait for a slot are parked instead, so it cannot fill the partition; a destination that keeps up is never parked.',
+  },
   DESTINATION_BACKLOG: {
     kind: 'integer',
-    default: '32',
-    minimum: 1,
+    default: '0',
+    minimum: 0,
     maximum: 100000,
-    description:
-      'Deliveries of one destination allowed to wait for a slot per sender partition; beyond it they are parked in the shortest retry tier, so a hanging destination cannot fill the partition.',
+    description: 'Deliveries of a stalled destination allowed to wait for a slot per sender partition before the rest are parked.',
   },
   RETRY_AFTER_MAX_SECONDS: {
     kind: 'integer',

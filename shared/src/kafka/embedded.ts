@@ -30,7 +30,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
 import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, OutRecord } from './index.ts';
-import { KeyedLimiter, OffsetTracker } from './inflight.ts';
+import { createKeyedDispatch, OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 export interface EmbeddedBusOptions {
@@ -572,6 +572,10 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
 
     async producer() {
       const handle: BusProducer = {
+        async sendMany(batches) {
+          // One group commit (one fdatasync) covers the concurrent appends.
+          await Promise.all(batches.map((b) => handle.send(b.topic, b.records)));
+        },
         async send(topic, records) {
           if (records.length === 0) return;
           if (closed) throw new Error('embedded log is closed');
@@ -596,7 +600,6 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       const log = opts.log.child({ group: o.groupId });
       const parts = (await Promise.all(o.topics.map((t) => openTopic(name(t), false)))).flat();
       const concurrency = Math.max(1, o.concurrency ?? 1);
-      const limiter = new KeyedLimiter(Math.max(1, o.keyConcurrency ?? concurrency));
       const abort = new AbortController();
       const inflight = new Set<Promise<void>>();
       const states = parts.map((p) => ({
@@ -645,6 +648,15 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
         }
       };
 
+      const dispatch = createKeyedDispatch<InRecord<T>>({
+        keyConcurrency: Math.max(1, o.keyConcurrency ?? concurrency),
+        health: o.keyHealth ?? {},
+        keyBacklog: o.keyBacklog ?? 0,
+        handle: async (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
+        ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+        untilDone: (what, record) => retrying(what, { topic: record.topic, partition: record.partition, offset: record.offset }),
+      });
+
       const run = async (st: (typeof states)[number]) => {
         const { p } = st;
         let pos = startOf(o.groupId, p, o.fromBeginning ?? true);
@@ -663,7 +675,6 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           }
           return;
         }
-        const handle = o.handle as (r: InRecord<T>) => Promise<void>;
         while (!abort.signal.aborted) {
           await p.waitFor(pos, abort.signal);
           if (abort.signal.aborted) break;
@@ -676,24 +687,12 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             const record = toInRecord<T>(p.topic, p.id, r);
             st.tracker.start(record.offset);
             pos = r.offset + 1;
-            if (o.onKeyBacklog && o.keyBacklog !== undefined && limiter.queued(record.key) >= o.keyBacklog) {
-              // Handed off (and written) before it counts as done, as with Kafka.
-              const done = await retrying(() => (o.onKeyBacklog as (r: InRecord<T>) => Promise<void>)(record), {
-                topic: p.topic,
-                partition: p.id,
-                offset: record.offset,
-              });
-              if (!done) break;
-              st.tracker.finish(record.offset);
-              continue;
-            }
-            const task = limiter
-              .run(record.key, () => retrying(() => handle(record), { topic: p.topic, partition: p.id, offset: record.offset }))
-              .then((done) => {
+            const task = (
+              await dispatch.start(record, (done) => {
                 if (done) st.tracker.finish(record.offset);
                 for (const w of st.waiters.splice(0)) w();
               })
-              .finally(() => inflight.delete(task));
+            ).finished.finally(() => inflight.delete(task));
             inflight.add(task);
           }
         }
@@ -713,6 +712,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             await Promise.allSettled(loops);
             await Promise.allSettled([...inflight]);
             if (timer) clearInterval(timer);
+            dispatch.close();
             await commit();
             groups.delete(o.groupId);
           })();
@@ -741,7 +741,11 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
                 for (const r of await p.read(pos, 100)) {
                   // Each topic has one delay, so a partition is in due order: wait for its head.
                   // A loop, since timers may fire a millisecond early by the wall clock.
-                  for (let wait = r.timestamp + delay - Date.now(); wait > 0 && !abort.signal.aborted; wait = r.timestamp + delay - Date.now()) {
+                  for (
+                    let wait = r.timestamp + delay - Date.now();
+                    wait > 0 && !abort.signal.aborted;
+                    wait = r.timestamp + delay - Date.now()
+                  ) {
                     await sleep(wait, abort.signal);
                   }
                   if (abort.signal.aborted) return;

@@ -2,7 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
-import { KeyedLimiter, OffsetTracker } from './inflight.ts';
+import { createKeyedDispatch, type KeyHealth, OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes } = kafkajs;
@@ -26,9 +26,16 @@ export interface InRecord<T = unknown> {
   raw?: Buffer | null;
 }
 
+export interface TopicRecords {
+  topic: TopicDef;
+  records: OutRecord[];
+}
+
 export interface BusProducer {
   /** Resolves once every in-sync replica has the records (acks=all). */
   send(topic: TopicDef, records: OutRecord[]): Promise<void>;
+  /** Records for several topics in one produce request: one round trip instead of one per topic. */
+  sendMany(batches: TopicRecords[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,18 +47,25 @@ export interface ConsumeOptions<T> {
    * offset not committed until it passes. A destination's failure is data, not an exception.
    */
   handle?(record: InRecord<T>): Promise<void>;
-  /** Alternative to handle: one call per fetched batch (for batched writes), committed after it. */
+  /** Alternative to handle: one call per fetched batch (for batched writes); its offsets are committed only after it. */
   handleBatch?(records: InRecord<T>[]): Promise<void>;
   /** Records in flight at once per partition (default 1: one after another). */
   concurrency?: number;
   /** Records in flight at once per record key (default: concurrency). */
   keyConcurrency?: number;
   /**
-   * When this many records of one key already wait for a slot, further records of that key go to
-   * onKeyBacklog instead (for example, parked for later) so one stuck key cannot fill the partition.
+   * Keys that stop keeping up: a key is stalled while its oldest record in flight has run
+   * `stallMs`, and slow (one slot instead of keyConcurrency) after a record took `slowMs`, until one
+   * finishes sooner. A key that keeps up is never diverted, however busy.
    */
+  keyHealth?: KeyHealth;
+  /** Records of a stalled key allowed to wait for a slot (default 0); the rest go to onKeyBacklog. */
   keyBacklog?: number;
-  onKeyBacklog?(record: InRecord<T>): Promise<void>;
+  /**
+   * Takes a record of a stalled key instead of handle (for example, parks it for later), so a stuck
+   * key cannot fill the partition. `stalledMs` says for how long the key has been stalled.
+   */
+  onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
 }
@@ -164,19 +178,21 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
       await producer.connect();
       const handle: BusProducer = {
-        async send(topic, records) {
-          if (records.length === 0) return;
-          await producer.send({
-            topic: name(topic),
-            acks: -1,
-            compression: CompressionTypes.None,
-            // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
-            messages: records.map((r) => ({
-              key: r.key,
-              value: Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value),
-              headers: r.headers ?? {},
-            })),
-          });
+        send: (topic, records) => handle.sendMany([{ topic, records }]),
+        async sendMany(batches) {
+          const topicMessages = batches
+            .filter((b) => b.records.length > 0)
+            .map((b) => ({
+              topic: name(b.topic),
+              // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
+              messages: b.records.map((r) => ({
+                key: r.key,
+                value: Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value),
+                headers: r.headers ?? {},
+              })),
+            }));
+          if (topicMessages.length === 0) return;
+          await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
         },
         close: () => producer.disconnect(),
       };
@@ -196,7 +212,6 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
       const log = opts.log.child({ group: o.groupId });
       const concurrency = Math.max(1, o.concurrency ?? 1);
-      const limiter = new KeyedLimiter(Math.max(1, o.keyConcurrency ?? concurrency));
       const partitions = new Map<string, PartitionState>();
       const inflight = new Set<Promise<void>>();
       let closing = false;
@@ -241,23 +256,29 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
       // Our own faults are retried here with backoff until they pass: the record stays unfinished,
       // so its offset is not committed and nothing behind it is lost.
-      const runToCompletion = async (record: InRecord<T>): Promise<boolean> => {
-        const handle = o.handle as (r: InRecord<T>) => Promise<void>;
-        for (let attempt = 0; ; attempt++) {
-          try {
-            await handle(record);
-            return true;
-          } catch (err) {
-            log.error(
-              { err, topic: record.topic, partition: record.partition, offset: record.offset, attempt },
-              'handler failed; will retry',
-            );
-            if (closing) return false;
-            await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
-            if (closing) return false;
+      const dispatch = createKeyedDispatch<InRecord<T>>({
+        keyConcurrency: Math.max(1, o.keyConcurrency ?? concurrency),
+        health: o.keyHealth ?? {},
+        keyBacklog: o.keyBacklog ?? 0,
+        handle: async (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
+        ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+        async untilDone(what, record) {
+          for (let attempt = 0; ; attempt++) {
+            try {
+              await what();
+              return true;
+            } catch (err) {
+              log.error(
+                { err, topic: record.topic, partition: record.partition, offset: record.offset, attempt },
+                'handler failed; will retry',
+              );
+              if (closing) return false;
+              await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
+              if (closing) return false;
+            }
           }
-        }
-      };
+        },
+      });
 
       await consumer.connect();
       for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: o.fromBeginning ?? true });
@@ -267,16 +288,28 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         // A partition waiting for free slots must not hold up the others.
         partitionsConsumedConcurrently: 16,
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const st = stateOf(batch.topic, batch.partition);
           if (o.handleBatch) {
-            const records = batch.messages.map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+            // Committed by the timer like single records (one commit request per interval, not per batch).
+            const records = batch.messages
+              .filter((m) => !st.tracker.seen(m.offset))
+              .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
             if (!records.length || closing) return;
-            await o.handleBatch(records);
-            const last = records.at(-1) as InRecord<T>;
-            resolveOffset(last.offset);
-            await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) }]);
+            // Marked done only once written: a failed batch is fetched again and not skipped as seen.
+            const task = o
+              .handleBatch(records)
+              .then(() => {
+                for (const r of records) {
+                  st.tracker.start(r.offset);
+                  st.tracker.finish(r.offset);
+                }
+              })
+              .finally(() => inflight.delete(task));
+            inflight.add(task);
+            await task;
+            resolveOffset((records.at(-1) as InRecord<T>).offset);
             return;
           }
-          const st = stateOf(batch.topic, batch.partition);
           for (const m of batch.messages) {
             if (closing || !isRunning() || isStale()) break;
             if (st.tracker.seen(m.offset)) {
@@ -294,19 +327,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             const record = toInRecord<T>(batch.topic, batch.partition, m);
             st.tracker.start(m.offset);
             resolveOffset(m.offset);
-            if (o.onKeyBacklog && o.keyBacklog !== undefined && limiter.queued(record.key) >= o.keyBacklog) {
-              // Handed off (and written) before it counts as done: nothing is lost if we crash here.
-              await o.onKeyBacklog(record);
-              st.tracker.finish(m.offset);
-              continue;
-            }
-            const task = limiter
-              .run(record.key, () => runToCompletion(record))
-              .then((done) => {
+            const task = (
+              await dispatch.start(record, (done) => {
                 if (done) st.tracker.finish(m.offset);
                 for (const w of st.waiters.splice(0)) w();
               })
-              .finally(() => inflight.delete(task));
+            ).finished.finally(() => inflight.delete(task));
             inflight.add(task);
           }
           await heartbeat();
@@ -320,6 +346,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           consumer.pause(o.topics.map((t) => ({ topic: name(t) })));
           await Promise.allSettled([...inflight]);
           clearInterval(timer);
+          dispatch.close();
           await commit();
           await consumer.disconnect();
         },

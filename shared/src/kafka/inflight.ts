@@ -46,46 +46,182 @@ export class OffsetTracker {
   }
 }
 
+/** What `KeyedLimiter.run` returns for a task taken off a stalled key's queue before it started. */
+export const DIVERTED: unique symbol = Symbol('diverted');
+
+export interface KeyHealth {
+  /** A key whose oldest running task has run this long is stalled. */
+  stallMs?: number;
+  /**
+   * A task that ran this long marks its key slow: one slot instead of `perKey` until a task of the
+   * key finishes sooner. (The sender sets it just under the delivery timeout: a timed-out delivery.)
+   */
+  slowMs?: number;
+}
+
+interface KeyState {
+  running: number;
+  /** performance.now() at the start of each running task, oldest first. */
+  starts: number[];
+  waiting: Array<(start: boolean) => void>;
+  /** Since when the key has been slow, or null. */
+  slowSince: number | null;
+}
+
 /**
  * Runs tasks with at most `perKey` running for one key at a time; the rest of that key's tasks wait
- * their turn in arrival order. A slow or hanging key therefore holds at most `perKey` slots.
+ * their turn in arrival order. A slow or hanging key therefore holds at most `perKey` slots, and only
+ * one once a task of it has run into `slowMs`. `divertStalled` takes waiting tasks of stalled keys
+ * off the queue so they stop holding their partition's slots (the caller parks them).
  */
 export class KeyedLimiter {
-  private readonly running = new Map<string, number>();
-  private readonly waiting = new Map<string, Array<() => void>>();
+  private readonly keys = new Map<string, KeyState>();
   private readonly perKey: number;
+  private readonly health: KeyHealth;
 
-  constructor(perKey: number) {
+  constructor(perKey: number, health: KeyHealth = {}) {
     this.perKey = perKey;
+    this.health = health;
   }
 
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    if ((this.running.get(key) ?? 0) >= this.perKey) {
-      await new Promise<void>((resolve) => {
-        const q = this.waiting.get(key) ?? [];
-        q.push(resolve);
-        this.waiting.set(key, q);
-      });
-    } else {
-      this.running.set(key, (this.running.get(key) ?? 0) + 1);
+  private stateOf(key: string): KeyState {
+    let s = this.keys.get(key);
+    if (!s) {
+      s = { running: 0, starts: [], waiting: [], slowSince: null };
+      this.keys.set(key, s);
     }
+    return s;
+  }
+
+  private limit(s: KeyState): number {
+    return s.slowSince === null ? this.perKey : 1;
+  }
+
+  private forget(key: string, s: KeyState): void {
+    // A slow key is remembered while idle, so its next burst starts with one slot.
+    if (!s.running && !s.waiting.length && s.slowSince === null) this.keys.delete(key);
+  }
+
+  async run<T>(key: string, task: () => Promise<T>): Promise<T | typeof DIVERTED> {
+    const s = this.stateOf(key);
+    if (s.running >= this.limit(s)) {
+      // The finishing task hands its slot over (running stays counted), or divertStalled says no.
+      if (!(await new Promise<boolean>((resolve) => s.waiting.push(resolve)))) {
+        this.forget(key, s);
+        return DIVERTED;
+      }
+    } else {
+      s.running++;
+    }
+    const started = performance.now();
+    s.starts.push(started);
     try {
       return await task();
     } finally {
-      const next = this.waiting.get(key)?.shift();
-      if (next)
-        next(); // hand the slot straight to the next waiter of this key
-      else {
-        const n = (this.running.get(key) ?? 1) - 1;
-        if (n > 0) this.running.set(key, n);
-        else this.running.delete(key);
+      const now = performance.now();
+      s.starts.splice(s.starts.indexOf(started), 1);
+      if (this.health.slowMs !== undefined) {
+        if (now - started < this.health.slowMs) s.slowSince = null;
+        else s.slowSince ??= now;
       }
-      if (this.waiting.get(key)?.length === 0) this.waiting.delete(key);
+      s.running--;
+      while (s.waiting.length && s.running < this.limit(s)) {
+        s.running++;
+        (s.waiting.shift() as (start: boolean) => void)(true);
+      }
+      this.forget(key, s);
     }
+  }
+
+  /**
+   * How long the key has been stalled, in ms: the age of its oldest running task once that reaches
+   * `stallMs`, or the time since it became slow, whichever is longer; 0 when it is not stalled.
+   */
+  stalledFor(key: string, now = performance.now()): number {
+    const s = this.keys.get(key);
+    if (!s) return 0;
+    const oldest = s.starts.length ? now - (s.starts[0] as number) : 0;
+    const stalled = this.health.stallMs !== undefined && oldest >= this.health.stallMs ? oldest : 0;
+    return s.slowSince === null ? stalled : Math.max(stalled, now - s.slowSince, 1);
+  }
+
+  /**
+   * Takes the waiting tasks of every stalled key off its queue, beyond the `keep` oldest; their
+   * `run` resolves DIVERTED without running. Returns how many were taken.
+   */
+  divertStalled(keep: number): number {
+    const now = performance.now();
+    let n = 0;
+    for (const [key, s] of this.keys) {
+      if (s.waiting.length <= keep || !this.stalledFor(key, now)) continue;
+      for (const resolve of s.waiting.splice(keep)) {
+        resolve(false);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** True when a task of this key would have to wait for a slot. */
+  full(key: string): boolean {
+    const s = this.keys.get(key);
+    return s !== undefined && s.running >= this.limit(s);
   }
 
   /** Tasks of this key waiting for a slot. */
   queued(key: string): number {
-    return this.waiting.get(key)?.length ?? 0;
+    return this.keys.get(key)?.waiting.length ?? 0;
   }
+}
+
+export interface KeyedDispatchOptions<R extends { key: string }> {
+  keyConcurrency: number;
+  health: KeyHealth;
+  /** Tasks a stalled key may keep waiting for a slot; beyond that they go to `divert`. */
+  keyBacklog: number;
+  handle(record: R): Promise<void>;
+  /** Takes a record of a stalled key instead of handling it (parks it); told how long the key has been stalled. */
+  divert?(record: R, stalledMs: number): Promise<void>;
+  /** Runs `what` until it passes (our own faults are retried in place); false when closing interrupted it. */
+  untilDone(what: () => Promise<void>, record: R): Promise<boolean>;
+}
+
+/**
+ * The per-record part of a consumer with many records in flight, shared by the Kafka and the
+ * embedded bus: each record runs under its key's limit, or is diverted when its key is stalled. The
+ * record counts as done (its offset may be committed) only once handled or diverted.
+ */
+export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchOptions<R>) {
+  const limiter = new KeyedLimiter(o.keyConcurrency, o.health);
+  const divert = o.divert;
+  // Waiting records of a key that stalls after they queued are taken off in a sweep.
+  const sweep =
+    divert && o.health.stallMs !== undefined
+      ? setInterval(() => limiter.divertStalled(o.keyBacklog), Math.max(50, o.health.stallMs / 4))
+      : null;
+  sweep?.unref();
+  const diverted = (record: R) =>
+    o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(record.key))), record);
+  return {
+    limiter,
+    /**
+     * Starts one record; resolves once it is under way (or, when diverted at once, handed off), with
+     * `finished`, which settles after `settled(true)` when the record is done, or `settled(false)`
+     * when closing interrupted it.
+     */
+    async start(record: R, settled: (done: boolean) => void): Promise<{ finished: Promise<void> }> {
+      if (divert && limiter.full(record.key) && limiter.queued(record.key) >= o.keyBacklog && limiter.stalledFor(record.key)) {
+        // Handed off (and written) before it counts as done: nothing is lost if we crash here.
+        settled(await diverted(record));
+        return { finished: Promise.resolve() };
+      }
+      const finished = limiter
+        .run(record.key, () => o.untilDone(() => o.handle(record), record))
+        .then(async (r) => settled(r === DIVERTED ? await diverted(record) : r));
+      return { finished };
+    },
+    close(): void {
+      if (sweep) clearInterval(sweep);
+    },
+  };
 }
