@@ -76,6 +76,9 @@ export interface OperatorEvent {
   data: { consecutive_failures: number; threshold: number; last_attempt?: AttemptRecord };
 }
 
+/** What routing needs of a destination: no configuration, no secrets. */
+export type DestinationRoute = Pick<Destination, 'id' | 'topics' | 'filter' | 'disabled_at'>;
+
 export interface DestinationSnapshot {
   id: string;
   tenant_id: string;

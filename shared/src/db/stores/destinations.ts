@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Cipher } from '../../crypto.ts';
-import type { Destination, DestinationSnapshot, DestinationType, JsonObject } from '../../model/index.ts';
+import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject } from '../../model/index.ts';
 
 interface DestinationRow {
   tenant_id: string;
@@ -112,6 +112,27 @@ export class DestinationStore {
     for (const r of rows) {
       const list = out.get(r.tenant_id) ?? [];
       list.push(this.toDestination(r));
+      out.set(r.tenant_id, list);
+    }
+    return out;
+  }
+
+  /**
+   * What routing needs of the destinations of several tenants, in one query and without opening
+   * any secret (the gateway's publish path: which destinations an event matches).
+   */
+  async routesForTenants(tenantIds: string[]): Promise<Map<string, DestinationRoute[]>> {
+    const out = new Map<string, DestinationRoute[]>();
+    if (!tenantIds.length) return out;
+    const rows = (await this.db('destinations')
+      .whereIn('tenant_id', tenantIds)
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .select('tenant_id', 'id', 'topics', 'filter', 'disabled_at')) as Array<
+      Pick<DestinationRow, 'tenant_id' | 'id' | 'topics' | 'filter' | 'disabled_at'>
+    >;
+    for (const r of rows) {
+      const list = out.get(r.tenant_id) ?? [];
+      list.push({ id: r.id, topics: r.topics, filter: r.filter, disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null });
       out.set(r.tenant_id, list);
     }
     return out;
