@@ -1,3 +1,4 @@
+import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { tierFor } from '@switchyard/shared/retry/schedule.ts';
 
@@ -21,6 +22,15 @@ export function createRetryScheduler(deps: SchedulerDeps) {
     /** Where a fresh retry starts waiting. */
     async schedule(delivery: DeliveryRecord, dueAt: Date): Promise<void> {
       await deps.park({ ...delivery, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()));
+    },
+    /**
+     * Parks a delivery (not an attempt) for exactly the delay of `tier`, the longest tier not longer
+     * than `wantedMs`: one hop through Kafka, where a due time between tiers would take several.
+     */
+    async park(delivery: DeliveryRecord, wantedMs: number): Promise<void> {
+      const tier = tierFor(wantedMs);
+      const dueAt = now() + (RETRY_TIERS_SECONDS[tier] as number) * 1000;
+      await deps.park({ ...delivery, due_at: new Date(dueAt).toISOString() }, tier);
     },
     async release(delivery: DeliveryRecord): Promise<void> {
       const remaining = Date.parse(delivery.due_at ?? '') - now();

@@ -85,11 +85,10 @@ export async function start(rt: Runtime): Promise<Service> {
           slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
         },
         keyBacklog: config.DESTINATION_BACKLOG,
-        // Not an attempt: the delivery comes back through a retry tier with its number unchanged, after
-        // as long as the destination has been stalled (1 s to PARK_MAX_MS), so a long-dead destination's
-        // deliveries do not circle every second.
-        onKeyBacklog: (record, stalledMs) =>
-          scheduler.schedule(record.value, new Date(Date.now() + Math.min(PARK_MAX_MS, Math.max(1000, stalledMs)))),
+        // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
+        // after about as long as the destination has been stalled (1 s up to PARK_MAX_MS), so a
+        // long-dead destination's deliveries do not circle every second.
+        onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, Math.min(PARK_MAX_MS, stalledMs)),
         async handle(record) {
           const { attempt, outcome } = await handle(record.value);
           logger.info(
