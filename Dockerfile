@@ -1,10 +1,11 @@
 # syntax=docker/dockerfile:1
 # One image for every Switchyard service. The default command runs the gateway; the other services
 # use the same image with another command (docker-compose.yml does that):
-#   node services/router/src/main.ts | node services/sender/src/main.ts
-#   node services/attempts/src/main.ts | node shared/src/db/migrate-cli.ts
-# Node 24 runs the TypeScript sources directly (type stripping), so there is no build step: the
-# first stage only installs the production dependencies.
+#   node dist/services/router/src/main.js | node dist/services/sender/src/main.js
+#   node dist/services/attempts/src/main.js | node dist/shared/src/db/migrate-cli.js
+# The services run as the JavaScript `npm run build` emits (infra/build.ts: Node's own type
+# stripping, done once at build time), not as TypeScript: stripping at load costs ~40 MB of RSS
+# per process that is never given back.
 ARG NODE_IMAGE=node:24-slim
 
 FROM ${NODE_IMAGE} AS deps
@@ -26,6 +27,8 @@ RUN --mount=type=cache,target=/root/.npm \
 # so a workspace's own node_modules, e.g. services/sender/node_modules, comes from npm ci above).
 COPY shared/ shared/
 COPY services/ services/
+COPY infra/build.ts infra/
+RUN node --disable-warning=ExperimentalWarning infra/build.ts --out dist
 
 FROM ${NODE_IMAGE}
 WORKDIR /app
@@ -38,4 +41,4 @@ COPY --from=deps /app /app
 # The node image's unprivileged user (uid 1000).
 USER node
 EXPOSE 3333
-CMD ["node", "services/gateway/src/main.ts"]
+CMD ["node", "dist/services/gateway/src/main.js"]

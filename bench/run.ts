@@ -42,6 +42,7 @@ const { values: opt } = parseArgs({
     label: { type: 'string' },
     baseline: { type: 'boolean', default: false },
     'keep-logs': { type: 'boolean', default: false },
+    source: { type: 'boolean', default: false },
     'services-root': { type: 'string' },
     'hang-origin': { type: 'string', default: 'separate' },
     help: { type: 'boolean', default: false },
@@ -79,6 +80,8 @@ if (opt.help) {
   --label NAME       results file name (default <date>-<scenarios>[-quick])
   --baseline         also write bench/results/baseline.{md,json,svg}
   --keep-logs        keep service logs (printed path)
+  --source           run the services' TypeScript directly instead of the built JavaScript (npm run build),
+                     which is what production images run (type stripping costs ~40 MB RSS per process)
   --services-root DIR    run the services of another checkout (bench/tree.sh <ref> DIR), for A/B runs
   --render FILE.json     rewrite the .md and .svg of an earlier result
   --hang-origin O        separate (default): hanging destinations on 127.0.0.2, another origin for the
@@ -308,6 +311,8 @@ interface Ctx {
   infra: Infra;
   rx: Receiver;
   logsDir: string;
+  /** The built tree the services run from, or null: their TypeScript sources. */
+  built: string | null;
   profileDir: string | undefined;
   /** A bare ceiling run now (ms long). */
   ceiling: (ms: number) => Promise<CeilingResult>;
@@ -328,6 +333,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     logLevel: opt['log-level'] as string,
     ...(ctx.profileDir ? { profileDir: ctx.profileDir } : {}),
     ...(opt['services-root'] ? { servicesRoot: opt['services-root'] } : {}),
+    ...(ctx.built ? { built: ctx.built } : {}),
     env: serviceEnv,
   });
   current = dep;
@@ -608,6 +614,14 @@ async function main(): Promise<void> {
   const runDir = mkdtempSync(join(tmpdir(), 'switchyard-bench-logs.'));
   const profileDir = opt.profile ? join(runDir, 'profiles') : undefined;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
+  // What production runs: the built JavaScript. An A/B run of another checkout runs its sources.
+  const built = opt.source || opt['services-root'] ? null : join(runDir, 'build');
+  if (built) {
+    execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'infra/build.ts'), '--out', built], {
+      stdio: 'pipe',
+    });
+    log(`services built into ${built} (npm run build); --source runs the TypeScript instead`);
+  }
   log('starting Kafka and Postgres on free ports');
   const infra = await startInfra(log);
   process.env.DATABASE_URL = infra.databaseUrl;
@@ -649,6 +663,7 @@ async function main(): Promise<void> {
       infra,
       rx,
       logsDir: runDir,
+      built,
       profileDir,
       ceiling,
       maxRate: opt['max-rate'] ? Number(opt['max-rate']) : null,
@@ -709,6 +724,7 @@ async function main(): Promise<void> {
         mode: quick ? 'quick' : 'full',
         profiled: Boolean(opt.profile),
         hangOrigin: opt['hang-origin'] as string,
+        services: built ? 'built' : 'source',
         command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
         git: gitDescribe(),
         node: process.version,

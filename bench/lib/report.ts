@@ -100,6 +100,8 @@ export interface RunResult {
     profiled?: boolean;
     /** Where hanging destinations listen: another loopback address (separate) or the healthy ones' origin (shared). */
     hangOrigin?: string;
+    /** The services ran as built JavaScript (npm run build, as production) or as TypeScript sources. */
+    services?: 'built' | 'source';
     command: string;
     git: string;
     node: string;
@@ -207,6 +209,7 @@ export function markdown(r: RunResult, svgName: string): string {
   L.push(
     `${m.mode === 'quick' ? '**Quick mode (smoke run, short phases): figures are indicative only.**' : 'Full run.'}${m.profiled ? ' **Services ran under `--cpu-prof`: throughput is lower and RSS includes the profiler.**' : ''} ${m.date}, commit \`${m.git}\`, Node ${m.node}, ${m.cpu} (${m.cores} cores), ${m.memGb} GB. ` +
       `Load average ${m.load1Before} before, ${m.load1After} after; ${Math.round(m.wallS / 60)} min wall. Command: \`${m.command}\`. ` +
+      `Services ran as ${m.services === 'built' ? 'built JavaScript (`npm run build`, as production images run them)' : 'TypeScript sources (type stripping at load)'}. ` +
       `Hanging destinations on ${m.hangOrigin === 'shared' ? 'the same origin as the healthy ones' : 'their own origin (127.0.0.2)'}. Services log at \`${m.logLevel}\`${
         Object.keys(m.serviceEnv).length
           ? `, with ${Object.entries(m.serviceEnv)

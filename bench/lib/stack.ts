@@ -111,11 +111,14 @@ export interface DeployOptions {
   profileDir?: string;
   /** A checkout whose services/ to run (bench/tree.sh), for A/B runs; this one by default. */
   servicesRoot?: string;
+  /** A tree built by infra/build.ts: run its services/<name>/src/main.js (as production does) instead of the sources. */
+  built?: string;
   env?: Record<string, string>;
 }
 
 /**
  * Starts the four services on a fresh database and topic prefix. Each is `node services/<name>/src/main.ts`
+ * (or its built .js)
  * in its own process (as shared/src/testing startService does), but with its output going to a log file
  * rather than into this process's memory, and optionally under `--cpu-prof`.
  */
@@ -146,7 +149,8 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
     const fd = openSync(logFile, 'a');
     const flags = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${o.label}-${name}.cpuprofile`] : [];
     const root = o.servicesRoot ?? ROOT;
-    const child = spawn(process.execPath, [...flags, join(root, `services/${name}/src/main.ts`)], {
+    const main = o.built ? join(o.built, `services/${name}/src/main.js`) : join(root, `services/${name}/src/main.ts`);
+    const child = spawn(process.execPath, [...flags, main], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', fd, fd],

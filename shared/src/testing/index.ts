@@ -180,7 +180,9 @@ export async function startService(
     embeddedProcesses.set(dir, { port: env.API_PORT ?? '3333', process: started });
     return started;
   }
-  return startProcess(t, name, `${ROOT}services/${name}/src/main.ts`, env, ready);
+  // SWITCHYARD_E2E_BUILD=DIR: the services as `npm run build` emits them (plain JavaScript), as production runs them.
+  const built = process.env.SWITCHYARD_E2E_BUILD;
+  return startProcess(t, name, built ? join(built, `services/${name}/src/main.js`) : `${ROOT}services/${name}/src/main.ts`, env, ready);
 }
 
 /** Accepts TCP connections on `from` and pipes each to `to` on 127.0.0.1, until teardown. */
