@@ -108,13 +108,19 @@ const chosen: ScenarioName[] =
         if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
         return s as ScenarioName;
       });
-const serviceEnv = Object.fromEntries(
-  (opt.env as string[]).map((kv) => {
-    const i = kv.indexOf('=');
-    if (i < 1) throw new Error(`--env wants K=V, got ${kv}`);
-    return [kv.slice(0, i), kv.slice(i + 1)];
-  }),
-);
+// The services run with the Node options of the production image (its `ENV NODE_OPTIONS=`), so the
+// benchmark measures what ships; --env NODE_OPTIONS=... overrides them.
+const imageNodeOptions = /^ENV NODE_OPTIONS=(\S+)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
+const serviceEnv: Record<string, string> = {
+  ...(imageNodeOptions ? { NODE_OPTIONS: imageNodeOptions.replace(/^"|"$/g, '') } : {}),
+  ...Object.fromEntries(
+    (opt.env as string[]).map((kv) => {
+      const i = kv.indexOf('=');
+      if (i < 1) throw new Error(`--env wants K=V, got ${kv}`);
+      return [kv.slice(0, i), kv.slice(i + 1)];
+    }),
+  ),
+};
 const date = new Date().toISOString().slice(0, 10);
 const label = opt.label ?? `${date}-${opt.scenario === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
 const outDir = opt.out as string;
