@@ -40,6 +40,7 @@ export async function start(rt: Runtime): Promise<Service> {
     await rt.bus.consume<RoutedRecord>({
       groupId: 'attempts-routed',
       topics: [TOPIC.routed],
+      batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       async handleBatch(records) {
         await store.storeRouted(records.map((r) => r.value));
       },
@@ -49,6 +50,7 @@ export async function start(rt: Runtime): Promise<Service> {
     await rt.bus.consume<AttemptRecord>({
       groupId: 'attempts',
       topics: [TOPIC.attempts],
+      batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       async handleBatch(records) {
         const added = await store.storeAttempts(records.map((r) => r.value));
         await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));

@@ -189,6 +189,14 @@ export const SETTINGS = {
     maximum: 1000,
     description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
   },
+  ATTEMPTS_BATCH_WAIT_MS: {
+    kind: 'integer',
+    default: '200',
+    minimum: 0,
+    maximum: 5000,
+    description:
+      'Longest the attempts service lets a batch of attempts or routed events fill before writing it (its fetch wait): fewer, larger writes at low load; listings trail deliveries by at most this much more. 0: write what each fetch brings.',
+  },
   DESTINATION_STALL_MS: {
     kind: 'integer',
     default: '1000',
