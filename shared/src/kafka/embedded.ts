@@ -29,8 +29,17 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
-import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, OutRecord } from './index.ts';
-import { createKeyedDispatch, OffsetTracker } from './inflight.ts';
+import {
+  type Bus,
+  type BusConsumer,
+  type BusProducer,
+  type ConsumeOptions,
+  type DelayedConsumeOptions,
+  type InRecord,
+  keyedDispatchOf,
+  type OutRecord,
+} from './index.ts';
+import { OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 export interface EmbeddedBusOptions {
@@ -653,12 +662,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
         }
       };
 
-      const dispatch = createKeyedDispatch<InRecord<T>>({
-        keyConcurrency: Math.max(1, o.keyConcurrency ?? concurrency),
-        health: o.keyHealth ?? {},
-        keyBacklog: o.keyBacklog ?? 0,
-        handle: async (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
-        ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+      const dispatch = keyedDispatchOf(o, {
         untilDone: (what, record) => retrying(what, { topic: record.topic, partition: record.partition, offset: record.offset }),
       });
 
@@ -692,16 +696,8 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
               await new Promise<void>((resolve) => st.waiters.push(resolve));
             }
             if (abort.signal.aborted) break;
-            const record = toInRecord<T>(p.topic, p.id, r);
-            st.tracker.start(record.offset);
             pos = r.offset + 1;
-            const task = (
-              await dispatch.start(record, (done) => {
-                if (done) st.tracker.finish(record.offset);
-                for (const w of st.waiters.splice(0)) w();
-              })
-            ).finished.finally(() => inflight.delete(task));
-            inflight.add(task);
+            await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight);
           }
         }
       };

@@ -2,7 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
-import { createKeyedDispatch, type KeyHealth, OffsetTracker } from './inflight.ts';
+import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes } = kafkajs;
@@ -114,6 +114,18 @@ export interface KafkaBusOptions {
   partitions: number;
   replicationFactor: number;
   log: Logger;
+}
+
+/** The per-record dispatch a consumer's options ask for; shared by the Kafka and the embedded bus. */
+export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispatchOptions<InRecord<T>>, 'untilDone'>) {
+  return createKeyedDispatch<InRecord<T>>({
+    keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
+    health: o.keyHealth ?? {},
+    keyBacklog: o.keyBacklog ?? 0,
+    handle: (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
+    ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+    untilDone: retry.untilDone,
+  });
 }
 
 function kafkaLogCreator(log: Logger) {
@@ -262,12 +274,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
       // Our own faults are retried here with backoff until they pass: the record stays unfinished,
       // so its offset is not committed and nothing behind it is lost.
-      const dispatch = createKeyedDispatch<InRecord<T>>({
-        keyConcurrency: Math.max(1, o.keyConcurrency ?? concurrency),
-        health: o.keyHealth ?? {},
-        keyBacklog: o.keyBacklog ?? 0,
-        handle: async (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
-        ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+      const dispatch = keyedDispatchOf(o, {
         async untilDone(what, record) {
           for (let attempt = 0; ; attempt++) {
             try {
@@ -330,16 +337,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               await heartbeat();
             }
             if (closing) break;
-            const record = toInRecord<T>(batch.topic, batch.partition, m);
-            st.tracker.start(m.offset);
             resolveOffset(m.offset);
-            const task = (
-              await dispatch.start(record, (done) => {
-                if (done) st.tracker.finish(m.offset);
-                for (const w of st.waiters.splice(0)) w();
-              })
-            ).finished.finally(() => inflight.delete(task));
-            inflight.add(task);
+            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight);
           }
           await heartbeat();
         },

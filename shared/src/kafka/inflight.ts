@@ -220,6 +220,24 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
         .then(async (r) => settled(r === DIVERTED ? await diverted(record) : r));
       return { finished };
     },
+    /**
+     * Starts one record of a partition (offsets in order): in flight in `partition.tracker` until
+     * it is done, then the partition's waiters for a free slot are woken. Resolves once under way;
+     * the promise added to `inflight` settles when the record is done or closing interrupted it.
+     */
+    async run(
+      record: R & { offset: string },
+      partition: { tracker: OffsetTracker; waiters: Array<() => void> },
+      inflight: Set<Promise<void>>,
+    ): Promise<void> {
+      partition.tracker.start(record.offset);
+      const { finished } = await this.start(record, (done) => {
+        if (done) partition.tracker.finish(record.offset);
+        for (const w of partition.waiters.splice(0)) w();
+      });
+      const task = finished.finally(() => inflight.delete(task));
+      inflight.add(task);
+    },
     close(): void {
       if (sweep) clearInterval(sweep);
     },
