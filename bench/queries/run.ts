@@ -80,13 +80,13 @@ function loadSql(table: PartitionedTable, d: number, name: string): string {
   const eventTime = (k: string) => `${start} + (${k}::bigint * 3 * ${stepUs}) * interval '1 microsecond'`;
   if (table === 'attempts') {
     return `
-      INSERT INTO ${name} (id, tenant_id, destination_id, event_id, topic, status, code, response_data, attempt_number, manual, time, duration_ms, final)
+      INSERT INTO ${name} (id, tenant_id, destination_id, event_id, topic, status, code, response_data, attempt_number, manual, time, duration_ms, final, event_received_at)
       SELECT (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
              ${tenantName('j')}, ${destName('j')}, 'evt_${d}_' || k, ${topic('k')},
              CASE WHEN k % 10 = 0 THEN 'failed' ELSE 'success' END,
              CASE WHEN k % 10 = 0 THEN '503' ELSE '200' END,
              CASE WHEN k % 10 = 0 THEN '{"status":503,"body":"upstream unavailable"}'::jsonb ELSE '{"status":200,"body":"ok"}'::jsonb END,
-             i % 3 + 1, i % 3 = 2, t, 20 + i % 200, i % 3 = 2
+             i % 3 + 1, i % 3 = 2, t, 20 + i % 200, i % 3 = 2, ${eventTime('k')} + interval '1 microsecond'
         FROM generate_series(0, ${PER_DAY - 1}) i,
              LATERAL (SELECT i / 3 AS k) kk,
              LATERAL (SELECT ${destOf('k', d)} AS j,

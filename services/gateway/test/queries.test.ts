@@ -81,7 +81,16 @@ async function insertAttempt(db: Knex, a: Omit<Att, 'id' | 'time' | 'code' | 're
     response_data: { status: a.status === 'success' ? 200 : 503, body: `#${a.attempt_number}` },
   };
   fx.attempts.push(row);
-  await db('attempts').insert({ ...row, response_data: JSON.stringify(row.response_data), manual: false, final: true, duration_ms: 12 });
+  // As the pipeline writes them: the event's partition key rides along.
+  const event = fx.events.find((e) => e.tenant_id === a.tenant_id && e.id === a.event_id);
+  await db('attempts').insert({
+    ...row,
+    response_data: JSON.stringify(row.response_data),
+    manual: false,
+    final: true,
+    duration_ms: 12,
+    event_received_at: event?.received_at ?? null,
+  });
   return row;
 }
 
@@ -484,6 +493,30 @@ t.test('events and attempts queries', async (t) => {
     t.equal(one.status, 200);
     t.equal(one.body.event.id, 'evt_05');
     t.equal(one.body.id, plain.id);
+  });
+
+  t.test('include=event reads the event from its own partition, or from every one for older rows', async (t) => {
+    const base = '/api/v1/tenants/acme/destinations/d1/attempts?event_id=evt_07&include=event';
+    const eventQueries: string[] = [];
+    const listen = (q: { sql: string }) => {
+      if (/ FROM events e /.test(q.sql)) eventQueries.push(q.sql);
+    };
+    db.on('query', listen);
+    t.teardown(() => void db.off('query', listen));
+    const hinted = (await call('GET', base)).body.models[0];
+    t.equal(hinted.event.id, 'evt_07');
+    t.equal(eventQueries.length, 1, 'one events query');
+    t.match(eventQueries[0], /e\.received_at >= .* AND e\.received_at <= /, 'bounded to the event partition (pruned)');
+    t.notOk('event_received_at' in hinted || 'event_received_key' in hinted, 'the API shape is unchanged');
+
+    // A row written before the column existed: found all the same, in every partition.
+    await db('attempts').where({ id: hinted.id }).update({ event_received_at: null });
+    eventQueries.length = 0;
+    const unhinted = (await call('GET', base)).body.models[0];
+    t.equal(unhinted.event.id, 'evt_07', 'found without the hint');
+    t.equal(eventQueries.length, 1);
+    t.notMatch(eventQueries[0], /received_at >=/, 'looked up in every partition');
+    t.same(unhinted.event, hinted.event, 'the same event either way');
   });
 
   t.test('one attempt: found in scope, 404 ATTEMPT_NOT_FOUND otherwise', async (t) => {

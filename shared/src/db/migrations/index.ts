@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_initial.ts';
 import * as m002 from './002_pipeline.ts';
+import * as m003 from './003_attempt_event_partition.ts';
 
 export interface Migration {
   name: string;
@@ -12,4 +13,5 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   { name: '001_initial', ...m001 },
   { name: '002_pipeline', ...m002 },
+  { name: '003_attempt_event_partition', ...m003 },
 ];

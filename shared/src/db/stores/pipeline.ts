@@ -82,6 +82,7 @@ export class PipelineStore {
             time: a.time,
             duration_ms: a.duration_ms,
             final: a.final,
+            event_received_at: a.event_received_at || null,
           })),
         )
         .onConflict()

@@ -366,12 +366,26 @@ interface AttemptRow {
   final: boolean;
   duration_ms: number | null;
   time: Date;
+  event_received_key: string | null;
 }
 
 const ATTEMPT_COLUMNS =
-  'a.id, a.tenant_id, a.destination_id, a.event_id, a.topic, a.status, a.code, a.response_data, a.attempt_number, a.manual, a.final, a.duration_ms, a.time';
+  'a.id, a.tenant_id, a.destination_id, a.event_id, a.topic, a.status, a.code, a.response_data, a.attempt_number, a.manual, a.final, a.duration_ms, a.time, ' +
+  `${keyText('a.event_received_at')} AS event_received_key`;
 
-const attemptView = (r: AttemptRow): AttemptView => ({
+/**
+ * Where each listed attempt's event is stored (its received_at, as key text): kept beside the view
+ * rather than in it, so the API shape is unchanged and include=event can still read it (eventsOf).
+ */
+const eventPartitionOf = new WeakMap<object, string>();
+
+const attemptView = (r: AttemptRow): AttemptView => {
+  const view = attemptFields(r);
+  if (r.event_received_key) eventPartitionOf.set(view, r.event_received_key);
+  return view;
+};
+
+const attemptFields = (r: AttemptRow): AttemptView => ({
   id: r.id,
   tenant_id: r.tenant_id,
   destination_id: r.destination_id,
@@ -581,10 +595,13 @@ export class QueryStore {
     return rows.map(attemptView);
   }
 
-  /** The events of attempts, for `include=event`; keyed by tenant and event id. */
+  /**
+   * The events of attempts, for `include=event`; keyed by tenant and event id. Attempts listed by
+   * this store know their event's partition, so those lookups are pruned to it.
+   */
   async eventsOf(keys: readonly { tenant_id: string; event_id: string }[], withData: boolean): Promise<Map<string, EmbeddedEvent>> {
     const rows = await this.eventRows(
-      keys.map((k) => ({ tenant: k.tenant_id, id: k.event_id })),
+      keys.map((k) => ({ tenant: k.tenant_id, id: k.event_id, received: eventPartitionOf.get(k) ?? null })),
       withData,
     );
     const out = new Map<string, EmbeddedEvent>();
