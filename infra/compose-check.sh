@@ -32,7 +32,9 @@ log() { echo "compose-check: $*" >&2; }
 plugin_ok() { [ -x "$plugin" ] && [ "$("$plugin" version --short 2>/dev/null)" = "$COMPOSE_VERSION" ]; }
 
 build_plugin() ( # a subshell: its EXIT trap cleans the build directory
-  command -v go >/dev/null || { log "go not found"; exit 1; }
+  # The usual install places when go is not on PATH (a non-login shell may not have them).
+  command -v go >/dev/null || for d in /usr/local/go/bin /usr/lib/go/bin; do [ -x "$d/go" ] && PATH="$d:$PATH" && break; done
+  command -v go >/dev/null || { log "go not found: install Go (Debian: apt-get install golang-go; a newer toolchain comes through the module proxy)"; exit 1; }
   mod=github.com/docker/compose/v2
   start=$SECONDS
   tmp=$(mktemp -d)
