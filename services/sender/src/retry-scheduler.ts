@@ -2,6 +2,12 @@ import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { tierFor } from '@switchyard/shared/retry/schedule.ts';
 
+/** Longest a stalled destination's delivery is parked at a time: how late a recovered destination may see it. */
+export const PARK_MAX_MS = 30_000;
+/** A destination stalled this long (it has been timing out for minutes) has its deliveries parked for up to PARK_LONG_MS. */
+export const PARK_LONG_STALL_MS = 300_000;
+export const PARK_LONG_MS = 300_000;
+
 export interface SchedulerDeps {
   /** Sends a delivery back to its type's delivery topic. */
   deliver(delivery: DeliveryRecord): Promise<void>;
@@ -21,16 +27,24 @@ export function createRetryScheduler(deps: SchedulerDeps) {
   return {
     /** Where a fresh retry starts waiting. */
     async schedule(delivery: DeliveryRecord, dueAt: Date): Promise<void> {
-      await deps.park({ ...delivery, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()));
+      // An attempt was made: the count of parks in a row starts again.
+      const { parked: _parked, ...rest } = delivery;
+      await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()));
     },
     /**
-     * Parks a delivery (not an attempt) for exactly the delay of `tier`, the longest tier not longer
-     * than `wantedMs`: one hop through Kafka, where a due time between tiers would take several.
+     * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
+     * delay of one tier (one hop through Kafka, where a due time between tiers would take several),
+     * the longest not longer than the stall, and at least one tier longer than this delivery's
+     * previous park in a row. A delivery that keeps finding its destination stalled thus waits 1 s,
+     * 5 s, then 30 s per hop instead of circling every second; 300 s once the stall has lasted
+     * PARK_LONG_STALL_MS.
      */
-    async park(delivery: DeliveryRecord, wantedMs: number): Promise<void> {
-      const tier = tierFor(wantedMs);
+    async park(delivery: DeliveryRecord, stalledMs: number): Promise<void> {
+      const longest = tierFor(stalledMs >= PARK_LONG_STALL_MS ? PARK_LONG_MS : PARK_MAX_MS);
+      const parked = (delivery.parked ?? 0) + 1;
+      const tier = Math.min(longest, Math.max(tierFor(stalledMs), parked - 1));
       const dueAt = now() + (RETRY_TIERS_SECONDS[tier] as number) * 1000;
-      await deps.park({ ...delivery, due_at: new Date(dueAt).toISOString() }, tier);
+      await deps.park({ ...delivery, parked, due_at: new Date(dueAt).toISOString() }, tier);
     },
     async release(delivery: DeliveryRecord): Promise<void> {
       const remaining = Date.parse(delivery.due_at ?? '') - now();

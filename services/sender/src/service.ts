@@ -14,9 +14,6 @@ import type { Sender } from './sender.ts';
 import { createEgressAgent, parseAllowList } from './webhook/egress.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
-/** Longest a delivery of a stalled destination is parked at a time: how late a recovered destination may see it. */
-const PARK_MAX_MS = 30_000;
-
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
   const { config, logger } = rt;
@@ -86,9 +83,9 @@ export async function start(rt: Runtime): Promise<Service> {
         },
         keyBacklog: config.DESTINATION_BACKLOG,
         // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
-        // after about as long as the destination has been stalled (1 s up to PARK_MAX_MS), so a
-        // long-dead destination's deliveries do not circle every second.
-        onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, Math.min(PARK_MAX_MS, stalledMs)),
+        // after about as long as the destination has been stalled, and longer each time it finds the
+        // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
+        onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
         async handle(record) {
           const { attempt, outcome } = await handle(record.value);
           logger.info(

@@ -11,11 +11,11 @@ const delivery: DeliveryRecord = {
 };
 
 function scheduler(at: { now: number }) {
-  const parked: Array<{ tier: number; due_at?: string }> = [];
+  const parked: Array<{ tier: number; due_at?: string; record: DeliveryRecord }> = [];
   const delivered: DeliveryRecord[] = [];
   const s = createRetryScheduler({
     deliver: async (d) => void delivered.push(d),
-    park: async (d, tier) => void parked.push({ tier, due_at: d.due_at }),
+    park: async (d, tier) => void parked.push({ tier, due_at: d.due_at, record: d }),
     now: () => at.now,
   });
   return { s, parked, delivered };
@@ -55,4 +55,43 @@ t.test('a retry due between tiers moves down the tiers until due', async (t) => 
   at.now += 2000;
   await s.release({ ...delivery, due_at: parked.at(-1)?.due_at });
   t.equal(delivered.length, 1, 'then delivered');
+});
+
+t.test('a delivery that keeps finding its destination stalled waits one tier longer each time', async (t) => {
+  const at = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const { s, parked, delivered } = scheduler(at);
+  // The destination has been stalled for 2 s each time the delivery comes back to it.
+  let d: DeliveryRecord = delivery;
+  for (let i = 0; i < 5; i++) {
+    await s.park(d, 2000);
+    const p = parked.at(-1) as (typeof parked)[number];
+    at.now = Date.parse(p.due_at ?? '');
+    await s.release(p.record);
+    d = delivered.at(-1) as DeliveryRecord;
+  }
+  t.same(
+    parked.map((p) => p.tier),
+    [0, 1, 2, 2, 2],
+    '1 s, 5 s, then 30 s at most while the stall is short',
+  );
+  t.equal(d.parked, 5, 'the record counts its parks in a row');
+  t.equal(d.attempt_number, 2, 'none of them an attempt');
+
+  // An attempt starts the count again: a retry is scheduled by its own due time, without the count.
+  await s.schedule(d, new Date(at.now + 1000));
+  t.equal(parked.at(-1)?.record.parked, undefined, 'a scheduled retry carries no park count');
+});
+
+t.test('a destination stalled for minutes has its deliveries parked for up to 300 s', async (t) => {
+  const at = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const { s, parked } = scheduler(at);
+  await s.park(delivery, 299_000);
+  await s.park({ ...delivery, parked: 9 }, 299_000);
+  await s.park(delivery, 300_000);
+  await s.park({ ...delivery, parked: 9 }, 3_600_000);
+  t.same(
+    parked.map((p) => p.tier),
+    [2, 2, 3, 3],
+    '30 s while the stall is under five minutes, 300 s after (never a longer tier)',
+  );
 });

@@ -155,6 +155,9 @@ function toInRecord<T>(
   }
 }
 
+/** Due records of a retry tier released together (one produce request and one commit per slice). */
+const DELAYED_RELEASE_SLICE = 500;
+
 export function createKafkaBus(opts: KafkaBusOptions): Bus {
   const kafka = new Kafka({
     clientId: opts.clientId,
@@ -164,6 +167,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
   });
   const name = (t: TopicDef) => topicName(opts.topicPrefix, t);
+
   // Consumers close before producers: in-flight work still writes its results while finishing.
   const consumers: BusConsumer[] = [];
   const producers: BusProducer[] = [];
@@ -376,25 +380,43 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: 16,
         eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
-          for (const m of batch.messages) {
+          const delay = delayOf.get(batch.topic) ?? 0;
+          const now = Date.now();
+          const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
+          const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
+          // Due records are released together, a slice at a time, with one commit per slice: one
+          // produce request and one commit for many records (a commit per record cost the broker
+          // and this process more than the records themselves).
+          for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
             if (closing || !isRunning() || isStale()) return;
-            const releaseAt = Number(m.timestamp) + (delayOf.get(batch.topic) ?? 0);
-            const wait = releaseAt - Date.now();
-            if (wait > 0) {
-              // Not due: stop here, come back to this very record when it is.
-              const resume = pause();
-              consumer.seek({ topic: batch.topic, partition: batch.partition, offset: m.offset });
-              const timer = setTimeout(() => {
+            const slice = due.slice(i, i + DELAYED_RELEASE_SLICE);
+            const results = await Promise.allSettled(slice.map((m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m))));
+            // Commit up to the first failure; from there the batch is fetched again (records after it
+            // that did pass are released twice: at least once, never lost).
+            const failed = results.findIndex((r) => r.status === 'rejected');
+            const done = failed < 0 ? slice : slice.slice(0, failed);
+            const last = done.at(-1);
+            if (last) {
+              resolveOffset(last.offset);
+              await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) }]);
+            }
+            if (failed >= 0) throw (results[failed] as PromiseRejectedResult).reason;
+            await heartbeat();
+          }
+          const next = firstLater < 0 ? undefined : batch.messages[firstLater];
+          if (next && !closing && isRunning() && !isStale()) {
+            // Not due: stop here, come back to this very record when it is. The fetched batch is
+            // dropped meanwhile (fetched again on resume), so a long tier holds no records in memory.
+            const resume = pause();
+            consumer.seek({ topic: batch.topic, partition: batch.partition, offset: next.offset });
+            const timer = setTimeout(
+              () => {
                 timers.delete(timer);
                 if (!closing) resume();
-              }, wait);
-              timers.add(timer);
-              return;
-            }
-            await o.handle(toInRecord<T>(batch.topic, batch.partition, m));
-            resolveOffset(m.offset);
-            await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(m.offset) + 1n) }]);
-            await heartbeat();
+              },
+              Number(next.timestamp) + delay - Date.now(),
+            );
+            timers.add(timer);
           }
         },
       });

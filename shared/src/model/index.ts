@@ -55,6 +55,8 @@ export interface DeliveryRecord {
   manual: boolean;
   /** On retry topics: when the retry is due (ISO time). */
   due_at?: string;
+  /** Times in a row this delivery was parked, without an attempt, because its destination was stalled. */
+  parked?: number;
 }
 
 /** Where the router sent one event (shared/schemas/routed.schema.json). */
