@@ -325,3 +325,34 @@ t.test('one process per directory; one consumer per group', async (t) => {
   t.pass('a stale lock is taken over');
   lock.release();
 });
+
+t.test('a consumer holds at most maxInFlightBytes of records in flight, across partitions', async (t) => {
+  const bus = await openBus(t, tempDir(t));
+  const producer = await bus.producer();
+  const pad = 'x'.repeat(4000);
+  // Spread over every partition, so only the byte budget (not the per-partition limit) binds.
+  await producer.send(
+    ORDERS,
+    Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: { i, pad } })),
+  );
+  let running = 0;
+  let peak = 0;
+  let done = 0;
+  await bus.consume<{ i: number }>({
+    groupId: 'budget',
+    topics: [ORDERS],
+    concurrency: 20,
+    maxInFlightBytes: 10_000,
+    async handle() {
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((r) => setTimeout(r, 20));
+      running--;
+      done++;
+    },
+  });
+  await until('every record', () => done === 40);
+  // ~4 KB records: starts while under 10 KB in flight, so at most three at once.
+  t.ok(peak <= 3, `at most 3 records in flight at once (peak ${peak})`);
+  t.ok(peak >= 2, `still concurrent (peak ${peak})`);
+});

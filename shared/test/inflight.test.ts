@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker } from '../src/kafka/inflight.ts';
+import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker } from '../src/kafka/inflight.ts';
 
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();
@@ -172,4 +172,54 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
     ['h0', 'h1', 'h2', 'h3', 'o1', 'o2'].map((id) => [id, [true]]),
     'each record settled once, as done',
   );
+});
+
+t.test('a byte budget is full at its maximum, yet one record always fits', async (t) => {
+  const b = new ByteBudget(100);
+  t.notOk(b.full, 'empty');
+  b.take(500);
+  t.ok(b.full, 'one record larger than the budget: full after it');
+  b.give(500);
+  t.notOk(b.full, 'empty again: the next record fits whatever its size');
+  b.take(60);
+  t.notOk(b.full, 'under the maximum');
+  b.take(40);
+  t.ok(b.full, 'at the maximum');
+  let woken = false;
+  const freed = b.freed().then(() => (woken = true));
+  t.notOk(woken);
+  b.give(60);
+  await freed;
+  t.ok(woken, 'waiters are woken when bytes are given back');
+  t.equal(b.inUse, 40);
+});
+
+t.test("keyed dispatch takes a record's bytes from the budget until it settles", async (t) => {
+  const releases: Array<() => void> = [];
+  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
+    keyConcurrency: 10,
+    health: {},
+    keyBacklog: 0,
+    maxInFlightBytes: 1000,
+    handle: () => new Promise<void>((res) => releases.push(res)),
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+  });
+  t.teardown(() => dispatch.close());
+  const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
+  const inflight = new Set<Promise<void>>();
+  await dispatch.run({ key: 'a', id: '1', offset: '0' }, partition, inflight, 600);
+  t.notOk(dispatch.budget.full);
+  await dispatch.run({ key: 'a', id: '2', offset: '1' }, partition, inflight, 600);
+  t.ok(dispatch.budget.full, '1,200 bytes in flight: full');
+  t.equal(dispatch.budget.inUse, 1200);
+  (releases.shift() as () => void)();
+  await new Promise((r) => setImmediate(r));
+  t.equal(dispatch.budget.inUse, 600, 'a finished record gives its bytes back');
+  t.notOk(dispatch.budget.full);
+  (releases.shift() as () => void)();
+  await Promise.all([...inflight]);
+  t.equal(dispatch.budget.inUse, 0);
 });

@@ -75,6 +75,7 @@ export async function start(rt: Runtime): Promise<Service> {
         groupId: `sender-${type}`,
         topics: [TOPIC.deliveries[type]],
         concurrency: config.SENDER_CONCURRENCY,
+        maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
         keyConcurrency: config.DESTINATION_CONCURRENCY,
         keyHealth: {
           stallMs: config.DESTINATION_STALL_MS,

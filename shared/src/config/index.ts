@@ -182,6 +182,13 @@ export const SETTINGS = {
     maximum: 10000,
     description: 'Deliveries in flight at once per partition in a sender.',
   },
+  SENDER_MAX_INFLIGHT_BYTES: {
+    kind: 'integer',
+    default: '16777216',
+    minimum: 1024,
+    description:
+      'Bytes of delivery records (as stored in the delivery topic) a sender has in flight at once, across its partitions; one delivery always fits. Bounds the memory a sender holds whatever the size of events (16 MiB: 64 deliveries of 256 KiB events).',
+  },
   DESTINATION_CONCURRENCY: {
     kind: 'integer',
     default: '8',

@@ -692,12 +692,15 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           if (abort.signal.aborted) break;
           pos = Math.max(pos, p.start());
           for (const r of await p.read(pos)) {
-            while (st.tracker.inFlight >= concurrency && !abort.signal.aborted) {
-              await new Promise<void>((resolve) => st.waiters.push(resolve));
+            while ((st.tracker.inFlight >= concurrency || dispatch.budget.full) && !abort.signal.aborted) {
+              await new Promise<void>((resolve) => {
+                st.waiters.push(resolve);
+                if (dispatch.budget.full) void dispatch.budget.freed().then(resolve);
+              });
             }
             if (abort.signal.aborted) break;
             pos = r.offset + 1;
-            await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight);
+            await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight, r.value?.length ?? 0);
           }
         }
       };

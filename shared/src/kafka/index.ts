@@ -62,6 +62,11 @@ export interface ConsumeOptions<T> {
   /** Records of a stalled key allowed to wait for a slot (default 0); the rest go to onKeyBacklog. */
   keyBacklog?: number;
   /**
+   * Bytes of records (their encoded values) in flight at once across the consumer's partitions;
+   * one record always fits. Bounds the memory a consumer holds whatever the size of events.
+   */
+  maxInFlightBytes?: number;
+  /**
    * Takes a record of a stalled key instead of handle (for example, parks it for later), so a stuck
    * key cannot fill the partition. `stalledMs` says for how long the key has been stalled.
    */
@@ -125,6 +130,7 @@ export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispat
     handle: (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
     ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
     untilDone: retry.untilDone,
+    ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),
   });
 }
 
@@ -333,16 +339,17 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               resolveOffset(m.offset);
               continue;
             }
-            while (st.tracker.inFlight >= concurrency && !closing) {
+            while ((st.tracker.inFlight >= concurrency || dispatch.budget.full) && !closing) {
               await new Promise<void>((r) => {
                 st.waiters.push(r);
+                if (dispatch.budget.full) void dispatch.budget.freed().then(r);
                 setTimeout(r, 1000);
               });
               await heartbeat();
             }
             if (closing) break;
             resolveOffset(m.offset);
-            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight);
+            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
           }
           await heartbeat();
         },

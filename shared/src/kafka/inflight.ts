@@ -174,6 +174,44 @@ export class KeyedLimiter {
   }
 }
 
+/**
+ * The bytes of records in flight across all partitions of one consumer, bounded: a record may start
+ * while the total is under `max`, or when nothing is in flight (one record always fits, however
+ * large). With the per-partition concurrency this bounds what a consumer holds in memory whatever
+ * the size of the events.
+ */
+export class ByteBudget {
+  private used = 0;
+  private readonly waiters: Array<() => void> = [];
+  readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get full(): boolean {
+    return this.used > 0 && this.used >= this.max;
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  take(bytes: number): void {
+    this.used += bytes;
+  }
+
+  give(bytes: number): void {
+    this.used -= bytes;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Resolves at the next `give` (the caller checks `full` again). */
+  freed(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
 export interface KeyedDispatchOptions<R extends { key: string }> {
   keyConcurrency: number;
   health: KeyHealth;
@@ -184,6 +222,8 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
   divert?(record: R, stalledMs: number): Promise<void>;
   /** Runs `what` until it passes (our own faults are retried in place); false when closing interrupted it. */
   untilDone(what: () => Promise<void>, record: R): Promise<boolean>;
+  /** Bytes of records in flight at most, across partitions (see ByteBudget); unbounded when absent. */
+  maxInFlightBytes?: number;
 }
 
 /**
@@ -202,8 +242,10 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
   sweep?.unref();
   const diverted = (record: R) =>
     o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(record.key))), record);
+  const budget = new ByteBudget(o.maxInFlightBytes ?? Number.POSITIVE_INFINITY);
   return {
     limiter,
+    budget,
     /**
      * Starts one record; resolves once it is under way (or, when diverted at once, handed off), with
      * `finished`, which settles after `settled(true)` when the record is done, or `settled(false)`
@@ -229,10 +271,13 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
       record: R & { offset: string },
       partition: { tracker: OffsetTracker; waiters: Array<() => void> },
       inflight: Set<Promise<void>>,
+      bytes = 0,
     ): Promise<void> {
       partition.tracker.start(record.offset);
+      budget.take(bytes);
       const { finished } = await this.start(record, (done) => {
         if (done) partition.tracker.finish(record.offset);
+        budget.give(bytes);
         for (const w of partition.waiters.splice(0)) w();
       });
       const task = finished.finally(() => inflight.delete(task));
