@@ -34,10 +34,10 @@ export function createRetryScheduler(deps: SchedulerDeps) {
     /**
      * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
      * delay of one tier (one hop through Kafka, where a due time between tiers would take several),
-     * the longest not longer than the stall, and at least one tier longer than this delivery's
-     * previous park in a row. A delivery that keeps finding its destination stalled thus waits 1 s,
-     * 5 s, then 30 s per hop instead of circling every second; 300 s once the stall has lasted
-     * PARK_LONG_STALL_MS.
+     * the longest not longer than the stall; and the n-th park in a row waits at least the n-th tier.
+     * A delivery that keeps finding its destination stalled thus reaches the 30 s tier by its third
+     * park instead of circling through the short tiers while the stall is young; 300 s per hop once
+     * the stall has lasted PARK_LONG_STALL_MS.
      */
     async park(delivery: DeliveryRecord, stalledMs: number): Promise<void> {
       const longest = tierFor(stalledMs >= PARK_LONG_STALL_MS ? PARK_LONG_MS : PARK_MAX_MS);

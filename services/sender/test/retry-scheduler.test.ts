@@ -57,7 +57,7 @@ t.test('a retry due between tiers moves down the tiers until due', async (t) => 
   t.equal(delivered.length, 1, 'then delivered');
 });
 
-t.test('a delivery that keeps finding its destination stalled waits one tier longer each time', async (t) => {
+t.test('a delivery that keeps finding its destination stalled waits at least the n-th tier on its n-th park', async (t) => {
   const at = { now: Date.parse('2026-01-01T00:00:00Z') };
   const { s, parked, delivered } = scheduler(at);
   // The destination has been stalled for 2 s each time the delivery comes back to it.
