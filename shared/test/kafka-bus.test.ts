@@ -1,7 +1,7 @@
 // The Kafka bus's delayed consumer (the retry tiers) against the real broker: records wait their
 // delay, are released once each, commits survive a restart, and a failing handler loses nothing.
 import t from 'tap';
-import { type Bus, createKafkaBus, type InRecord } from '../src/kafka/index.ts';
+import { type Bus, createKafkaBus, type InRecord, splitBySize } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
@@ -100,4 +100,35 @@ t.test('delayed consumer: a handler failure is retried and nothing behind it is 
   t.equal(failures, 1, 'the failure happened');
   for (let i = 0; i < 20; i++) t.ok((seen.get(i) ?? 0) >= 1, `record ${i} handled`);
   for (let i = 0; i < 5; i++) t.equal(seen.get(i), 1, `record ${i}, committed before the failure, handled once`);
+});
+
+t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {
+  const prefix = `${uniqueName('kb')}.`;
+  const topic: TopicDef = { name: 'big', key: 'k', description: 'large records' };
+  const bus = openBus(t, prefix);
+  await bus.ensureTopics([topic]);
+  const producer = await bus.producer();
+  // Three records of ~600 KB and one of ~1 MB, same key: one partition, 2.8 MB in one request.
+  const records = [600, 600, 600, 1000].map((kb, i) => ({ key: 'same', value: { i, pad: 'x'.repeat(kb * 1024) } }));
+  await producer.sendMany([{ topic, records }]);
+  const got: number[] = [];
+  await bus.consume<{ i: number }>({ groupId: 'big', topics: [topic], handle: async (r) => void got.push(r.value.i) });
+  await waitFor('every large record', () => got.length === 4, 30_000);
+  t.same(got, [0, 1, 2, 3]);
+});
+
+t.test('produce requests are split to stay under the size budget, in order; an oversized record goes alone', async (t) => {
+  const m = (id: number, bytes: number) => ({ id, message: { key: 'k', value: 'x'.repeat(bytes), headers: {} } });
+  const ids = (groups: Array<Array<{ id: number }>>) => groups.map((g) => g.map((x) => x.id));
+  t.same(ids(splitBySize([m(1, 100), m(2, 100), m(3, 100)], 10_000)), [[1, 2, 3]], 'small writes stay one request');
+  t.same(
+    ids(splitBySize([m(1, 400), m(2, 400), m(3, 400), m(4, 400)], 1000)),
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    'split in order',
+  );
+  t.same(ids(splitBySize([m(1, 100), m(2, 5000), m(3, 100)], 1000)), [[1], [2], [3]], 'a record over the budget alone');
+  t.same(splitBySize([], 1000), [], 'nothing to send, no request');
 });

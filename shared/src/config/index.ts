@@ -120,6 +120,13 @@ export const SETTINGS = {
     minimum: 1,
     description: 'Replication factor of topics created by the service (3 in production).',
   },
+  KAFKA_MAX_MESSAGE_BYTES: {
+    kind: 'integer',
+    default: '4194304',
+    minimum: 2097152,
+    description:
+      'max.message.bytes of the topics the service creates, and the most bytes one produce request carries (larger writes are split). Above the largest record: an event may be 1 MiB and a delivery record adds its destination. Topics that already exist keep their setting; raise theirs to match.',
+  },
   DATABASE_URL: {
     kind: 'string',
     default: '',

@@ -118,6 +118,12 @@ export interface KafkaBusOptions {
   topicPrefix: string;
   partitions: number;
   replicationFactor: number;
+  /**
+   * `max.message.bytes` of the topics created here, and the most bytes a produce request carries
+   * (larger writes are split). Kafka's own default (1 MiB) is below our largest records: an event
+   * can be 1 MiB, and a delivery record is the event plus its destination.
+   */
+  maxMessageBytes?: number;
   log: Logger;
 }
 
@@ -161,6 +167,33 @@ function toInRecord<T>(
   }
 }
 
+/** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** Consecutive groups of messages whose encoded size stays under `budget` (a larger one alone). */
+export function splitBySize<M extends { message: { key: string; value: string | Buffer; headers: Record<string, string> } }>(
+  messages: M[],
+  budget: number,
+): M[][] {
+  const requests: M[][] = [];
+  let current: M[] = [];
+  let size = 0;
+  for (const m of messages) {
+    // Value and key bytes plus a generous per-record overhead (lengths, offsets, headers).
+    let bytes = Buffer.byteLength(m.message.value) + Buffer.byteLength(m.message.key) + 64;
+    for (const [k, v] of Object.entries(m.message.headers)) bytes += k.length + Buffer.byteLength(v);
+    if (current.length && size + bytes > budget) {
+      requests.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(m);
+    size += bytes;
+  }
+  if (current.length) requests.push(current);
+  return requests;
+}
+
 /** Due records of a retry tier released together (one produce request and one commit per slice). */
 const DELAYED_RELEASE_SLICE = 500;
 
@@ -173,6 +206,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
   });
   const name = (t: TopicDef) => topicName(opts.topicPrefix, t);
+  const maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
 
   // Consumers close before producers: in-flight work still writes its results while finishing.
   const consumers: BusConsumer[] = [];
@@ -192,7 +226,10 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               topic: name(t),
               numPartitions: opts.partitions,
               replicationFactor: opts.replicationFactor,
-              configEntries: t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+              configEntries: [
+                { name: 'max.message.bytes', value: String(maxMessageBytes) },
+                ...(t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+              ],
             })),
           });
         }
@@ -207,19 +244,27 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
         async sendMany(batches) {
-          const topicMessages = batches
-            .filter((b) => b.records.length > 0)
-            .map((b) => ({
+          // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
+          const messages = batches.flatMap((b) =>
+            b.records.map((r) => ({
               topic: name(b.topic),
-              // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
-              messages: b.records.map((r) => ({
+              message: {
                 key: r.key,
                 value: Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value),
                 headers: r.headers ?? {},
-              })),
+              },
+            })),
+          );
+          // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all of
+          // a request's records for one partition as one batch: requests stay under the limit in all,
+          // in order (a record over it on its own goes alone, and the broker says why).
+          for (const request of splitBySize(messages, maxMessageBytes * 0.9)) {
+            const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
+              topic,
+              messages: list.map((m) => m.message),
             }));
-          if (topicMessages.length === 0) return;
-          await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+            await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+          }
         },
         close: () => producer.disconnect(),
       };
