@@ -1,7 +1,9 @@
 // The Kafka bus's delayed consumer (the retry tiers) against the real broker: records wait their
 // delay, are released once each, commits survive a restart, and a failing handler loses nothing.
+import kafkajs from 'kafkajs';
+import { pino } from 'pino';
 import t from 'tap';
-import { type Bus, createKafkaBus, type InRecord, splitBySize } from '../src/kafka/index.ts';
+import { type Bus, createKafkaBus, DEFAULT_MAX_MESSAGE_BYTES, type InRecord, splitBySize } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
@@ -131,4 +133,30 @@ t.test('produce requests are split to stay under the size budget, in order; an o
   );
   t.same(ids(splitBySize([m(1, 100), m(2, 5000), m(3, 100)], 1000)), [[1], [2], [3]], 'a record over the budget alone');
   t.same(splitBySize([], 1000), [], 'nothing to send, no request');
+});
+
+t.test('topics created here allow large batches; an existing topic with a smaller limit is named at start', async (t) => {
+  const prefix = `${uniqueName('kb')}.`;
+  const old: TopicDef = { name: 'old', key: 'k', description: 'made before, with the broker default' };
+  const fresh: TopicDef = { name: 'fresh', key: 'k', description: 'made by ensureTopics' };
+  const brokers = [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'];
+  const admin = new kafkajs.Kafka({ clientId: 'kafka-bus-test-admin', brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${prefix}old`, numPartitions: 1 }] });
+
+  const lines: Array<{ msg: string; topics?: string[] }> = [];
+  const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const bus = createKafkaBus({ brokers, clientId: 'kafka-bus-test', topicPrefix: prefix, partitions: 1, replicationFactor: 1, log });
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([old, fresh]);
+
+  const { resources } = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: `${prefix}fresh`, configNames: ['max.message.bytes'] }],
+  });
+  t.equal(resources[0]?.configEntries[0]?.configValue, String(DEFAULT_MAX_MESSAGE_BYTES), 'a topic made here takes the limit');
+  const warning = lines.find((l) => l.msg.includes('max.message.bytes'));
+  t.ok(warning, 'a warning at start');
+  t.match(warning?.topics, [new RegExp(`^${prefix.replace('.', '\\.')}old \\(\\d+\\)$`)], 'naming the old topic only');
 });

@@ -5,7 +5,7 @@ import type { Logger } from '../log.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
-const { Kafka, logLevel, CompressionTypes } = kafkajs;
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
 
 export interface OutRecord {
   key: string;
@@ -232,6 +232,25 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               ],
             })),
           });
+        }
+        // Topics made before (by an earlier version or by hand) keep their limit: say so at start,
+        // rather than when the first large event is refused.
+        const kept = topics.filter((t) => existing.has(name(t))).map(name);
+        if (kept.length) {
+          const { resources } = await admin.describeConfigs({
+            includeSynonyms: false,
+            resources: kept.map((topic) => ({ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] })),
+          });
+          const small = resources.flatMap((r) => {
+            const v = Number(r.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
+            return v < maxMessageBytes ? [`${r.resourceName} (${v})`] : [];
+          });
+          if (small.length) {
+            opts.log.warn(
+              { topics: small, wanted: maxMessageBytes },
+              'topics with max.message.bytes below KAFKA_MAX_MESSAGE_BYTES: events near 1 MiB will be refused until it is raised',
+            );
+          }
         }
       } finally {
         await admin.disconnect();
