@@ -24,12 +24,18 @@ function openBus(t: { teardown(fn: () => unknown): void }, prefix: string): Bus 
   return bus;
 }
 
+/** A bus with its own topic prefix, the topic created, and a producer. */
+async function busWithTopic(t: { teardown(fn: () => unknown): void }, topic: TopicDef) {
+  const bus = openBus(t, `${uniqueName('kb')}.`);
+  await bus.ensureTopics([topic]);
+  return { bus, producer: await bus.producer() };
+}
+
+const TIER: TopicDef = { name: 'tier', key: 'k', description: 'a delay tier' };
+
 t.test('delayed consumer: each record waits its delay, is released once, and the commit holds', async (t) => {
-  const prefix = `${uniqueName('kb')}.`;
-  const tier: TopicDef = { name: 'tier', key: 'k', description: 'a delay tier' };
-  const bus = openBus(t, prefix);
-  await bus.ensureTopics([tier]);
-  const producer = await bus.producer();
+  const tier = TIER;
+  const { bus, producer } = await busWithTopic(t, tier);
   const got: Array<{ r: InRecord<number>; at: number }> = [];
   const consumer = await bus.consumeDelayed<number>({
     groupId: 'later',
@@ -73,11 +79,8 @@ t.test('delayed consumer: each record waits its delay, is released once, and the
 });
 
 t.test('delayed consumer: a handler failure is retried and nothing behind it is skipped', async (t) => {
-  const prefix = `${uniqueName('kb')}.`;
-  const tier: TopicDef = { name: 'tier', key: 'k', description: 'a delay tier' };
-  const bus = openBus(t, prefix);
-  await bus.ensureTopics([tier]);
-  const producer = await bus.producer();
+  const tier = TIER;
+  const { bus, producer } = await busWithTopic(t, tier);
   const seen = new Map<number, number>();
   let failures = 0;
   await bus.consumeDelayed<number>({
@@ -105,11 +108,8 @@ t.test('delayed consumer: a handler failure is retried and nothing behind it is 
 });
 
 t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {
-  const prefix = `${uniqueName('kb')}.`;
   const topic: TopicDef = { name: 'big', key: 'k', description: 'large records' };
-  const bus = openBus(t, prefix);
-  await bus.ensureTopics([topic]);
-  const producer = await bus.producer();
+  const { bus, producer } = await busWithTopic(t, topic);
   // Three records of ~600 KB and one of ~1 MB, same key: one partition, 2.8 MB in one request.
   const records = [600, 600, 600, 1000].map((kb, i) => ({ key: 'same', value: { i, pad: 'x'.repeat(kb * 1024) } }));
   await producer.sendMany([{ topic, records }]);
