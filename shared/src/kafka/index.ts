@@ -170,12 +170,14 @@ function toInRecord<T>(
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
-/** Consecutive groups of messages whose encoded size stays under `budget` (a larger one alone). */
-export function splitBySize<M extends { message: { key: string; value: string | Buffer; headers: Record<string, string> } }>(
-  messages: M[],
+/**
+ * Consecutive groups of messages whose encoded size stays under `budget` (a larger one alone),
+ * taken lazily: a write of any size holds one group at a time.
+ */
+export function* splitBySize<M extends { message: { key: string; value: string | Buffer; headers: Record<string, string> } }>(
+  messages: Iterable<M>,
   budget: number,
-): M[][] {
-  const requests: M[][] = [];
+): Generator<M[]> {
   let current: M[] = [];
   let size = 0;
   for (const m of messages) {
@@ -183,15 +185,14 @@ export function splitBySize<M extends { message: { key: string; value: string | 
     let bytes = Buffer.byteLength(m.message.value) + Buffer.byteLength(m.message.key) + 64;
     for (const [k, v] of Object.entries(m.message.headers)) bytes += k.length + Buffer.byteLength(v);
     if (current.length && size + bytes > budget) {
-      requests.push(current);
+      yield current;
       current = [];
       size = 0;
     }
     current.push(m);
     size += bytes;
   }
-  if (current.length) requests.push(current);
-  return requests;
+  if (current.length) yield current;
 }
 
 /** Due records of a retry tier released together (one produce request and one commit per slice). */
@@ -263,21 +264,21 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
         async sendMany(batches) {
-          // A Buffer is sent as is (dead letters keep the original bytes); anything else as JSON.
-          const messages = batches.flatMap((b) =>
-            b.records.map((r) => ({
-              topic: name(b.topic),
-              message: {
-                key: r.key,
-                value: Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value),
-                headers: r.headers ?? {},
-              },
-            })),
-          );
+          // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
+          // request's bytes at a time. A Buffer is sent as is (dead letters keep the original bytes);
+          // anything else as JSON.
+          const messages = function* () {
+            for (const b of batches) {
+              for (const r of b.records) {
+                const value = Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value);
+                yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
+              }
+            }
+          };
           // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all of
           // a request's records for one partition as one batch: requests stay under the limit in all,
           // in order (a record over it on its own goes alone, and the broker says why).
-          for (const request of splitBySize(messages, maxMessageBytes * 0.9)) {
+          for (const request of splitBySize(messages(), maxMessageBytes * 0.9)) {
             const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
               topic,
               messages: list.map((m) => m.message),
