@@ -620,13 +620,15 @@ async function main(): Promise<void> {
   const runDir = mkdtempSync(join(tmpdir(), 'switchyard-bench-logs.'));
   const profileDir = opt.profile ? join(runDir, 'profiles') : undefined;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
-  // What production runs: the built JavaScript. An A/B run of another checkout runs its sources.
-  const built = opt.source || opt['services-root'] ? null : join(runDir, 'build');
+  // What production runs: the built JavaScript, of this checkout or of --services-root (so both
+  // sides of an A/B run the same way; a checkout older than infra/build.ts runs its sources).
+  const buildScript = join(opt['services-root'] ?? ROOT, 'infra/build.ts');
+  const built = opt.source || !existsSync(buildScript) ? null : join(runDir, 'build');
   if (built) {
-    execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'infra/build.ts'), '--out', built], {
-      stdio: 'pipe',
-    });
+    execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', buildScript, '--out', built], { stdio: 'pipe' });
     log(`services built into ${built} (npm run build); --source runs the TypeScript instead`);
+  } else if (!opt.source) {
+    log(`${buildScript} not found: the services run from their TypeScript sources`);
   }
   log('starting Kafka and Postgres on free ports');
   const infra = await startInfra(log);

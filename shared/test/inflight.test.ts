@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker } from '../src/kafka/inflight.ts';
+import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker, retryInPlace } from '../src/kafka/inflight.ts';
 
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();
@@ -132,6 +132,7 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   const settled = new Map<string, boolean[]>();
   let release = () => {};
   const dispatch = createKeyedDispatch<{ key: string; id: string }>({
+    concurrency: 10,
     keyConcurrency: 1,
     health: { stallMs: 30 },
     keyBacklog: 0,
@@ -197,6 +198,7 @@ t.test('a byte budget is full at its maximum, yet one record always fits', async
 t.test("keyed dispatch takes a record's bytes from the budget until it settles", async (t) => {
   const releases: Array<() => void> = [];
   const dispatch = createKeyedDispatch<{ key: string; id: string }>({
+    concurrency: 10,
     keyConcurrency: 10,
     health: {},
     keyBacklog: 0,
@@ -214,12 +216,45 @@ t.test("keyed dispatch takes a record's bytes from the budget until it settles",
   t.notOk(dispatch.budget.full);
   await dispatch.run({ key: 'a', id: '2', offset: '1' }, partition, inflight, 600);
   t.ok(dispatch.budget.full, '1,200 bytes in flight: full');
+  t.notOk(dispatch.hasRoom(partition), 'no room for another record while the budget is full');
+  const room = dispatch.roomFreed(partition);
   t.equal(dispatch.budget.inUse, 1200);
   (releases.shift() as () => void)();
   await new Promise((r) => setImmediate(r));
   t.equal(dispatch.budget.inUse, 600, 'a finished record gives its bytes back');
-  t.notOk(dispatch.budget.full);
+  await room;
+  t.ok(dispatch.hasRoom(partition), 'room again, and the waiter was woken');
   (releases.shift() as () => void)();
   await Promise.all([...inflight]);
   t.equal(dispatch.budget.inUse, 0);
+});
+
+t.test('retryInPlace retries with growing waits until it passes, and stops when told', async (t) => {
+  const waits: number[] = [];
+  const failures: number[] = [];
+  let calls = 0;
+  const passed = await retryInPlace(
+    async () => {
+      if (++calls < 4) throw new Error('not yet');
+    },
+    { stopped: () => false, wait: async (ms) => void waits.push(ms), failed: (_err, attempt) => void failures.push(attempt) },
+  );
+  t.ok(passed);
+  t.equal(calls, 4);
+  t.same(waits, [200, 400, 800], 'doubling waits between tries');
+  t.same(failures, [0, 1, 2]);
+  let stop = false;
+  const stopped = await retryInPlace(
+    async () => {
+      throw new Error('never');
+    },
+    {
+      stopped: () => stop,
+      wait: async () => {
+        stop = true;
+      },
+      failed: () => {},
+    },
+  );
+  t.notOk(stopped, 'false once closing interrupts it');
 });

@@ -1,7 +1,7 @@
 // docker-compose.yml is accepted by the real Docker Compose CLI (`docker compose config`), and each
 // required secret is enforced. The CLI is built once from its Go module (infra/compose-check.sh).
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
@@ -23,6 +23,6 @@ t.test('every service command in docker-compose.yml and the Dockerfile names a f
   for (const c of commands) {
     t.match(c, /^dist\/.+\.js$/, `${c} runs the built tree`);
     const source = join(ROOT, c.replace(/^dist\//, '').replace(/\.js$/, '.ts'));
-    t.ok(spawnSync('test', ['-f', source]).status === 0, `${c} is built from ${source.slice(ROOT.length)}`);
+    t.ok(existsSync(source), `${c} is built from ${source.slice(ROOT.length)}`);
   }
 });

@@ -100,7 +100,7 @@ Switchyard is running: gateway, router, sender and attempts in this one process.
   URL        ${url}
   API key    ${keyLine}
   Data       ${dataDir}  (${where})
-  Delivery   loopback and private addresses allowed: EGRESS_ALLOW=${egressAllow.join(',') || '(public addresses only)'}
+  Delivery   ${egressAllow.length ? `also to EGRESS_ALLOW=${egressAllow.join(',')}` : 'public addresses only (EGRESS_ALLOW is empty)'}
 
 Try it. A webhook receiver that prints what it gets (in another terminal):
 

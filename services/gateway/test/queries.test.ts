@@ -116,42 +116,16 @@ async function seed(db: Knex) {
     ];
     if (toD2) deliveries.push({ destination_id: 'd2', status: 'pending', successful_at: null });
     await insertEvent(db, e, deliveries);
-    if (failed) {
-      await insertAttempt(db, {
-        tenant_id: 'acme',
-        destination_id: 'd1',
-        event_id: e.id,
-        topic: e.topic,
-        status: 'failed',
-        attempt_number: 1,
-      });
-      await insertAttempt(db, {
-        tenant_id: 'acme',
-        destination_id: 'd1',
-        event_id: e.id,
-        topic: e.topic,
-        status: 'failed',
-        attempt_number: 2,
-      });
-    } else {
-      await insertAttempt(db, {
-        tenant_id: 'acme',
-        destination_id: 'd1',
-        event_id: e.id,
-        topic: e.topic,
-        status: 'success',
-        attempt_number: 1,
-      });
+    const attempts: Array<[string, 'failed' | 'success', number]> = failed
+      ? [
+          ['d1', 'failed', 1],
+          ['d1', 'failed', 2],
+        ]
+      : [['d1', 'success', 1]];
+    if (toD2) attempts.push(['d2', 'failed', 1]);
+    for (const [destination_id, status, attempt_number] of attempts) {
+      await insertAttempt(db, { tenant_id: 'acme', destination_id, event_id: e.id, topic: e.topic, status, attempt_number });
     }
-    if (toD2)
-      await insertAttempt(db, {
-        tenant_id: 'acme',
-        destination_id: 'd2',
-        event_id: e.id,
-        topic: e.topic,
-        status: 'failed',
-        attempt_number: 1,
-      });
   }
   // An event whose caller-supplied time is long ago: it still lands in today's partition.
   await insertEvent(

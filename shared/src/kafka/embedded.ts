@@ -39,7 +39,7 @@ import {
   keyedDispatchOf,
   type OutRecord,
 } from './index.ts';
-import { OffsetTracker } from './inflight.ts';
+import { OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 export interface EmbeddedBusOptions {
@@ -499,6 +499,13 @@ class OffsetStore {
 
 // ---------------------------------------------------------------------------------------------
 
+/** How the embedded consumers retry our own faults: logged, with waits cut short by closing. */
+const retryFor = (log: Logger, signal: AbortSignal, where: Record<string, unknown>) => ({
+  stopped: () => signal.aborted,
+  wait: (ms: number) => sleep(ms, signal),
+  failed: (err: unknown, attempt: number) => log.error({ err, ...where, attempt }, 'handler failed; will retry'),
+});
+
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
@@ -613,7 +620,6 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       claimGroup(o.groupId);
       const log = opts.log.child({ group: o.groupId });
       const parts = (await Promise.all(o.topics.map((t) => openTopic(name(t), false)))).flat();
-      const concurrency = Math.max(1, o.concurrency ?? 1);
       const abort = new AbortController();
       const inflight = new Set<Promise<void>>();
       const states = parts.map((p) => ({
@@ -646,21 +652,9 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       const timer = o.handleBatch ? null : setInterval(() => void commit(), o.commitIntervalMs ?? 500);
       timer?.unref();
 
-      // Our own faults are retried with backoff until they pass, as with Kafka: the record stays
-      // unfinished meanwhile, so its offset is not committed.
-      const retrying = async (what: () => Promise<void>, where: Record<string, unknown>): Promise<boolean> => {
-        for (let attempt = 0; ; attempt++) {
-          try {
-            await what();
-            return true;
-          } catch (err) {
-            log.error({ err, ...where, attempt }, 'handler failed; will retry');
-            if (abort.signal.aborted) return false;
-            await sleep(Math.min(30_000, 200 * 2 ** attempt), abort.signal);
-            if (abort.signal.aborted) return false;
-          }
-        }
-      };
+      // Our own faults are retried in place until they pass, as with Kafka.
+      const retrying = (what: () => Promise<void>, where: Record<string, unknown>) =>
+        retryInPlace(what, retryFor(log, abort.signal, where));
 
       const dispatch = keyedDispatchOf(o, {
         untilDone: (what, record) => retrying(what, { topic: record.topic, partition: record.partition, offset: record.offset }),
@@ -692,12 +686,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           if (abort.signal.aborted) break;
           pos = Math.max(pos, p.start());
           for (const r of await p.read(pos)) {
-            while ((st.tracker.inFlight >= concurrency || dispatch.budget.full) && !abort.signal.aborted) {
-              await new Promise<void>((resolve) => {
-                st.waiters.push(resolve);
-                if (dispatch.budget.full) void dispatch.budget.freed().then(resolve);
-              });
-            }
+            while (!dispatch.hasRoom(st) && !abort.signal.aborted) await dispatch.roomFreed(st);
             if (abort.signal.aborted) break;
             pos = r.offset + 1;
             await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight, r.value?.length ?? 0);
@@ -757,16 +746,8 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
                   }
                   if (abort.signal.aborted) return;
                   const record = toInRecord<T>(p.topic, p.id, r);
-                  for (let attempt = 0; ; attempt++) {
-                    try {
-                      await o.handle(record);
-                      break;
-                    } catch (err) {
-                      log.error({ err, topic: p.topic, partition: p.id, offset: record.offset, attempt }, 'handler failed; will retry');
-                      await sleep(Math.min(30_000, 200 * 2 ** attempt), abort.signal);
-                      if (abort.signal.aborted) return;
-                    }
-                  }
+                  const where = { topic: p.topic, partition: p.id, offset: record.offset };
+                  if (!(await retryInPlace(() => o.handle(record), retryFor(log, abort.signal, where)))) return;
                   pos = r.offset + 1;
                   await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: pos }]);
                 }

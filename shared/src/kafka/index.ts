@@ -2,7 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
-import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker } from './inflight.ts';
+import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
@@ -130,6 +130,7 @@ export interface KafkaBusOptions {
 /** The per-record dispatch a consumer's options ask for; shared by the Kafka and the embedded bus. */
 export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispatchOptions<InRecord<T>>, 'untilDone'>) {
   return createKeyedDispatch<InRecord<T>>({
+    concurrency: Math.max(1, o.concurrency ?? 1),
     keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
     health: o.keyHealth ?? {},
     keyBacklog: o.keyBacklog ?? 0,
@@ -304,7 +305,6 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         ...(o.batchWaitMs ? { minBytes: 1_048_576, maxWaitTimeInMs: o.batchWaitMs } : {}),
       });
       const log = opts.log.child({ group: o.groupId });
-      const concurrency = Math.max(1, o.concurrency ?? 1);
       const partitions = new Map<string, PartitionState>();
       const inflight = new Set<Promise<void>>();
       let closing = false;
@@ -350,22 +350,16 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       // Our own faults are retried here with backoff until they pass: the record stays unfinished,
       // so its offset is not committed and nothing behind it is lost.
       const dispatch = keyedDispatchOf(o, {
-        async untilDone(what, record) {
-          for (let attempt = 0; ; attempt++) {
-            try {
-              await what();
-              return true;
-            } catch (err) {
+        untilDone: (what, record) =>
+          retryInPlace(what, {
+            stopped: () => closing,
+            wait: (ms) => new Promise((r) => setTimeout(r, ms)),
+            failed: (err, attempt) =>
               log.error(
                 { err, topic: record.topic, partition: record.partition, offset: record.offset, attempt },
                 'handler failed; will retry',
-              );
-              if (closing) return false;
-              await new Promise((r) => setTimeout(r, Math.min(30_000, 200 * 2 ** attempt)));
-              if (closing) return false;
-            }
-          }
-        },
+              ),
+          }),
       });
 
       await consumer.connect();
@@ -404,10 +398,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               resolveOffset(m.offset);
               continue;
             }
-            while ((st.tracker.inFlight >= concurrency || dispatch.budget.full) && !closing) {
+            while (!dispatch.hasRoom(st) && !closing) {
               await new Promise<void>((r) => {
-                st.waiters.push(r);
-                if (dispatch.budget.full) void dispatch.budget.freed().then(r);
+                void dispatch.roomFreed(st).then(r);
                 setTimeout(r, 1000);
               });
               await heartbeat();

@@ -212,7 +212,31 @@ export class ByteBudget {
   }
 }
 
+/**
+ * Runs `what` until it passes, waiting 200 ms, doubling up to 30 s, between tries: how both buses
+ * retry our own faults in place (the record stays unfinished, so its offset is not committed).
+ * False when `stopped` (closing) interrupts it.
+ */
+export async function retryInPlace(
+  what: () => Promise<void>,
+  o: { stopped(): boolean; wait(ms: number): Promise<void>; failed(err: unknown, attempt: number): void },
+): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await what();
+      return true;
+    } catch (err) {
+      o.failed(err, attempt);
+      if (o.stopped()) return false;
+      await o.wait(Math.min(30_000, 200 * 2 ** attempt));
+      if (o.stopped()) return false;
+    }
+  }
+}
+
 export interface KeyedDispatchOptions<R extends { key: string }> {
+  /** Records in flight at once per partition. */
+  concurrency: number;
   keyConcurrency: number;
   health: KeyHealth;
   /** Tasks a stalled key may keep waiting for a slot; beyond that they go to `divert`. */
@@ -267,6 +291,17 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
      * it is done, then the partition's waiters for a free slot are woken. Resolves once under way;
      * the promise added to `inflight` settles when the record is done or closing interrupted it.
      */
+    /** True when a partition may start another record: under its concurrency and the byte budget. */
+    hasRoom(partition: { tracker: OffsetTracker }): boolean {
+      return partition.tracker.inFlight < o.concurrency && !budget.full;
+    },
+    /** Resolves when a record of the partition settles or bytes come back (then ask hasRoom again). */
+    roomFreed(partition: { waiters: Array<() => void> }): Promise<void> {
+      return new Promise((resolve) => {
+        partition.waiters.push(resolve);
+        if (budget.full) void budget.freed().then(resolve);
+      });
+    },
     async run(
       record: R & { offset: string },
       partition: { tracker: OffsetTracker; waiters: Array<() => void> },

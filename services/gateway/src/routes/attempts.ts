@@ -14,7 +14,7 @@ import {
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { destinationView } from '../destination-view.ts';
-import { existingTenant, idParam, multi, type TenantReq, tenantOf } from './common.ts';
+import { existingDestination, existingTenant, idParam, multi, type TenantReq } from './common.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Query parameters of the event and attempt listings. They are checked here rather than by the
@@ -239,15 +239,6 @@ type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: strin
 export function attemptRoutes(ctx: Ctx) {
   const queries = new QueryStore(ctx.db);
 
-  async function existingDestination(req: Req): Promise<{ tenantId: string; destinationId: string }> {
-    const tenantId = tenantOf(req as unknown as TenantReq);
-    const destinationId = req.params.destination_id ?? '';
-    const found = await queries.exists(tenantId, destinationId);
-    if (!found.tenant) throw new AppError('TENANT_NOT_FOUND');
-    if (!found.destination) throw new AppError('DESTINATION_NOT_FOUND');
-    return { tenantId, destinationId };
-  }
-
   function listParams(q: Query) {
     const p = new Problems();
     const page = parsePage(q, p, 'att');
@@ -272,7 +263,7 @@ export function attemptRoutes(ctx: Ctx) {
       },
       async (req: Req) => {
         const { page, include, ...f } = listParams(req.query);
-        const { tenantId, destinationId } = await existingDestination(req);
+        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page);
         return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
       },
@@ -288,7 +279,7 @@ export function attemptRoutes(ctx: Ctx) {
         const p = new Problems();
         const include = parseInclude(req.query, p);
         p.throwIfAny();
-        const { tenantId, destinationId } = await existingDestination(req);
+        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
         if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
         return (await expandAttempts(ctx, queries, [a], include))[0];

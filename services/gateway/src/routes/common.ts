@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type { QueryStore } from '@switchyard/shared/db/stores/queries.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
@@ -24,6 +25,16 @@ export async function existingTenant(ctx: Ctx, req: TenantReq): Promise<string> 
   const id = tenantOf(req);
   if (!(await ctx.tenants.exists(id))) throw new AppError('TENANT_NOT_FOUND');
   return id;
+}
+
+/** As tenantOf, and the tenant and its destination (params.destination_id) must exist: one query for both. */
+export async function existingDestination(queries: QueryStore, req: TenantReq): Promise<{ tenantId: string; destinationId: string }> {
+  const tenantId = tenantOf(req);
+  const destinationId = req.params.destination_id ?? '';
+  const found = await queries.exists(tenantId, destinationId);
+  if (!found.tenant) throw new AppError('TENANT_NOT_FOUND');
+  if (!found.destination) throw new AppError('DESTINATION_NOT_FOUND');
+  return { tenantId, destinationId };
 }
 
 /** Query values that may come as x=a, x=a&x=b, x[]=a or x[0]=a, as one list. */

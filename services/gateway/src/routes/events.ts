@@ -15,7 +15,7 @@ import {
   statusQueryDocs,
   timeQueryDocs,
 } from './attempts.ts';
-import { idParam, multi, type TenantReq, tenantOf } from './common.ts';
+import { existingDestination, idParam, multi, type TenantReq } from './common.ts';
 
 const eventListQuery = {
   type: 'object',
@@ -49,15 +49,6 @@ type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: strin
 
 export function eventRoutes(ctx: Ctx) {
   const queries = new QueryStore(ctx.db);
-
-  async function existingDestination(req: Req): Promise<{ tenantId: string; destinationId: string }> {
-    const tenantId = tenantOf(req as unknown as TenantReq);
-    const destinationId = req.params.destination_id ?? '';
-    const found = await queries.exists(tenantId, destinationId);
-    if (!found.tenant) throw new AppError('TENANT_NOT_FOUND');
-    if (!found.destination) throw new AppError('DESTINATION_NOT_FOUND');
-    return { tenantId, destinationId };
-  }
 
   function listParams(q: Query) {
     const p = new Problems();
@@ -150,7 +141,7 @@ export function eventRoutes(ctx: Ctx) {
       },
       async (req: Req) => {
         const { page, ...f } = listParams(req.query);
-        const { tenantId, destinationId } = await existingDestination(req);
+        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         return queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
           scopedDestination: destinationId,
         });
@@ -168,7 +159,7 @@ export function eventRoutes(ctx: Ctx) {
         },
       },
       async (req: Req) => {
-        const { tenantId, destinationId } = await existingDestination(req);
+        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const event = await queries.getEvent([tenantId], req.params.event_id ?? '', destinationId);
         if (!event) throw new AppError('EVENT_NOT_FOUND');
         return [event];

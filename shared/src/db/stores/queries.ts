@@ -478,13 +478,13 @@ export class QueryStore {
   }
 
   /** Whether a tenant and (optionally) its destination exist, in one round trip. */
-  async exists(tenantId: string, destinationId?: string): Promise<{ tenant: boolean; destination: boolean }> {
+  async exists(tenantId: string, destinationId: string): Promise<{ tenant: boolean; destination: boolean }> {
     const [row] = await run<{ t: boolean; d: boolean }>(
       this.db,
       'SELECT EXISTS (SELECT 1 FROM tenants WHERE id = ?) AS t, EXISTS (SELECT 1 FROM destinations WHERE tenant_id = ? AND id = ?) AS d',
-      [tenantId, tenantId, destinationId ?? ''],
+      [tenantId, tenantId, destinationId],
     );
-    return { tenant: row?.t ?? false, destination: destinationId !== undefined && (row?.d ?? false) };
+    return { tenant: row?.t ?? false, destination: row?.d ?? false };
   }
 
   /** (tenant, destination) pairs for destination ids given without a tenant (admin listings). */
