@@ -72,11 +72,7 @@ export async function up(knex: Knex): Promise<void> {
     -- also names the partition of each event.
     CREATE INDEX deliveries_destination ON deliveries (tenant_id, destination_id, event_time, event_id, status) INCLUDE (created_at);
     CREATE INDEX deliveries_status ON deliveries (tenant_id, status, event_time, event_id) INCLUDE (created_at);
-    -- A destination belongs to one tenant: without this the planner multiplies the two selectivities,
-    -- underestimates a destination's rows by the tenant's share, and sorts instead of reading in order.
-    -- New partitions copy it (CREATE TABLE ... LIKE ... INCLUDING STATISTICS).
-    CREATE STATISTICS deliveries_tenant_destination (dependencies) ON tenant_id, destination_id FROM deliveries;
-    CREATE STATISTICS deliveries_default_tenant_destination (dependencies) ON tenant_id, destination_id FROM deliveries_default;
+    -- The tenant -> destination statistics of deliveries and attempts: 004_tenant_destination_statistics.
 
     CREATE TABLE attempts (
       id              uuid NOT NULL,                       -- UUIDv7, time-ordered
@@ -100,8 +96,6 @@ export async function up(knex: Knex): Promise<void> {
     CREATE INDEX attempts_tenant ON attempts (tenant_id, time, id, status);
     CREATE INDEX attempts_event ON attempts (event_id, time, id);
     CREATE INDEX attempts_time ON attempts (time, id, status);
-    CREATE STATISTICS attempts_tenant_destination (dependencies) ON tenant_id, destination_id FROM attempts;
-    CREATE STATISTICS attempts_default_tenant_destination (dependencies) ON tenant_id, destination_id FROM attempts_default;
   `);
   // Partitions around today, so a fresh database starts with rows in their own partitions; the
   // maintenance loop (startPartitionMaintenance) keeps creating them ahead from then on.

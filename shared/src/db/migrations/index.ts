@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_initial.ts';
 import * as m002 from './002_pipeline.ts';
 import * as m003 from './003_attempt_event_partition.ts';
+import * as m004 from './004_tenant_destination_statistics.ts';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '001_initial', ...m001 },
   { name: '002_pipeline', ...m002 },
   { name: '003_attempt_event_partition', ...m003 },
+  { name: '004_tenant_destination_statistics', ...m004 },
 ];

@@ -1,0 +1,110 @@
+// Migrations as they meet databases of different ages: 004 gives every table of the deliveries and
+// attempts trees the tenant -> destination statistics whether or not an earlier 001 had created them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { openEmbeddedDb } from '../src/db/embedded.ts';
+import { createDb, type Knex, migrateLatest } from '../src/db/index.ts';
+import { MIGRATIONS } from '../src/db/migrations/index.ts';
+import { ensurePartitions } from '../src/db/partitions.ts';
+import { createTestDatabase } from '../src/testing/index.ts';
+
+const DAY = 86_400_000;
+
+async function emptyDb(t: Parameters<typeof createTestDatabase>[0]): Promise<Knex> {
+  const db = createDb({ url: await createTestDatabase(t), poolMax: 4 });
+  t.teardown(() => db.destroy());
+  return db;
+}
+
+/** Applies the migrations up to and including `name`. */
+async function migrateTo(db: Knex, name: string): Promise<void> {
+  for (const m of MIGRATIONS) {
+    await db.migrate.up({ name: m.name });
+    if (m.name === name) return;
+  }
+}
+
+/** The dependency statistics on (tenant_id, destination_id) of every table of the two trees, by table. */
+async function statistics(db: Knex): Promise<Map<string, string[]>> {
+  const res = await db.raw(
+    `SELECT c.relname AS table, s.stxname AS stat
+       FROM (SELECT relid FROM pg_partition_tree('deliveries') UNION ALL SELECT relid FROM pg_partition_tree('attempts')) t
+       JOIN pg_class c ON c.oid = t.relid
+       LEFT JOIN pg_statistic_ext s ON s.stxrelid = c.oid AND 'f' = ANY (s.stxkind)
+      ORDER BY 1, 2`,
+  );
+  const out = new Map<string, string[]>();
+  for (const r of res.rows as { table: string; stat: string | null }[]) {
+    const list = out.get(r.table) ?? [];
+    if (r.stat) list.push(r.stat);
+    out.set(r.table, list);
+  }
+  return out;
+}
+
+/** The tables that do not have exactly one (none, when all is well). */
+const notOne = (stats: Map<string, string[]>) => [...stats].filter(([, s]) => s.length !== 1);
+
+t.test('a new database gets the statistics on every table of both trees', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  const stats = await statistics(db);
+  t.same(notOne(stats), [], 'fresh: one on every table');
+  t.same(stats.get('deliveries'), ['deliveries_tenant_destination']);
+  t.same(stats.get('attempts_default'), ['attempts_default_tenant_destination']);
+  t.ok(stats.size > 4, 'range partitions are counted too');
+  const made = (await ensurePartitions(db, new Date(Date.now() - 3 * DAY), { aheadDays: 0 })).filter((n) => !n.startsWith('events'));
+  t.equal(made.length, 2, 'a deliveries and an attempts partition made later');
+  for (const name of made) t.equal((await statistics(db)).get(name)?.length, 1, `${name} copies its parent's`);
+});
+
+t.test('a database migrated by a 001 without statistics gets them from 004', async (t) => {
+  const db = await emptyDb(t);
+  await migrateTo(db, '003_attempt_event_partition');
+  t.ok(
+    [...(await statistics(db)).values()].every((s) => s.length === 0),
+    'none before 004',
+  );
+  await ensurePartitions(db, new Date(), { behindDays: 2 }); // partitions made meanwhile have none either
+  await migrateLatest(db);
+  t.same(notOne(await statistics(db)), [], 'after 004: one on every table');
+});
+
+t.test('a database whose 001 created them converges without duplicates', async (t) => {
+  const db = await emptyDb(t);
+  await migrateTo(db, '003_attempt_event_partition');
+  // What 001 used to create; partitions made afterwards copied them under names of their own.
+  for (const table of ['deliveries', 'deliveries_default', 'attempts', 'attempts_default']) {
+    await db.raw('CREATE STATISTICS ?? (dependencies) ON tenant_id, destination_id FROM ??', [`${table}_tenant_destination`, table]);
+  }
+  await ensurePartitions(db, new Date(), { behindDays: 2 });
+  const before = await statistics(db);
+  await migrateLatest(db);
+  const after = await statistics(db);
+  t.same(notOne(after), [], 'after 004: one on every table');
+  for (const [table, s] of before) if (s.length) t.same(after.get(table), s, `${table} keeps its own`);
+});
+
+t.test('004 down drops them all, up brings them back', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  await ensurePartitions(db, new Date(), { behindDays: 2 }); // copies named by Postgres
+  await db.migrate.down();
+  t.ok(
+    [...(await statistics(db)).values()].every((s) => s.length === 0),
+    'none after down',
+  );
+  await migrateLatest(db);
+  t.same(notOne(await statistics(db)), [], 'up again: one on every table');
+});
+
+t.test('the embedded database runs 004 too', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-migrate-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const e = await openEmbeddedDb(dir);
+  t.teardown(() => e.close());
+  await migrateLatest(e.db);
+  t.same(notOne(await statistics(e.db)), [], 'PGlite: one on every table');
+});
