@@ -29,6 +29,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
+import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlice } from './consume.ts';
 import {
   type Bus,
   type BusConsumer,
@@ -200,13 +201,7 @@ function decode(buf: Buffer, pos: number, offset: number): StoredRecord {
 }
 
 function toInRecord<T>(topic: string, partition: number, r: StoredRecord): InRecord<T> {
-  const base = { topic, partition, offset: String(r.offset), key: r.key, headers: r.headers, timestamp: r.timestamp };
-  try {
-    return { ...base, value: JSON.parse(r.value?.toString('utf8') ?? 'null') as T };
-  } catch (err) {
-    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
-    return { ...base, value: undefined as T, decodeError: (err as Error).message, raw: r.value };
-  }
+  return decodeRecord({ topic, partition, offset: String(r.offset), key: r.key, headers: r.headers, timestamp: r.timestamp }, r.value);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,8 +226,6 @@ class Partition {
   private readonly segmentBytes: number;
   private readonly log: Logger;
   private segments: Segment[] = [];
-  /** Offsets below this are on disk and fdatasync'd: the only ones consumers see. */
-  durableEnd = 0;
   private pending: Array<{ frames: Buffer[]; resolve(): void; reject(err: unknown): void }> = [];
   private flushing = false;
   private listeners = new Set<() => void>();
@@ -285,10 +278,13 @@ class Partition {
       this.segments.push({ base, path, fh, size: pos, positions, lastWrite: statSync(path).mtimeMs });
     }
     if (!this.segments.length) await this.newSegment(0);
-    this.durableEnd = this.end();
   }
 
-  private end(): number {
+  /**
+   * The offset after the last record. Records are added to a segment only once written and
+   * fdatasync'd, so every offset below it is durable: the only ones consumers see.
+   */
+  end(): number {
     const s = this.segments.at(-1);
     return s ? s.base + s.positions.length : 0;
   }
@@ -337,7 +333,6 @@ class Partition {
         }
         seg.size = pos;
         seg.lastWrite = Date.now();
-        this.durableEnd = this.end();
         for (const b of batch) b.resolve();
         for (const l of [...this.listeners]) l();
       } catch (err) {
@@ -351,7 +346,7 @@ class Partition {
 
   /** Resolves when records at or past `offset` are readable, or when `signal` aborts. */
   waitFor(offset: number, signal: AbortSignal): Promise<void> {
-    if (offset < this.durableEnd || signal.aborted) return Promise.resolve();
+    if (offset < this.end() || signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         this.listeners.delete(done);
@@ -365,12 +360,12 @@ class Partition {
 
   /** Durable records from `from` on, readable now. */
   backlog(from: number): number {
-    return Math.max(0, this.durableEnd - from);
+    return Math.max(0, this.end() - from);
   }
 
   /** Durable records from `from` on, at most one segment's worth per call. */
   async read(from: number, maxRecords = MAX_FETCH_RECORDS, maxBytes = MAX_FETCH_BYTES): Promise<StoredRecord[]> {
-    const end = this.durableEnd;
+    const end = this.end();
     if (from >= end) return [];
     let lo = 0;
     let hi = this.segments.length - 1;
@@ -581,7 +576,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
   /** Where a partition's reading starts: the committed offset, else the oldest (or newest) record. */
   const startOf = (groupId: string, p: Partition, fromBeginning: boolean) => {
     const c = offsets.get(groupId, p.topic, p.id);
-    if (c === undefined) return fromBeginning ? p.start() : p.durableEnd;
+    if (c === undefined) return fromBeginning ? p.start() : p.end();
     return Math.max(c, p.start());
   };
 
@@ -629,26 +624,15 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
         waiters: [] as Array<() => void>,
       }));
 
-      let committing: Promise<void> = Promise.resolve();
-      const commit = () => {
-        committing = committing.then(async () => {
-          const due = states.flatMap((st) => {
-            const c = st.tracker.committable();
-            return c !== null && c !== st.committed ? [{ st, c }] : [];
-          });
-          if (!due.length) return;
-          try {
-            await offsets.commit(
-              o.groupId,
-              due.map(({ st, c }) => ({ topic: st.p.topic, partition: st.p.id, offset: Number(c) })),
-            );
-            for (const { st, c } of due) st.committed = c;
-          } catch (err) {
-            log.error({ err }, 'embedded log: offset commit failed');
-          }
-        });
-        return committing;
-      };
+      const commit = createCommitter(
+        () => states,
+        (due) =>
+          offsets.commit(
+            o.groupId,
+            due.map(({ st, offset }) => ({ topic: st.p.topic, partition: st.p.id, offset: Number(offset) })),
+          ),
+        (err) => log.error({ err }, 'embedded log: offset commit failed'),
+      );
       const timer = o.handleBatch ? null : setInterval(() => void commit(), o.commitIntervalMs ?? 500);
       timer?.unref();
 
@@ -730,26 +714,45 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           loops.push(
             (async () => {
               let pos = startOf(o.groupId, p, true);
+              // Logged with a failure: the offset of the failed record (the commit stops before it).
+              const where = {
+                topic: p.topic,
+                partition: p.id,
+                get offset() {
+                  return String(pos);
+                },
+              };
+              // Released from `pos` on: after a failure, again from the failed record (as Kafka fetches
+              // again from it), with backoff.
+              const release = (due: StoredRecord[]) =>
+                releaseSlice(
+                  due.filter((r) => r.offset >= pos),
+                  (r) => o.handle(toInRecord<T>(p.topic, p.id, r)),
+                  async (last) => {
+                    await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: last.offset + 1 }]);
+                    pos = last.offset + 1;
+                  },
+                );
               while (!abort.signal.aborted) {
                 await p.waitFor(pos, abort.signal);
                 if (abort.signal.aborted) return;
                 pos = Math.max(pos, p.start());
-                for (const r of await p.read(pos, 100)) {
-                  // Each topic has one delay, so a partition is in due order: wait for its head.
-                  // A loop, since timers may fire a millisecond early by the wall clock.
-                  for (
-                    let wait = r.timestamp + delay - Date.now();
-                    wait > 0 && !abort.signal.aborted;
-                    wait = r.timestamp + delay - Date.now()
-                  ) {
-                    await sleep(wait, abort.signal);
-                  }
-                  if (abort.signal.aborted) return;
-                  const record = toInRecord<T>(p.topic, p.id, r);
-                  const where = { topic: p.topic, partition: p.id, offset: record.offset };
-                  if (!(await retryInPlace(() => o.handle(record), retryFor(log, abort.signal, where)))) return;
-                  pos = r.offset + 1;
-                  await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: pos }]);
+                // Each topic has one delay, so a partition is in due order: the due records lead.
+                const records = await p.read(pos, DELAYED_RELEASE_SLICE);
+                const now = Date.now();
+                const firstLater = records.findIndex((r) => r.timestamp + delay > now);
+                const due = firstLater < 0 ? records : records.slice(0, firstLater);
+                if (due.length && !(await retryInPlace(() => release(due), retryFor(log, abort.signal, where)))) return;
+                const next = firstLater < 0 ? undefined : records[firstLater];
+                if (!next) continue;
+                // Not due: wait for it, then read again from it. A loop, since timers may fire a
+                // millisecond early by the wall clock.
+                for (
+                  let wait = next.timestamp + delay - Date.now();
+                  wait > 0 && !abort.signal.aborted;
+                  wait = next.timestamp + delay - Date.now()
+                ) {
+                  await sleep(wait, abort.signal);
                 }
               }
             })().catch((err: unknown) => log.error({ err, topic: p.topic, partition: p.id }, 'embedded log: delayed consumer loop failed')),

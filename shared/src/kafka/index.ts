@@ -2,6 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
+import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlice } from './consume.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
@@ -159,13 +160,10 @@ function toInRecord<T>(
 ): InRecord<T> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
-  const base = { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) };
-  try {
-    return { ...base, value: JSON.parse(m.value?.toString() ?? 'null') as T };
-  } catch (err) {
-    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
-    return { ...base, value: undefined as T, decodeError: (err as Error).message, raw: m.value };
-  }
+  return decodeRecord(
+    { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) },
+    m.value,
+  );
 }
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
@@ -195,9 +193,6 @@ export function* splitBySize<M extends { message: { key: string; value: string |
   }
   if (current.length) yield current;
 }
-
-/** Due records of a retry tier released together (one produce request and one commit per slice). */
-const DELAYED_RELEASE_SLICE = 500;
 
 export function createKafkaBus(opts: KafkaBusOptions): Bus {
   const kafka = new Kafka({
@@ -320,25 +315,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       };
 
       // Commits run on a timer and at close, never per record: the committed offset only trails.
-      let committing: Promise<void> = Promise.resolve();
-      const commit = () => {
-        committing = committing.then(async () => {
-          const offsets = [];
-          for (const st of partitions.values()) {
-            const c = st.tracker.committable();
-            if (c !== null && c !== st.committed) offsets.push({ topic: st.topic, partition: st.partition, offset: c, st });
-          }
-          if (!offsets.length) return;
-          try {
-            await consumer.commitOffsets(offsets.map(({ st: _st, ...x }) => x));
-            for (const x of offsets) x.st.committed = x.offset;
-          } catch (err) {
-            // A rebalance took the partition away; its new owner resumes from the last commit.
-            log.debug({ err }, 'offset commit failed');
-          }
-        });
-        return committing;
-      };
+      const commit = createCommitter(
+        () => partitions.values(),
+        (due) => consumer.commitOffsets(due.map(({ st, offset }) => ({ topic: st.topic, partition: st.partition, offset }))),
+        // A rebalance took the partition away; its new owner resumes from the last commit.
+        (err) => log.debug({ err }, 'offset commit failed'),
+      );
       const timer = setInterval(() => void commit(), o.commitIntervalMs ?? 500);
       timer.unref();
 
@@ -449,23 +431,20 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           const now = Date.now();
           const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
           const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
-          // Due records are released together, a slice at a time, with one commit per slice: one
-          // produce request and one commit for many records (a commit per record cost the broker
-          // and this process more than the records themselves).
+          // Due records are released together, a slice at a time, with one commit per slice. A
+          // failure is thrown after committing up to it: kafkajs fetches the batch again from there.
           for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
             if (closing || !isRunning() || isStale()) return;
-            const slice = due.slice(i, i + DELAYED_RELEASE_SLICE);
-            const results = await Promise.allSettled(slice.map((m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m))));
-            // Commit up to the first failure; from there the batch is fetched again (records after it
-            // that did pass are released twice: at least once, never lost).
-            const failed = results.findIndex((r) => r.status === 'rejected');
-            const done = failed < 0 ? slice : slice.slice(0, failed);
-            const last = done.at(-1);
-            if (last) {
-              resolveOffset(last.offset);
-              await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) }]);
-            }
-            if (failed >= 0) throw (results[failed] as PromiseRejectedResult).reason;
+            await releaseSlice(
+              due.slice(i, i + DELAYED_RELEASE_SLICE),
+              (m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m)),
+              async (last) => {
+                resolveOffset(last.offset);
+                await consumer.commitOffsets([
+                  { topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) },
+                ]);
+              },
+            );
             await heartbeat();
           }
           const next = firstLater < 0 ? undefined : batch.messages[firstLater];

@@ -1,0 +1,65 @@
+// Consumer code the Kafka bus (index.ts) and the embedded bus (embedded.ts) share.
+import type { InRecord } from './index.ts';
+import type { OffsetTracker } from './inflight.ts';
+
+/** A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error. */
+export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null): InRecord<T> {
+  try {
+    return { ...record, value: JSON.parse(value?.toString('utf8') ?? 'null') as T };
+  } catch (err) {
+    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
+    return { ...record, value: undefined as T, decodeError: (err as Error).message, raw: value };
+  }
+}
+
+/**
+ * The commit of a consumer with records in flight: each call commits, after the calls before it,
+ * every partition whose committable offset moved since its last commit. A failed commit is reported
+ * and left to the next call.
+ */
+export function createCommitter<S extends { tracker: OffsetTracker; committed: string | null }>(
+  states: () => Iterable<S>,
+  write: (due: Array<{ st: S; offset: string }>) => Promise<void>,
+  failed: (err: unknown) => void,
+): () => Promise<void> {
+  let committing: Promise<void> = Promise.resolve();
+  return () => {
+    committing = committing.then(async () => {
+      const due: Array<{ st: S; offset: string }> = [];
+      for (const st of states()) {
+        const offset = st.tracker.committable();
+        if (offset !== null && offset !== st.committed) due.push({ st, offset });
+      }
+      if (!due.length) return;
+      try {
+        await write(due);
+        for (const { st, offset } of due) st.committed = offset;
+      } catch (err) {
+        failed(err);
+      }
+    });
+    return committing;
+  };
+}
+
+/** Due records of a retry tier released together (one produce request and one commit per slice). */
+export const DELAYED_RELEASE_SLICE = 500;
+
+/**
+ * Releases a slice of due records of one partition together (their handlers run at once, so their
+ * writes share requests), then commits through the last one released: one commit per slice, where a
+ * commit per record cost more than the records themselves. When a handler fails, the commit stops
+ * before its record and the failure is thrown: the caller reads again from that record (records after
+ * it that did pass are released twice: at least once, never lost).
+ */
+export async function releaseSlice<M>(
+  slice: M[],
+  handle: (m: M) => Promise<void>,
+  commitThrough: (last: M) => Promise<void>,
+): Promise<void> {
+  const results = await Promise.allSettled(slice.map(handle));
+  const failed = results.findIndex((r) => r.status === 'rejected');
+  const last = (failed < 0 ? slice : slice.slice(0, failed)).at(-1);
+  if (last !== undefined) await commitThrough(last);
+  if (failed >= 0) throw (results[failed] as PromiseRejectedResult).reason;
+}
