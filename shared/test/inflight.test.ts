@@ -195,6 +195,18 @@ t.test('a byte budget is full at its maximum, yet one record always fits', async
   t.equal(b.inUse, 40);
 });
 
+t.test('tryTake admits what fits, and anything when the budget is empty', async (t) => {
+  const b = new ByteBudget(100);
+  t.ok(b.tryTake(500), 'empty: one item of any size fits');
+  t.notOk(b.tryTake(1), 'nothing more while it is held');
+  t.equal(b.inUse, 500, 'a refused take takes nothing');
+  b.give(500);
+  t.ok(b.tryTake(60));
+  t.ok(b.tryTake(40), 'exactly up to the maximum');
+  t.notOk(b.tryTake(1), 'past the maximum');
+  t.equal(b.inUse, 100);
+});
+
 t.test("keyed dispatch takes a record's bytes from the budget until it settles", async (t) => {
   const releases: Array<() => void> = [];
   const dispatch = createKeyedDispatch<{ key: string; id: string }>({

@@ -4,7 +4,9 @@ import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
+import { AppError } from '@switchyard/shared/errors.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerErrorHandling } from './errors.ts';
@@ -92,6 +94,20 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     if (req.routeOptions.config && (req.routeOptions.config as { public?: boolean }).public) return;
     if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
     req.principal = await ctx.auth.authenticate(req.headers.authorization);
+  });
+
+  // Request bodies held at once are bounded (by Content-Length, or the route's limit when streamed):
+  // a burst of large publishes is answered 503 rather than growing the heap without end.
+  const bodies = new ByteBudget(config.API_MAX_INFLIGHT_BYTES);
+  app.addHook('onRequest', async (req, reply) => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    const bytes = length > 0 ? length : req.headers['transfer-encoding'] ? (req.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : 0;
+    if (bytes === 0) return;
+    if (!bodies.tryTake(bytes)) {
+      void reply.header('retry-after', '1');
+      throw new AppError('SERVICE_UNAVAILABLE', 'The gateway holds as many request bytes as it may; nothing was accepted. Retry shortly.');
+    }
+    reply.raw.once('close', () => bodies.give(bytes));
   });
 
   await app.register(swagger, {

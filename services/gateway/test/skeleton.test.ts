@@ -106,3 +106,41 @@ t.test('unexpected errors become a generic 500 without internal text', async (t)
   t.same(res.json(), { status: 500, code: 'INTERNAL', message: 'Internal server error.' });
   t.notMatch(res.body, /knex|pool|destroy|postgres/i, 'no internal error text leaks');
 });
+
+t.test('request bytes past API_MAX_INFLIGHT_BYTES get 503 with Retry-After and change nothing', async (t) => {
+  const { app, call } = await buildTestApp(t, { API_MAX_INFLIGHT_BYTES: '2048' });
+  await call('PUT', '/api/v1/tenants/busy');
+  const publish = (id: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/publish',
+      headers: { authorization: 'Bearer test-admin-key' },
+      payload: { id, tenant_id: 'busy', topic: 'user.created', data: { pad: 'x'.repeat(600) } },
+    });
+  // Ten bodies of ~700 bytes at once: the first two fit the budget, and they are in flight (each
+  // waits for Kafka's acknowledgement) when the others arrive.
+  const ids = Array.from({ length: 10 }, (_, i) => `burst-${i}`);
+  const answers = await Promise.all(ids.map(publish));
+  const accepted = ids.filter((_, i) => answers[i]?.statusCode === 202);
+  const refused = answers.filter((a) => a.statusCode === 503);
+  t.ok(accepted.length >= 1, `${accepted.length} accepted`);
+  t.ok(refused.length >= 1, `${refused.length} refused`);
+  t.equal(accepted.length + refused.length, 10, 'every answer is 202 or 503');
+  for (const r of refused) {
+    t.same(r.json(), {
+      status: 503,
+      code: 'SERVICE_UNAVAILABLE',
+      message: 'The gateway holds as many request bytes as it may; nothing was accepted. Retry shortly.',
+    });
+    t.equal(r.headers['retry-after'], '1');
+  }
+  // The budget is given back as answers go out, and a refused publish left no trace: retried, every
+  // event is accepted as new, and every accepted one is a duplicate.
+  for (const [i, id] of ids.entries()) {
+    const again = await publish(id);
+    t.equal(again.statusCode, 202, `${id} retried`);
+    t.equal(again.json().duplicate, answers[i]?.statusCode === 202, `${id} duplicate only if accepted before`);
+  }
+  // Requests without a body are never refused for bytes.
+  t.equal((await call('GET', '/api/v1/tenants/busy')).status, 200);
+});

@@ -25,6 +25,13 @@ export const SETTINGS = {
   API_HOST: { kind: 'string', default: '127.0.0.1', description: 'Address the gateway listens on (0.0.0.0 to expose it).' },
   API_KEY: { kind: 'string', required: true, secret: true, description: 'Admin credential, sent as Authorization: Bearer <API_KEY>.' },
   API_JWT_SECRET: { kind: 'string', required: true, secret: true, description: 'HS256 key that signs tenant tokens.' },
+  API_MAX_INFLIGHT_BYTES: {
+    kind: 'integer',
+    default: '33554432',
+    minimum: 1024,
+    description:
+      'Bytes of request bodies (by Content-Length) a gateway holds at once; past it, requests get 503 SERVICE_UNAVAILABLE with Retry-After and change nothing. One request always fits. Bounds the memory a burst of large publishes takes (32 MiB: two full batch publishes).',
+  },
   API_BASE_URL: {
     kind: 'string',
     default: '',
