@@ -3,32 +3,17 @@
 // KAFKA_BROKERS / DATABASE_URL point elsewhere, with prefixed logs. Ctrl-C stops all.
 // (npm start runs embedded mode instead: services/embedded, one process, nothing to install.)
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../shared/src/config/index.ts';
+import { loadSecretsFile } from '../../shared/src/secrets-file.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const secretsFile = `${root}.tools/dev-secrets.env`;
 
-/** Development secrets are generated once and kept under .tools/, never committed. */
-function devSecrets(): Record<string, string> {
-  if (!existsSync(secretsFile)) {
-    mkdirSync(`${root}.tools`, { recursive: true });
-    const gen = () => randomBytes(24).toString('base64url');
-    writeFileSync(secretsFile, `API_KEY=${gen()}\nAPI_JWT_SECRET=${gen()}\nAES_ENCRYPTION_SECRET=${gen()}\n`, { mode: 0o600 });
-  }
-  return Object.fromEntries(
-    readFileSync(secretsFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-  );
-}
-
 const env: Record<string, string> = {
-  ...devSecrets(),
+  // Development secrets are generated once and kept under .tools/, never committed.
+  ...loadSecretsFile(secretsFile).values,
   EGRESS_ALLOW: '127.0.0.0/8,::1/128',
   // The local broker and database started below (each service on its own needs both set).
   KAFKA_BROKERS: '127.0.0.1:9092',
