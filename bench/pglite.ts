@@ -1,17 +1,17 @@
 // Measures the embedded database (PGlite through knex and node-postgres, the path the services use)
 // on the operations the pipeline runs, and the same against Postgres when DATABASE_URL is set:
-//   bash infra/run.sh node services/embedded/src/bench-pglite.ts [/tmp/dir]
-//   DATABASE_URL=postgres://... bash infra/run.sh node services/embedded/src/bench-pglite.ts
-// Figures from one run are in docs/architecture.md ("Embedded mode").
+//   bash infra/run.sh node bench/pglite.ts [/tmp/dir]
+//   DATABASE_URL=postgres://... bash infra/run.sh node bench/pglite.ts
+// Figures from one run are in docs/architecture.md ("Embedded mode"). Not a test, and not in the build.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
-import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
-import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
+import { openEmbeddedDb } from '../shared/src/db/embedded.ts';
+import { createDb, type Knex, migrateLatest } from '../shared/src/db/index.ts';
+import { EventIdStore } from '../shared/src/db/stores/event-ids.ts';
+import { PipelineStore } from '../shared/src/db/stores/pipeline.ts';
+import type { AttemptRecord, RoutedRecord } from '../shared/src/model/index.ts';
 
 const ms = (t0: number) => Math.round(performance.now() - t0);
 
