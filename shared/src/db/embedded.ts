@@ -20,7 +20,6 @@ import { createDb, type Knex } from './index.ts';
 
 export interface EmbeddedDb {
   db: Knex;
-  pglite: PGlite;
   close(): Promise<void>;
 }
 
@@ -44,7 +43,6 @@ export async function openEmbeddedDb(dir: string): Promise<EmbeddedDb> {
   });
   return {
     db,
-    pglite,
     async close() {
       await db.destroy();
       await pglite.close();

@@ -166,9 +166,9 @@ function decode(s: string, param: 'next' | 'prev', kind: Kind): Cursor {
 type V = Knex.Value;
 type Cond = { sql: string; values: V[] };
 const cond = (sql: string, ...values: V[]): Cond => ({ sql, values });
-/** col is one of values: one array parameter, so the statement text does not depend on how many. */
-const inList = (col: string, values: readonly (string | number)[], type = 'text'): Cond =>
-  values.length === 1 ? cond(`${col} = ?::${type}`, values[0] as V) : cond(`${col} = ANY(?::${type}[])`, [...values] as V);
+/** col (a text column) is one of values: one array parameter, so the statement text does not depend on how many. */
+const inList = (col: string, values: readonly string[]): Cond =>
+  values.length === 1 ? cond(`${col} = ?::text`, values[0] as V) : cond(`${col} = ANY(?::text[])`, [...values] as V);
 
 function timeConds(col: string, t: TimeRange | undefined): Cond[] {
   const out: Cond[] = [];
