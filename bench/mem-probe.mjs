@@ -34,6 +34,6 @@ setInterval(() => {
   const parts = Object.entries(kinds).map(([k, v]) => `${k}=${mb(v)}`);
   appendFileSync(
     file,
-    `${new Date().toISOString()} rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} arrayBuffers=${mb(m.arrayBuffers)} ${parts.join(' ')}\n`,
+    `${new Date().toISOString()} rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} arrayBuffers=${mb(m.arrayBuffers)} external=${mb(m.external)} ${parts.join(' ')}\n`,
   );
 }, 2000).unref();
