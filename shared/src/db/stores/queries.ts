@@ -597,7 +597,8 @@ export class QueryStore {
 
   /**
    * The events of attempts, for `include=event`; keyed by tenant and event id. Attempts listed by
-   * this store know their event's partition, so those lookups are pruned to it.
+   * this store know their event's received_at, so those lookups are bounded to the span of the page's
+   * events (per tenant: eventRows).
    */
   async eventsOf(keys: readonly { tenant_id: string; event_id: string }[], withData: boolean): Promise<Map<string, EmbeddedEvent>> {
     const rows = await this.eventRows(
@@ -611,9 +612,9 @@ export class QueryStore {
 
   /**
    * Event rows by key. The pipeline stores an event's deliveries with created_at = the event's
-   * received_at, so a key found through its deliveries knows its event's partition: the lookup is
-   * bounded to it first (partition pruning), and only keys not found there are looked up in every
-   * partition.
+   * received_at, so a key found through its deliveries (or an attempt) knows its event's partition:
+   * the keys of each tenant are first looked up within the span of their received_at (partition
+   * pruning to that span), and only keys not found there are looked up in every partition.
    */
   private async eventRows(keys: readonly EventKey[], withData: boolean): Promise<Map<string, EventRow>> {
     const out = new Map<string, EventRow>();
