@@ -31,7 +31,6 @@ export interface LoadOptions {
   /** Events per request for `batch` and per send for `kafka`. */
   batchSize: number;
   durationMs: number;
-  maxEvents?: number;
   /** Approximate size of each event's data in bytes. */
   payloadBytes: number;
   /** Asked before each request; false holds new requests back (the runner's cap on outstanding deliveries). */
@@ -184,7 +183,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
 
   const requestRate = o.ratePerSec ? o.ratePerSec / perRequest : null;
   async function worker(): Promise<void> {
-    while (!stopped && (o.maxEvents === undefined || seq < o.maxEvents)) {
+    while (!stopped) {
       if (o.gate && !o.gate()) {
         const g = performance.now();
         await sleep(5);

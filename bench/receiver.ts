@@ -9,7 +9,7 @@
 // Prints one JSON line {"listening": <port>, "hosts": [...]} on stdout when ready. Control endpoints (JSON):
 //   POST /__bench/secrets  {"<path>": "<whsec_...>", ...}   signing secrets per destination path
 //   POST /__bench/reset                                     forget every arrival (secrets stay)
-//   GET  /__bench/stats[?from=&to=&latency=1&series=1&paths=1]
+//   GET  /__bench/stats[?from=&to=&latency=1&series=1]
 // Every other path is a destination: 200 "ok", or held open when it hangs. Paths under /ceiling are
 // the bare ceiling loop's and are counted apart.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -57,7 +57,6 @@ const state = {
   seen: new Set<string>(),
   /** Repeats of (path, webhook-id) per group: on hanging paths they are the expected retries. */
   duplicates: { ok: 0, hang: 0, ceiling: 0 } as Record<Group, number>,
-  perPath: new Map<string, number>(),
   verify: { checked: 0, ok: 0, failed: 0, noSecret: 0, unsigned: 0, errors: [] as string[] },
   signedSeen: 0,
 };
@@ -74,7 +73,6 @@ function reset(): void {
   state.hungAnswered = 0;
   state.seen.clear();
   state.duplicates = { ok: 0, hang: 0, ceiling: 0 };
-  state.perPath.clear();
   state.verify = { checked: 0, ok: 0, failed: 0, noSecret: 0, unsigned: 0, errors: [] };
   state.signedSeen = 0;
 }
@@ -151,7 +149,6 @@ function control(req: IncomingMessage, res: ServerResponse, body: string): void 
     if (q.get('series') === '1') {
       out.series = Object.fromEntries(GROUPS.map((g) => [g, Object.fromEntries(state.samples[g].perSecond(from, to))]));
     }
-    if (q.get('paths') === '1') out.paths = Object.fromEntries(state.perPath);
     json(res, 200, out);
     return;
   }
@@ -181,7 +178,6 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
       res.end('ok');
       return;
     }
-    state.perPath.set(path, (state.perPath.get(path) ?? 0) + 1);
     const id = req.headers['webhook-id'];
     if (typeof id === 'string' && state.seen.size < SEEN_MAX) {
       const key = `${path}\n${id}`;

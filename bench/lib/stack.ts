@@ -22,7 +22,6 @@ function sh(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 export interface Infra {
-  dir: string;
   kafkaBrokers: string;
   databaseUrl: string;
   kafkaPids(): number[];
@@ -66,7 +65,6 @@ export async function startInfra(log: (s: string) => void): Promise<Infra> {
     }
   };
   return {
-    dir,
     kafkaBrokers: `127.0.0.1:${env.KAFKA_PORT}`,
     databaseUrl: `postgres://postgres@127.0.0.1:${env.PG_PORT}/switchyard`,
     kafkaPids: () => {
