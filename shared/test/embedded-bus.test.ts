@@ -275,26 +275,31 @@ function commitsOf(dir: string, group: string): number[] {
   return out;
 }
 
-t.test('delayed consumption releases the due records together, with one commit', async (t) => {
+/** A one-partition log in a new directory holding records 1..n (one key) in SLOW. */
+async function slowRecords(t: Teardown, n: number): Promise<{ dir: string; bus: Bus }> {
   const dir = tempDir(t);
   const bus = await openBus(t, dir, 1);
   await (await bus.producer()).send(
     SLOW,
-    Array.from({ length: 5 }, (_, i) => ({ key: 'a', value: i + 1 })),
+    Array.from({ length: n }, (_, i) => ({ key: 'a', value: i + 1 })),
   );
+  return { dir, bus };
+}
+
+/** The group 'tier' consuming SLOW, each record due 100 ms after it was written. */
+const consumeTier = (bus: Bus, handle: (r: InRecord<number>) => Promise<void>) =>
+  bus.consumeDelayed<number>({ groupId: 'tier', topics: [SLOW], delayMs: () => 100, handle });
+
+t.test('delayed consumption releases the due records together, with one commit', async (t) => {
+  const { dir, bus } = await slowRecords(t, 5);
   const got: number[] = [];
   let running = 0;
   let maxRunning = 0;
-  await bus.consumeDelayed<number>({
-    groupId: 'tier',
-    topics: [SLOW],
-    delayMs: () => 200,
-    async handle(r) {
-      maxRunning = Math.max(maxRunning, ++running);
-      await new Promise((res) => setTimeout(res, 50));
-      running--;
-      got.push(r.value);
-    },
+  await consumeTier(bus, async (r) => {
+    maxRunning = Math.max(maxRunning, ++running);
+    await new Promise((res) => setTimeout(res, 50));
+    running--;
+    got.push(r.value);
   });
   await until('all five', () => got.length === 5);
   await until('committed', () => commitsOf(dir, 'tier').length > 0);
@@ -303,24 +308,14 @@ t.test('delayed consumption releases the due records together, with one commit',
 });
 
 t.test('a failed delayed record: the commit stops before it, and it and those after it come again', async (t) => {
-  const dir = tempDir(t);
-  let bus = await openBus(t, dir, 1);
-  await (await bus.producer()).send(
-    SLOW,
-    Array.from({ length: 5 }, (_, i) => ({ key: 'a', value: i + 1 })),
-  );
+  let { dir, bus } = await slowRecords(t, 5);
   const calls: number[] = [];
-  const consumeTier = (b: Bus, failing: boolean) =>
-    b.consumeDelayed<number>({
-      groupId: 'tier',
-      topics: [SLOW],
-      delayMs: () => 200,
-      async handle(r) {
-        calls.push(r.value);
-        if (r.value === 3 && failing) throw new Error('our own fault');
-      },
-    });
-  await consumeTier(bus, true);
+  let failing = true;
+  const handle = async (r: InRecord<number>) => {
+    calls.push(r.value);
+    if (r.value === 3 && failing) throw new Error('our own fault');
+  };
+  await consumeTier(bus, handle);
   await until('released once', () => calls.length >= 5);
   await until('committed', () => commitsOf(dir, 'tier').length > 0);
   // Closing cuts the retry short: what the restart reads is what was committed.
@@ -329,8 +324,9 @@ t.test('a failed delayed record: the commit stops before it, and it and those af
   t.same(commitsOf(dir, 'tier'), [2], 'committed up to the failed record only');
 
   calls.length = 0;
+  failing = false;
   bus = await openBus(t, dir, 1);
-  await consumeTier(bus, false);
+  await consumeTier(bus, handle);
   await until('released again', () => calls.includes(5));
   await until('committed again', () => commitsOf(dir, 'tier').at(-1) === 5);
   t.same(calls, [3, 4, 5], 'from the failed record on: nothing lost (4 and 5 come twice: at least once)');
@@ -338,22 +334,11 @@ t.test('a failed delayed record: the commit stops before it, and it and those af
 });
 
 t.test('a failing delayed record is retried in place, from it on', async (t) => {
-  const dir = tempDir(t);
-  const bus = await openBus(t, dir, 1);
-  await (await bus.producer()).send(SLOW, [
-    { key: 'a', value: 1 },
-    { key: 'a', value: 2 },
-    { key: 'a', value: 3 },
-  ]);
+  const { dir, bus } = await slowRecords(t, 3);
   const calls: number[] = [];
-  await bus.consumeDelayed<number>({
-    groupId: 'tier',
-    topics: [SLOW],
-    delayMs: () => 100,
-    async handle(r) {
-      calls.push(r.value);
-      if (r.value === 2 && calls.filter((v) => v === 2).length < 2) throw new Error('our own fault');
-    },
+  await consumeTier(bus, async (r) => {
+    calls.push(r.value);
+    if (r.value === 2 && calls.filter((v) => v === 2).length < 2) throw new Error('our own fault');
   });
   await until('committed past the last', () => commitsOf(dir, 'tier').at(-1) === 3);
   t.same(calls, [1, 2, 3, 2, 3], 'the failed record and the one after it again, after a backoff');
