@@ -162,3 +162,38 @@ t.test('topics created here allow large batches; an existing topic with a smalle
   t.ok(warning, 'a warning at start');
   t.match(warning?.topics, [new RegExp(`^${prefix.replace('.', '\\.')}old \\(\\d+\\)$`)], 'naming the old topic only');
 });
+
+t.test('services creating the same topics at once all start, and the topics get the message limit', async (t) => {
+  // Every service ensures every topic at start; the broker may still deny a topic it has just
+  // created to the one that created it (kafkajs' leader check), which must not stop a service.
+  const topics: TopicDef[] = Array.from({ length: 12 }, (_, i) => ({ name: `race${i}`, key: 'k', description: 'a topic' }));
+  for (let round = 0; round < 3; round++) {
+    const prefix = `${uniqueName('kb-race')}.`;
+    const buses = Array.from({ length: 4 }, () => openBus(t, prefix));
+    const outcomes = await Promise.allSettled(buses.map((b) => b.ensureTopics(topics)));
+    t.same(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'],
+      `round ${round}: every bus started (${outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'ok')).join('; ')})`,
+    );
+    const admin = new kafkajs.Kafka({
+      brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
+      logLevel: kafkajs.logLevel.NOTHING,
+    }).admin();
+    await admin.connect();
+    try {
+      const names = topics.map((x) => `${prefix}${x.name}`);
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })),
+      });
+      t.same(
+        resources.map((r) => r.configEntries[0]?.configValue),
+        names.map(() => String(DEFAULT_MAX_MESSAGE_BYTES)),
+        `round ${round}: all ${names.length} topics exist with max.message.bytes`,
+      );
+    } finally {
+      await admin.disconnect();
+    }
+  }
+});

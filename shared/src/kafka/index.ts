@@ -209,49 +209,67 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
   const consumers: BusConsumer[] = [];
   const producers: BusProducer[] = [];
 
+  async function ensureOnce(topics: TopicDef[]): Promise<void> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = topics.filter((t) => !existing.has(name(t)));
+      if (missing.length) {
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((t) => ({
+            topic: name(t),
+            numPartitions: opts.partitions,
+            replicationFactor: opts.replicationFactor,
+            configEntries: [
+              { name: 'max.message.bytes', value: String(maxMessageBytes) },
+              ...(t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+            ],
+          })),
+        });
+      }
+      // Topics made before (by an earlier version or by hand) keep their limit: say so at start,
+      // rather than when the first large event is refused.
+      const kept = topics.filter((t) => existing.has(name(t))).map(name);
+      if (kept.length) {
+        const { resources } = await admin.describeConfigs({
+          includeSynonyms: false,
+          resources: kept.map((topic) => ({ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] })),
+        });
+        const small = resources.flatMap((r) => {
+          const v = Number(r.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
+          return v < maxMessageBytes ? [`${r.resourceName} (${v})`] : [];
+        });
+        if (small.length) {
+          opts.log.warn(
+            { topics: small, wanted: maxMessageBytes },
+            'topics with max.message.bytes below KAFKA_MAX_MESSAGE_BYTES: events near 1 MiB will be refused until it is raised',
+          );
+        }
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   return {
     async ensureTopics(topics = allTopics()) {
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        const existing = new Set(await admin.listTopics());
-        const missing = topics.filter((t) => !existing.has(name(t)));
-        if (missing.length) {
-          await admin.createTopics({
-            waitForLeaders: true,
-            topics: missing.map((t) => ({
-              topic: name(t),
-              numPartitions: opts.partitions,
-              replicationFactor: opts.replicationFactor,
-              configEntries: [
-                { name: 'max.message.bytes', value: String(maxMessageBytes) },
-                ...(t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
-              ],
-            })),
-          });
-        }
-        // Topics made before (by an earlier version or by hand) keep their limit: say so at start,
-        // rather than when the first large event is refused.
-        const kept = topics.filter((t) => existing.has(name(t))).map(name);
-        if (kept.length) {
-          const { resources } = await admin.describeConfigs({
-            includeSynonyms: false,
-            resources: kept.map((topic) => ({ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] })),
-          });
-          const small = resources.flatMap((r) => {
-            const v = Number(r.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
-            return v < maxMessageBytes ? [`${r.resourceName} (${v})`] : [];
-          });
-          if (small.length) {
-            opts.log.warn(
-              { topics: small, wanted: maxMessageBytes },
-              'topics with max.message.bytes below KAFKA_MAX_MESSAGE_BYTES: events near 1 MiB will be refused until it is raised',
-            );
-          }
-        }
-      } finally {
-        await admin.disconnect();
-      }
+      // Services start together and create the same topics: right after a creation the broker may
+      // still answer UNKNOWN_TOPIC_OR_PARTITION to kafkajs' leader check, which it does not retry.
+      // Retriable errors are retried here (from the listing on) for up to a minute.
+      const deadline = Date.now() + 60_000;
+      let last: unknown;
+      const done = await retryInPlace(() => ensureOnce(topics), {
+        stopped: () => Date.now() > deadline,
+        wait: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5_000))),
+        failed(err, attempt) {
+          last = err;
+          if (!(err as { retriable?: boolean }).retriable) throw err;
+          opts.log.warn({ err, attempt }, 'creating topics failed; will retry');
+        },
+      });
+      if (!done) throw last;
     },
 
     async producer() {
