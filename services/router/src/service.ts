@@ -3,6 +3,7 @@
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
+import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { createRouter } from './handler.ts';
@@ -23,13 +24,22 @@ export async function start(rt: Runtime): Promise<Service> {
     snapshot: (d) => destinations.snapshot(d),
     async emit({ deliveries, routed, deadLetters }) {
       const byType = Map.groupBy(deliveries, (d) => d.destination.type);
+      // Each event and destination snapshot is written as JSON once per batch and spliced into its
+      // records: a fan-out to ten destinations serialised the same event eleven times.
+      const json = jsonOnce();
       // One produce request for every topic: the idempotent producer sends one request at a time.
       await producer.sendMany([
         ...[...byType].map(([type, records]) => ({
           topic: TOPIC.deliveries[type],
-          records: records.map((r) => ({ key: r.destination.id, value: r })),
+          records: records.map((r) => ({
+            key: r.destination.id,
+            value: new JsonText(() => spliceJson(r, ['event', 'destination'], json)),
+          })),
         })),
-        { topic: TOPIC.routed, records: routed.map((r) => ({ key: r.event.tenant_id, value: r })) },
+        {
+          topic: TOPIC.routed,
+          records: routed.map((r) => ({ key: r.event.tenant_id, value: new JsonText(() => spliceJson(r, ['event'], json)) })),
+        },
         {
           topic: TOPIC.deadLetter,
           records: deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),

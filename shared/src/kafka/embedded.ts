@@ -41,6 +41,7 @@ import {
   type OutRecord,
 } from './index.ts';
 import { OffsetTracker, retryInPlace } from './inflight.ts';
+import { jsonOf } from './json-text.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 export interface EmbeddedBusOptions {
@@ -151,7 +152,7 @@ function encode(r: OutRecord, timestamp: number): Buffer {
   const key = Buffer.from(r.key ?? '', 'utf8');
   const headers = Buffer.from(JSON.stringify(r.headers ?? {}), 'utf8');
   // A Buffer is stored as is (dead letters keep the original bytes); anything else as JSON.
-  const value = Buffer.isBuffer(r.value) ? r.value : r.value === undefined ? null : Buffer.from(JSON.stringify(r.value), 'utf8');
+  const value = Buffer.isBuffer(r.value) ? r.value : r.value === undefined ? null : Buffer.from(jsonOf(r.value), 'utf8');
   const bodyLen = 8 + 4 + key.length + 4 + headers.length + 4 + (value?.length ?? 0);
   const buf = Buffer.allocUnsafe(HEADER + bodyLen);
   buf.writeUInt32BE(bodyLen, 0);

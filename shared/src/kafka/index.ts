@@ -3,6 +3,7 @@
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlice } from './consume.ts';
+import { jsonOf } from './json-text.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
@@ -279,12 +280,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
         async sendMany(batches) {
           // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
-          // request's bytes at a time. A Buffer is sent as is (dead letters keep the original bytes);
-          // anything else as JSON.
+          // request's bytes at a time. A Buffer is sent as is (dead letters keep the original bytes),
+          // JsonText as written, anything else as JSON.
           const messages = function* () {
             for (const b of batches) {
               for (const r of b.records) {
-                const value = Buffer.isBuffer(r.value) ? r.value : JSON.stringify(r.value);
+                const value = Buffer.isBuffer(r.value) ? r.value : jsonOf(r.value);
                 yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
               }
             }

@@ -1,0 +1,47 @@
+// Record values given as JSON text, so a producer can write JSON it already has (one event's JSON
+// into each of its deliveries) instead of serialising the same object once per record.
+
+/** A record value as JSON text, written when its request fills, like any other value. */
+export class JsonText {
+  readonly write: () => string;
+
+  constructor(write: () => string) {
+    this.write = write;
+  }
+}
+
+/** A record value's JSON: JsonText as written, anything else through JSON.stringify. */
+export function jsonOf(value: unknown): string {
+  return value instanceof JsonText ? value.write() : JSON.stringify(value);
+}
+
+/**
+ * `record` as JSON, with the fields named in `shared` written by `json` (which may hand back text it
+ * made before for the same object). Parses to what JSON.stringify(record) does; only the order of
+ * the fields differs (the shared ones first).
+ */
+export function spliceJson(record: object, shared: readonly string[], json: (o: object) => string): string {
+  const rest: Record<string, unknown> = { ...record };
+  const parts: string[] = [];
+  for (const k of shared) {
+    const v = rest[k];
+    delete rest[k];
+    if (v !== undefined) parts.push(`${JSON.stringify(k)}:${v !== null && typeof v === 'object' ? json(v) : JSON.stringify(v)}`);
+  }
+  const tail = JSON.stringify(rest);
+  if (!parts.length) return tail;
+  return tail === '{}' ? `{${parts.join(',')}}` : `{${parts.join(',')},${tail.slice(1)}`;
+}
+
+/** `json` for spliceJson that writes each object once and hands back the same text after. */
+export function jsonOnce(): (o: object) => string {
+  const texts = new Map<object, string>();
+  return (o) => {
+    let s = texts.get(o);
+    if (s === undefined) {
+      s = JSON.stringify(o);
+      texts.set(o, s);
+    }
+    return s;
+  };
+}
