@@ -221,8 +221,9 @@ export class ByteBudget {
 
 /**
  * Runs `what` until it passes, waiting 200 ms, doubling up to 30 s, between tries: how both buses
- * retry our own faults in place (the record stays unfinished, so its offset is not committed).
- * False when `stopped` (closing) interrupts it.
+ * retry our own faults in place (the record stays unfinished, so its offset is not committed), and
+ * how the Kafka bus retries creating topics. False when `stopped` (closing, a deadline) interrupts
+ * it; an error `failed` throws ends it at once.
  */
 export async function retryInPlace(
   what: () => Promise<void>,
@@ -293,11 +294,6 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
         .then(async (r) => settled(r === DIVERTED ? await diverted(record) : r));
       return { finished };
     },
-    /**
-     * Starts one record of a partition (offsets in order): in flight in `partition.tracker` until
-     * it is done, then the partition's waiters for a free slot are woken. Resolves once under way;
-     * the promise added to `inflight` settles when the record is done or closing interrupted it.
-     */
     /** True when a partition may start another record: under its concurrency and the byte budget. */
     hasRoom(partition: { tracker: OffsetTracker }): boolean {
       return partition.tracker.inFlight < o.concurrency && !budget.full;
@@ -309,6 +305,11 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
         if (budget.full) void budget.freed().then(resolve);
       });
     },
+    /**
+     * Starts one record of a partition (offsets in order): in flight in `partition.tracker` until
+     * it is done, then the partition's waiters for a free slot are woken. Resolves once under way;
+     * the promise added to `inflight` settles when the record is done or closing interrupted it.
+     */
     async run(
       record: R & { offset: string },
       partition: { tracker: OffsetTracker; waiters: Array<() => void> },

@@ -21,13 +21,15 @@ export function jsonOf(value: unknown): string {
  * the fields differs (the shared ones first).
  */
 export function spliceJson(record: object, shared: readonly string[], json: (o: object) => string): string {
-  const rest: Record<string, unknown> = { ...record };
+  const fields = record as Record<string, unknown>;
   const parts: string[] = [];
   for (const k of shared) {
-    const v = rest[k];
-    delete rest[k];
+    const v = fields[k];
     if (v !== undefined) parts.push(`${JSON.stringify(k)}:${v !== null && typeof v === 'object' ? json(v) : JSON.stringify(v)}`);
   }
+  // The other fields, copied rather than deleted from a copy (`delete` slows the object down).
+  const rest: Record<string, unknown> = {};
+  for (const k in fields) if (!shared.includes(k)) rest[k] = fields[k];
   const tail = JSON.stringify(rest);
   if (!parts.length) return tail;
   return tail === '{}' ? `{${parts.join(',')}}` : `{${parts.join(',')},${tail.slice(1)}`;
