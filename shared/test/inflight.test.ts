@@ -155,11 +155,16 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   await start('hang', 'h0');
   await start('hang', 'h1'); // queued before the key stalls
   await start('ok', 'o1');
+  t.equal(dispatch.divertsNow('hang'), 0, 'a busy key that has not stalled is not diverted');
   await sleep(60); // stalled; the sweep takes h1 off the queue
+  t.ok(dispatch.divertsNow('hang') >= 30, 'a stalled key with no free slot is diverted, and says for how long');
+  t.equal(dispatch.divertsNow('ok'), 0, 'a healthy key is not');
+  t.equal(dispatch.divertsNow('unknown'), 0, 'nor a key the consumer holds nothing of');
   await start('hang', 'h2'); // diverted at once
   await start('ok', 'o2');
   release();
   await Promise.all(finished);
+  t.equal(dispatch.divertsNow('hang'), 0, 'a free slot: not diverted');
   await start('hang', 'h3'); // a free slot: runs, stalled or not
   await Promise.all(finished);
   t.same(handled.sort(), ['h0', 'h3', 'o1', 'o2'], 'the stalled key ran only what had a free slot; the healthy key ran everything');
@@ -173,6 +178,30 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
     ['h0', 'h1', 'h2', 'h3', 'o1', 'o2'].map((id) => [id, [true]]),
     'each record settled once, as done',
   );
+});
+
+t.test('keyed dispatch: an idle slow key still lets one record through to find out whether it recovered', async (t) => {
+  const dispatch = createKeyedDispatch<{ key: string }>({
+    concurrency: 10,
+    keyConcurrency: 4,
+    health: { stallMs: 1000, slowMs: 20 },
+    keyBacklog: 0,
+    handle: async () => {
+      await sleep(30);
+    },
+    async divert() {},
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+  });
+  t.teardown(() => dispatch.close());
+  await (await dispatch.start({ key: 'k' }, () => {})).finished;
+  t.ok(dispatch.limiter.stalledFor('k') > 0, 'the key is slow after a task took slowMs');
+  t.equal(dispatch.divertsNow('k'), 0, 'idle: its next record is not diverted');
+  const probe = await dispatch.start({ key: 'k' }, () => {});
+  t.ok(dispatch.divertsNow('k') > 0, 'while that one runs, the next would be');
+  await probe.finished;
 });
 
 t.test('a byte budget is full at its maximum, yet one record always fits', async (t) => {

@@ -13,6 +13,12 @@ export interface SchedulerDeps {
   deliver(delivery: DeliveryRecord): Promise<void>;
   /** Parks a delivery in retry tier `tier` (an index into RETRY_TIERS_SECONDS). */
   park(delivery: DeliveryRecord, tier: number): Promise<void>;
+  /**
+   * How long the delivery's destination has been stalled if a delivery of it would be parked on
+   * arrival in this process right now, else 0. A due delivery of such a destination is parked again
+   * at once: one hop through Kafka instead of two (the delivery topic, then back to a tier).
+   */
+  stalledFor?(delivery: DeliveryRecord): number;
   now?: () => number;
 }
 
@@ -24,6 +30,21 @@ export interface SchedulerDeps {
  */
 export function createRetryScheduler(deps: SchedulerDeps) {
   const now = deps.now ?? Date.now;
+  /**
+   * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
+   * delay of one tier (one hop through Kafka, where a due time between tiers would take several),
+   * the longest not longer than the stall; and the n-th park in a row waits at least the n-th tier.
+   * A delivery that keeps finding its destination stalled thus reaches the 30 s tier by its third
+   * park instead of circling through the short tiers while the stall is young; 300 s per hop once
+   * the stall has lasted PARK_LONG_STALL_MS.
+   */
+  const park = async (delivery: DeliveryRecord, stalledMs: number): Promise<void> => {
+    const longest = tierFor(stalledMs >= PARK_LONG_STALL_MS ? PARK_LONG_MS : PARK_MAX_MS);
+    const parked = (delivery.parked ?? 0) + 1;
+    const tier = Math.min(longest, Math.max(tierFor(stalledMs), parked - 1));
+    const dueAt = now() + (RETRY_TIERS_SECONDS[tier] as number) * 1000;
+    await deps.park({ ...delivery, parked, due_at: new Date(dueAt).toISOString() }, tier);
+  };
   return {
     /** Where a fresh retry starts waiting. */
     async schedule(delivery: DeliveryRecord, dueAt: Date): Promise<void> {
@@ -31,26 +52,13 @@ export function createRetryScheduler(deps: SchedulerDeps) {
       const { parked: _parked, ...rest } = delivery;
       await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()));
     },
-    /**
-     * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
-     * delay of one tier (one hop through Kafka, where a due time between tiers would take several),
-     * the longest not longer than the stall; and the n-th park in a row waits at least the n-th tier.
-     * A delivery that keeps finding its destination stalled thus reaches the 30 s tier by its third
-     * park instead of circling through the short tiers while the stall is young; 300 s per hop once
-     * the stall has lasted PARK_LONG_STALL_MS.
-     */
-    async park(delivery: DeliveryRecord, stalledMs: number): Promise<void> {
-      const longest = tierFor(stalledMs >= PARK_LONG_STALL_MS ? PARK_LONG_MS : PARK_MAX_MS);
-      const parked = (delivery.parked ?? 0) + 1;
-      const tier = Math.min(longest, Math.max(tierFor(stalledMs), parked - 1));
-      const dueAt = now() + (RETRY_TIERS_SECONDS[tier] as number) * 1000;
-      await deps.park({ ...delivery, parked, due_at: new Date(dueAt).toISOString() }, tier);
-    },
+    park,
     async release(delivery: DeliveryRecord): Promise<void> {
       const remaining = Date.parse(delivery.due_at ?? '') - now();
       if (!(remaining > 250)) {
         const { due_at: _due, ...rest } = delivery;
-        await deps.deliver(rest);
+        const stalledMs = deps.stalledFor?.(rest) ?? 0;
+        await (stalledMs > 0 ? park(rest, stalledMs) : deps.deliver(rest));
       } else {
         await deps.park(delivery, tierFor(remaining));
       }

@@ -4,7 +4,7 @@
 import { createBatcher } from '@switchyard/shared/batcher.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
-import type { BusConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
+import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -51,9 +51,14 @@ export async function start(rt: Runtime): Promise<Service> {
   }, 1000);
   const produce = (topic: Topic, record: OutRecord): Promise<void> => batcher({ topic, record });
   const send = (topic: Topic, d: DeliveryRecord) => produce(topic, { key: d.destination.id, value: d });
+  // The delivery consumers know which destinations they are parking deliveries of right now; for
+  // those the scheduler parks a due delivery again itself. Only where this process consumes the
+  // destination's delivery partition: elsewhere the delivery goes through its topic as before.
+  const deliveryConsumers = new Map<DestinationType, KeyedConsumer>();
   const scheduler = createRetryScheduler({
     deliver: (d) => send(TOPIC.deliveries[d.destination.type], d),
     park: (d, tier) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d),
+    stalledFor: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
   });
   const handle = createDeliveryHandler({
     senders,
@@ -70,45 +75,45 @@ export async function start(rt: Runtime): Promise<Service> {
   });
 
   for (const type of types) {
-    consumers.push(
-      await rt.bus.consume<DeliveryRecord>({
-        groupId: `sender-${type}`,
-        topics: [TOPIC.deliveries[type]],
-        concurrency: config.SENDER_CONCURRENCY,
-        maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
-        keyConcurrency: config.DESTINATION_CONCURRENCY,
-        keyHealth: {
-          stallMs: config.DESTINATION_STALL_MS,
-          // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.
-          slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
-        },
-        keyBacklog: config.DESTINATION_BACKLOG,
-        // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
-        // after about as long as the destination has been stalled, and longer each time it finds the
-        // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
-        onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
-        async handle(record) {
-          const { attempt, outcome } = await handle(record.value);
-          logger.info(
-            {
-              attempt_id: attempt.id,
-              event_id: attempt.event_id,
-              tenant_id: attempt.tenant_id,
-              destination_id: attempt.destination_id,
-              type,
-              attempt_number: attempt.attempt_number,
-              manual: attempt.manual,
-              status: attempt.status,
-              code: attempt.code,
-              reason: outcome.response_data?.reason,
-              next_attempt_at: attempt.next_attempt_at,
-              duration_ms: attempt.duration_ms,
-            },
-            'attempt',
-          );
-        },
-      }),
-    );
+    const consumer = await rt.bus.consume<DeliveryRecord>({
+      groupId: `sender-${type}`,
+      topics: [TOPIC.deliveries[type]],
+      concurrency: config.SENDER_CONCURRENCY,
+      maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
+      keyConcurrency: config.DESTINATION_CONCURRENCY,
+      keyHealth: {
+        stallMs: config.DESTINATION_STALL_MS,
+        // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.
+        slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
+      },
+      keyBacklog: config.DESTINATION_BACKLOG,
+      // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
+      // after about as long as the destination has been stalled, and longer each time it finds the
+      // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
+      onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
+      async handle(record) {
+        const { attempt, outcome } = await handle(record.value);
+        logger.info(
+          {
+            attempt_id: attempt.id,
+            event_id: attempt.event_id,
+            tenant_id: attempt.tenant_id,
+            destination_id: attempt.destination_id,
+            type,
+            attempt_number: attempt.attempt_number,
+            manual: attempt.manual,
+            status: attempt.status,
+            code: attempt.code,
+            reason: outcome.response_data?.reason,
+            next_attempt_at: attempt.next_attempt_at,
+            duration_ms: attempt.duration_ms,
+          },
+          'attempt',
+        );
+      },
+    });
+    deliveryConsumers.set(type, consumer);
+    consumers.push(consumer);
   }
   // One scheduler group serves every type: it only moves records between topics.
   consumers.push(

@@ -10,12 +10,13 @@ const delivery: DeliveryRecord = {
   manual: false,
 };
 
-function scheduler(at: { now: number }) {
+function scheduler(at: { now: number }, stalledFor?: (d: DeliveryRecord) => number) {
   const parked: Array<{ tier: number; due_at?: string; record: DeliveryRecord }> = [];
   const delivered: DeliveryRecord[] = [];
   const s = createRetryScheduler({
     deliver: async (d) => void delivered.push(d),
     park: async (d, tier) => void parked.push({ tier, due_at: d.due_at, record: d }),
+    ...(stalledFor ? { stalledFor } : {}),
     now: () => at.now,
   });
   return { s, parked, delivered };
@@ -94,4 +95,30 @@ t.test('a destination stalled for minutes has its deliveries parked for up to 30
     [2, 2, 3, 3],
     '30 s while the stall is under five minutes, 300 s after (never a longer tier)',
   );
+});
+
+t.test('a due delivery of a destination this process is parking deliveries of is parked again at once', async (t) => {
+  const at = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const stalled = new Map([['d1', 40_000]]);
+  const { s, parked, delivered } = scheduler(at, (d) => stalled.get(d.destination.id) ?? 0);
+  await s.park(delivery, 40_000);
+  const first = parked.at(-1) as (typeof parked)[number];
+  at.now += 30_000;
+  await s.release(first.record);
+  t.equal(delivered.length, 0, 'not sent to the delivery topic while the destination stalls');
+  t.equal(parked.length, 2, 'parked again');
+  t.equal(parked.at(-1)?.tier, 2, 'by the park ladder (stalled 40 s: the 30 s tier)');
+  t.equal(parked.at(-1)?.record.parked, 2, 'and counted as the second park in a row');
+  t.equal(Date.parse(parked.at(-1)?.due_at ?? '') - at.now, 30_000, 'due one tier from now');
+
+  const other = { ...delivery, destination: { ...delivery.destination, id: 'd2' } };
+  await s.release({ ...other, due_at: new Date(at.now).toISOString() });
+  t.equal(delivered[0]?.destination.id, 'd2', 'a destination not stalled here gets its delivery');
+  t.equal(delivered[0]?.due_at, undefined, 'without a due time');
+
+  stalled.delete('d1');
+  at.now += 30_000;
+  await s.release((parked.at(-1) as (typeof parked)[number]).record);
+  t.equal(delivered.at(-1)?.destination.id, 'd1', 'once the destination is not stalled, its delivery goes out');
+  t.equal(delivered.at(-1)?.attempt_number, 2, 'parking was no attempt');
 });

@@ -37,6 +37,7 @@ import {
   type ConsumeOptions,
   type DelayedConsumeOptions,
   type InRecord,
+  type KeyedConsumer,
   keyedDispatchOf,
   type OutRecord,
 } from './index.ts';
@@ -685,7 +686,8 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       );
 
       let closing: Promise<void> | null = null;
-      const handle: BusConsumer = {
+      const handle: KeyedConsumer = {
+        divertsNow: (key) => dispatch.divertsNow(key),
         close() {
           closing ??= (async () => {
             abort.abort();

@@ -102,10 +102,19 @@ export interface BusConsumer {
   close(): Promise<void>;
 }
 
+/** A consumer of records one at a time (`handle`), which knows which keys it diverts. */
+export interface KeyedConsumer extends BusConsumer {
+  /**
+   * How long `key` has been stalled when a record of it arriving now would go to `onKeyBacklog`
+   * rather than `handle`; 0 otherwise, and for keys of partitions another instance consumes.
+   */
+  divertsNow(key: string): number;
+}
+
 export interface Bus {
   ensureTopics(topics?: TopicDef[]): Promise<void>;
   producer(): Promise<BusProducer>;
-  consume<T>(options: ConsumeOptions<T>): Promise<BusConsumer>;
+  consume<T>(options: ConsumeOptions<T>): Promise<KeyedConsumer>;
   /**
    * Consumes topics whose records must wait: a partition whose head is not due yet is paused and
    * resumed when it is (each topic has one delay, so its partitions are in due order).
@@ -414,7 +423,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         },
       });
 
-      const handle: BusConsumer = {
+      const handle: KeyedConsumer = {
+        divertsNow: (key) => dispatch.divertsNow(key),
         async close() {
           if (closing) return;
           closing = true;

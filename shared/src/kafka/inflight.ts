@@ -275,16 +275,24 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
   const diverted = (record: R) =>
     o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(record.key))), record);
   const budget = new ByteBudget(o.maxInFlightBytes ?? Number.POSITIVE_INFINITY);
+  // An idle slow key is not full: its next record is let through to find out whether it recovered.
+  const divertsNow = (key: string): number =>
+    divert && limiter.full(key) && limiter.queued(key) >= o.keyBacklog ? limiter.stalledFor(key) : 0;
   return {
     limiter,
     budget,
+    /**
+     * How long `key` has been stalled when a record of it starting now would be diverted, else 0
+     * (also for a key this consumer holds nothing of).
+     */
+    divertsNow,
     /**
      * Starts one record; resolves once it is under way (or, when diverted at once, handed off), with
      * `finished`, which settles after `settled(true)` when the record is done, or `settled(false)`
      * when closing interrupted it.
      */
     async start(record: R, settled: (done: boolean) => void): Promise<{ finished: Promise<void> }> {
-      if (divert && limiter.full(record.key) && limiter.queued(record.key) >= o.keyBacklog && limiter.stalledFor(record.key)) {
+      if (divertsNow(record.key)) {
         // Handed off (and written) before it counts as done: nothing is lost if we crash here.
         settled(await diverted(record));
         return { finished: Promise.resolve() };
