@@ -264,6 +264,30 @@ t.test('delayed consumption waits for each record to be due', async (t) => {
   );
 });
 
+t.test('delayed consumption releases records due close together at once, never early', async (t) => {
+  const dir = tempDir(t);
+  const bus = await openBus(t, dir, 1);
+  const producer = await bus.producer();
+  const delay = 1000; // a slack of 100 ms (releaseSlackMs)
+  const got: Array<{ r: InRecord<number>; at: number }> = [];
+  await bus.consumeDelayed<number>({
+    groupId: 'spread',
+    topics: [SLOW],
+    delayMs: () => delay,
+    handle: async (r) => void got.push({ r, at: Date.now() }),
+  });
+  // Ten records 20 ms apart: released one by one, that was ten reads and ten commits.
+  for (let i = 1; i <= 10; i++) {
+    await producer.send(SLOW, [{ key: 'a', value: i }]);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await until('all ten', () => got.length === 10);
+  for (const { r, at } of got) t.ok(at - r.timestamp >= delay, `record ${r.value} handled ${at - r.timestamp} ms after it was written`);
+  const commits = commitsOf(dir, 'spread');
+  t.ok(commits.length <= 5, `released in ${commits.length} commits, not one per record`);
+  t.equal(commits.at(-1), 10, 'committed through the last');
+});
+
 /** The offsets committed for `group`, in the order they were written to the offsets file. */
 function commitsOf(dir: string, group: string): number[] {
   const buf = readFileSync(join(dir, '__consumer_offsets.log'));

@@ -42,6 +42,16 @@ export function createCommitter<S extends { tracker: OffsetTracker; committed: s
   };
 }
 
+/**
+ * How late past its due time a delayed partition is resumed: a tenth of the delay, at most a second.
+ * Resuming the moment the head is due released one or two records per fetch, and a Kafka fetch
+ * returns (and the client decodes) everything up to 1 MiB behind them, dropped again at the pause;
+ * with the slack each fetch releases the records of a whole window.
+ */
+export function releaseSlackMs(delayMs: number): number {
+  return Math.min(delayMs / 10, 1000);
+}
+
 /** Due records of a retry tier released together (one produce request and one commit per slice). */
 export const DELAYED_RELEASE_SLICE = 500;
 

@@ -29,7 +29,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
-import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlice } from './consume.ts';
+import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import {
   type Bus,
   type BusConsumer,
@@ -748,13 +748,10 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
                 if (due.length && !(await retryInPlace(() => release(due), retryFor(log, abort.signal, where)))) return;
                 const next = firstLater < 0 ? undefined : records[firstLater];
                 if (!next) continue;
-                // Not due: wait for it, then read again from it. A loop, since timers may fire a
-                // millisecond early by the wall clock.
-                for (
-                  let wait = next.timestamp + delay - Date.now();
-                  wait > 0 && !abort.signal.aborted;
-                  wait = next.timestamp + delay - Date.now()
-                ) {
+                // Not due: wait for it (and those due soon after: releaseSlackMs, as with Kafka), then
+                // read again from it. A loop, since timers may fire a millisecond early by the wall clock.
+                const resumeAt = next.timestamp + delay + releaseSlackMs(delay);
+                for (let wait = resumeAt - Date.now(); wait > 0 && !abort.signal.aborted; wait = resumeAt - Date.now()) {
                   await sleep(wait, abort.signal);
                 }
               }

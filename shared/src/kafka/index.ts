@@ -2,7 +2,7 @@
 // which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import type { Logger } from '../log.ts';
-import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlice } from './consume.ts';
+import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import { jsonOf } from './json-text.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
@@ -93,7 +93,10 @@ interface PartitionState {
 export interface DelayedConsumeOptions<T> {
   groupId: string;
   topics: TopicDef[];
-  /** How long a record of this topic waits after it was written before it is handled. */
+  /**
+   * How long a record of this topic waits after it was written before it is handled; up to a tenth
+   * more (at most 1 s), so that records due close together are released together.
+   */
   delayMs(topic: TopicDef): number;
   handle(record: InRecord<T>): Promise<void>;
 }
@@ -487,7 +490,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
                 timers.delete(timer);
                 if (!closing) resume();
               },
-              Number(next.timestamp) + delay - Date.now(),
+              Number(next.timestamp) + delay + releaseSlackMs(delay) - Date.now(),
             );
             timers.add(timer);
           }
