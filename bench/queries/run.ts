@@ -65,7 +65,8 @@ const dayName = (ms: number) => new Date(ms).toISOString().slice(0, 10).replaceA
 // evenly spread over the day. An event goes to one destination: 30% to dest_000 (tenant_00, the
 // hot destination), the rest spread over every destination. One event in ten fails all three
 // attempts (status failed); the others succeed. Deliveries follow the pipeline's rule
-// created_at = the event's received_at.
+// created_at = the event's received_at. Events carry payload_bytes as the writer stores it, so
+// event listings read the sizes they cut pages by (API_PAGE_MAX_BYTES) as they do in production.
 
 /** SQL for the destination index of event k of day d (deterministic). */
 const destOf = (k: string, d: number) =>
@@ -95,12 +96,13 @@ function loadSql(table: PartitionedTable, d: number, name: string): string {
   }
   if (table === 'events') {
     return `
-      INSERT INTO ${name} (tenant_id, id, topic, time, metadata, data, eligible_for_retry, destination_id, received_at, matched_destination_ids)
+      INSERT INTO ${name} (tenant_id, id, topic, time, metadata, data, payload_bytes, eligible_for_retry, destination_id, received_at, matched_destination_ids)
       SELECT ${tenantName('j')}, 'evt_${d}_' || k, ${topic('k')}, et, '{"source":"bench"}'::jsonb,
-             jsonb_build_object('order_id', k, 'amount', k % 1000, 'note', 'benchmark payload'), true, NULL,
+             p.data, octet_length(p.data::text) + octet_length('{"source":"bench"}'), true, NULL,
              et + interval '1 microsecond', ARRAY[${destName('j')}]
         FROM generate_series(0, ${EVENTS_PER_DAY - 1}) k,
-             LATERAL (SELECT ${destOf('k', d)} AS j, ${eventTime('k')} AS et) x`;
+             LATERAL (SELECT ${destOf('k', d)} AS j, ${eventTime('k')} AS et) x,
+             LATERAL (SELECT jsonb_build_object('order_id', k, 'amount', k % 1000, 'note', 'benchmark payload') AS data) p`;
   }
   return `
     INSERT INTO ${name} (tenant_id, event_id, destination_id, topic, event_time, status, attempts, last_attempt_at, successful_at, created_at, updated_at)

@@ -91,7 +91,7 @@ t.test('004 down drops them all, up brings them back', async (t) => {
   const db = await emptyDb(t);
   await migrateLatest(db);
   await ensurePartitions(db, new Date(), { behindDays: 2 }); // copies named by Postgres
-  await db.migrate.down();
+  await db.migrate.down({ name: '004_tenant_destination_statistics' });
   t.ok(
     [...(await statistics(db)).values()].every((s) => s.length === 0),
     'none after down',
@@ -107,4 +107,19 @@ t.test('the embedded database runs 004 too', async (t) => {
   t.teardown(() => e.close());
   await migrateLatest(e.db);
   t.same(notOne(await statistics(e.db)), [], 'PGlite: one on every table');
+});
+
+t.test('005 adds events.payload_bytes, NULL on the rows already there; down drops it', async (t) => {
+  const db = await emptyDb(t);
+  await migrateTo(db, '004_tenant_destination_statistics');
+  await db('events').insert({ tenant_id: 't', id: 'old', topic: 'x', time: new Date(), data: '{"a":1}' });
+  await migrateLatest(db);
+  await db('events').insert({ tenant_id: 't', id: 'new', topic: 'x', time: new Date(), data: '{"a":1}', payload_bytes: 7 });
+  const rows = (await db('events').select('id', 'payload_bytes').orderBy('id')) as { id: string; payload_bytes: number | null }[];
+  t.same(rows, [
+    { id: 'new', payload_bytes: 7 },
+    { id: 'old', payload_bytes: null },
+  ]);
+  await db.migrate.down({ name: '005_event_payload_bytes' });
+  t.notOk(await db.schema.hasColumn('events', 'payload_bytes'), 'gone after down');
 });

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createCipher } from '@switchyard/shared/crypto.ts';
+import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
 import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
-import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
+import { type BusProducer, createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { createTestDatabase, testConfig } from '@switchyard/shared/testing/index.ts';
@@ -41,7 +45,34 @@ export async function buildTestApp(t: T, overrides: Record<string, string> = {})
     await bus.close();
     await db.destroy();
   });
-  const call: TestApp['call'] = async (method, url, body, token = config.API_KEY) => {
+  return { app, config, db, call: caller(app, config) };
+}
+
+/**
+ * A gateway over a fresh embedded database (PGlite, as embedded mode runs it) and no Kafka: its
+ * producer refuses every send, so this is for tests that only read and manage.
+ */
+export async function buildEmbeddedTestApp(t: T, overrides: Record<string, string> = {}): Promise<TestApp> {
+  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'gateway-pglite-'));
+  const config = testConfig({ DATABASE_URL: '', ...overrides });
+  const logger = createLogger('gateway-test', 'silent');
+  const embedded = await openEmbeddedDb(dir);
+  await migrateLatest(embedded.db);
+  const refuse = async () => {
+    throw new Error('buildEmbeddedTestApp: no Kafka here');
+  };
+  const producer: BusProducer = { send: refuse, sendMany: refuse, close: async () => {} };
+  const app = await build(config, { db: embedded.db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
+  t.teardown(async () => {
+    await app.close();
+    await embedded.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { app, config, db: embedded.db, call: caller(app, config) };
+}
+
+function caller(app: FastifyInstance, config: Config): TestApp['call'] {
+  return async (method, url, body, token = config.API_KEY) => {
     const res = await app.inject({
       method: method as 'GET',
       url,
@@ -50,5 +81,4 @@ export async function buildTestApp(t: T, overrides: Record<string, string> = {})
     });
     return { status: res.statusCode, body: res.body ? res.json() : undefined };
   };
-  return { app, config, db, call };
 }

@@ -32,6 +32,14 @@ export const SETTINGS = {
     description:
       'Bytes of request bodies (by Content-Length) a gateway holds at once; past it, requests get 503 SERVICE_UNAVAILABLE with Retry-After and change nothing. One request always fits. Bounds the memory a burst of large publishes takes (32 MiB: two full batch publishes).',
   },
+  API_PAGE_MAX_BYTES: {
+    kind: 'integer',
+    default: '8388608',
+    minimum: 1024,
+    maximum: 268435456,
+    description:
+      'Payload bytes (event data and metadata as JSON) one listing page carries. A listing that returns event data (events; attempts with include=event.data) stops adding items once those on the page reach it, so such a page may hold fewer than limit items: follow next. One item always comes back, however large. Bounds the payload a listing holds to this plus one event, whatever its limit (8 MiB: 1000 events of 8 KiB, or 8 of 1 MiB); at most 256 MiB, as a page is answered as one string.',
+  },
   API_BASE_URL: {
     kind: 'string',
     default: '',

@@ -32,7 +32,14 @@ const manyStrings = {
 const dateTime = { type: 'string', format: 'date-time' } as const;
 
 export const pageQueryDocs = {
-  limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Page size.' },
+  limit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 1000,
+    default: 100,
+    description:
+      'Page size: the most items a page holds. A page that carries event data (events; include=event.data) also ends once their payloads reach the configured byte bound, so it may hold fewer: follow next.',
+  },
   next: { type: 'string', description: 'Cursor of the next page (from pagination.next).' },
   prev: { type: 'string', description: 'Cursor of the previous page (from pagination.prev); not with next.' },
   order_by: { type: 'string', enum: ['time'], default: 'time' },
@@ -176,7 +183,10 @@ export async function readableTenants(ctx: Ctx, req: FastifyRequest): Promise<Te
   return asked ?? null;
 }
 
-/** include=event / event.data / destination, applied to a page of attempts. */
+/**
+ * include=event / event.data / destination, applied to a page of attempts. With event.data the page
+ * must have been listed with `eventData`, which ends it at the byte bound before any data is loaded.
+ */
 export async function expandAttempts(
   ctx: Ctx,
   queries: QueryStore,
@@ -237,7 +247,7 @@ const includeQuery = { type: 'object', properties: { include: includeDocs } } as
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; attempt_id?: string }; Querystring: Query }>;
 
 export function attemptRoutes(ctx: Ctx) {
-  const queries = new QueryStore(ctx.db);
+  const queries = new QueryStore(ctx.db, ctx.config.API_PAGE_MAX_BYTES);
 
   function listParams(q: Query) {
     const p = new Problems();
@@ -264,7 +274,9 @@ export function attemptRoutes(ctx: Ctx) {
       async (req: Req) => {
         const { page, include, ...f } = listParams(req.query);
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page);
+        const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
+          eventData: include.has('event.data'),
+        });
         return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
       },
     );
@@ -301,7 +313,9 @@ export function attemptRoutes(ctx: Ctx) {
       async (req: Req) => {
         const { page, include, ...f } = listParams(req.query);
         const tenants = await readableTenants(ctx, req);
-        const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
+        const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
+          eventData: include.has('event.data'),
+        });
         return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
       },
     );

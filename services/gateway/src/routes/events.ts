@@ -48,7 +48,7 @@ const destinationEventListQuery = {
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; event_id?: string }; Querystring: Query }>;
 
 export function eventRoutes(ctx: Ctx) {
-  const queries = new QueryStore(ctx.db);
+  const queries = new QueryStore(ctx.db, ctx.config.API_PAGE_MAX_BYTES);
 
   function listParams(q: Query) {
     const p = new Problems();

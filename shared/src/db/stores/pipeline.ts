@@ -35,19 +35,25 @@ export class PipelineStore {
     await this.db.transaction(async (tx) => {
       await tx('events')
         .insert(
-          records.map(({ event: e, matched_destination_ids, skipped_destination_ids }) => ({
-            tenant_id: e.tenant_id,
-            id: e.id,
-            topic: e.topic,
-            time: e.time,
-            metadata: e.metadata ? JSON.stringify(e.metadata) : null,
-            data: JSON.stringify(e.data),
-            eligible_for_retry: e.eligible_for_retry,
-            destination_id: e.destination_id ?? null,
-            received_at: e.received_at ?? e.time,
-            matched_destination_ids: matched_destination_ids,
-            skipped_destination_ids: skipped_destination_ids,
-          })),
+          records.map(({ event: e, matched_destination_ids, skipped_destination_ids }) => {
+            const metadata = e.metadata ? JSON.stringify(e.metadata) : null;
+            const data = JSON.stringify(e.data);
+            return {
+              tenant_id: e.tenant_id,
+              id: e.id,
+              topic: e.topic,
+              time: e.time,
+              metadata,
+              data,
+              // What listings count against API_PAGE_MAX_BYTES (migration 005).
+              payload_bytes: Buffer.byteLength(data) + (metadata === null ? 0 : Buffer.byteLength(metadata)),
+              eligible_for_retry: e.eligible_for_retry,
+              destination_id: e.destination_id ?? null,
+              received_at: e.received_at ?? e.time,
+              matched_destination_ids: matched_destination_ids,
+              skipped_destination_ids: skipped_destination_ids,
+            };
+          }),
         )
         .onConflict()
         .ignore();
@@ -92,14 +98,14 @@ export class PipelineStore {
       const added = attempts.filter((a) => fresh.has(a.id));
       // Latest attempt per delivery within the batch decides; a success is never undone.
       const latest = new Map<string, AttemptRecord>();
+      // The first success in the batch per delivery (a map: a lookup per row was quadratic in the batch).
+      const succeededAt = new Map<string, string>();
       for (const a of added) {
         const k = `${a.tenant_id}\u0000${a.event_id}\u0000${a.destination_id}`;
         const cur = latest.get(k);
         if (!cur || a.time >= cur.time) latest.set(k, a);
+        if (a.status === 'success' && !succeededAt.has(k)) succeededAt.set(k, a.time);
       }
-      const anySuccess = new Set(
-        added.filter((a) => a.status === 'success').map((a) => `${a.tenant_id}\u0000${a.event_id}\u0000${a.destination_id}`),
-      );
       const rows = [...latest.entries()].map(([k, a]) => ({
         tenant_id: a.tenant_id,
         event_id: a.event_id,
@@ -107,12 +113,10 @@ export class PipelineStore {
         topic: a.topic,
         event_time: a.event_time,
         created_at: a.event_received_at,
-        status: anySuccess.has(k) ? 'success' : a.status,
+        status: succeededAt.has(k) ? 'success' : a.status,
         attempts: a.attempt_number,
         last_attempt_at: a.time,
-        successful_at: anySuccess.has(k)
-          ? added.find((x) => x.status === 'success' && `${x.tenant_id}\u0000${x.event_id}\u0000${x.destination_id}` === k)?.time
-          : null,
+        successful_at: succeededAt.get(k) ?? null,
         updated_at: tx.fn.now(),
       }));
       if (rows.length) {

@@ -12,6 +12,12 @@ import { AppError, type Problem } from '../../errors.ts';
  * limit + 1 rows: a listing over several tenants or destinations is a UNION ALL of one ordered,
  * limited branch per (tenant, destination), merged and cut again. docs/queries.md maps each
  * query to its index.
+ *
+ * A listing that returns event data also stops a page at a byte bound (API_PAGE_MAX_BYTES): it
+ * takes items while the payload bytes of those already on it stay under the bound, so a page holds
+ * at most the bound plus one item, and at least one item. The cursors then name the last item
+ * returned, so paging on skips and repeats nothing. Sizes come from events.payload_bytes, never
+ * from the payloads, and payloads past the cut are not read out of the database.
  */
 
 export type Dir = 'asc' | 'desc';
@@ -109,6 +115,23 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CURSOR_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 /** Sort-key text of a timestamp, to the microsecond: what cursors carry. */
 const keyText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+/**
+ * Payload bytes of the event row `e`: data and metadata as JSON text, as the writer stored them
+ * (migration 005). Rows written before that column existed are measured here instead, which reads
+ * (detoasts and prints) their payloads: correct, but costlier, until retention drops those rows.
+ */
+const PAYLOAD_BYTES = 'coalesce(e.payload_bytes, octet_length(e.data::text) + coalesce(octet_length(e.metadata::text), 0))';
+
+/**
+ * How many items, of these payload sizes in page order, a page bounded to `maxBytes` takes: an item
+ * while the bytes of the items before it are under the bound, so always the first.
+ */
+export function bytesCut(sizes: readonly number[], maxBytes: number): number {
+  let bytes = 0;
+  let n = 0;
+  while (n < sizes.length && (n === 0 || bytes < maxBytes)) bytes += sizes[n++] as number;
+  return n;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Cursors
@@ -271,18 +294,34 @@ interface KeysetQuery {
    * are the caller's time filter, which skips windows outside it.
    */
   windows?: { bounds: TimeRange };
+  /**
+   * The rows carry payloads of `k_size` bytes (a column of `select`): the statement cuts the page
+   * where the bytes of the rows before a row reach this bound (bytesCut's rule, as a running sum in
+   * read order), so rows past the cut never leave the database. One statement only: not with `windows`.
+   */
+  maxBytes?: number;
 }
 
-type KeyRow = { k_time: Date; k_id: string; k_tenant?: string; k_c: string };
+type KeyRow = { k_time: Date; k_id: string; k_tenant?: string; k_c: string; k_size?: number; k_before?: unknown; k_more?: boolean };
 
 /**
  * Runs one page of a keyset listing in either direction. Walking backwards reads in the
  * opposite order and reverses the page. The cursor condition is a row comparison (an index
  * condition on the sort columns) plus a plain bound on the time column, which is what lets
  * Postgres skip whole partitions on deep pages.
+ *
+ * A page may end before `limit` rows: at the statement's byte bound (`q.maxBytes`), or where `cut`
+ * says, which is handed the rows read (nearest the starting point first, at most limit) and returns
+ * how many stay (at least one). The cursors are those of the rows that stay.
  */
-async function keysetPage<R extends KeyRow>(db: Knex, q: KeysetQuery, page: ListPage): Promise<{ rows: R[]; pagination: Pagination }> {
+async function keysetPage<R extends KeyRow>(
+  db: Knex,
+  q: KeysetQuery,
+  page: ListPage,
+  cut?: (rows: R[]) => Promise<number>,
+): Promise<{ rows: R[]; pagination: Pagination }> {
   checkPage(page, q.kind);
+  if (q.maxBytes !== undefined && q.windows) throw new Error('keysetPage: a byte bound in the statement needs a single window');
   const cursor = page.next ? decode(page.next, 'next', q.kind) : page.prev ? decode(page.prev, 'prev', q.kind) : undefined;
   const dir: Dir = page.dir ?? cursor?.d ?? 'desc';
   const backwards = cursor?.w === 'p';
@@ -316,15 +355,28 @@ async function keysetPage<R extends KeyRow>(db: Knex, q: KeysetQuery, page: List
       values: parts.flatMap((p) => p.values),
     };
   };
+  // The byte bound: k_before is the bytes of the rows ahead of a row in read order, k_more whether
+  // the statement read a row after it (so a page cut here knows there is more).
+  const bounded = (s: { sql: string; values: V[] }) =>
+    q.maxBytes === undefined
+      ? s
+      : {
+          sql:
+            `SELECT * FROM (SELECT s.*, sum(s.k_size) OVER w - s.k_size AS k_before, lead(1) OVER w IS NOT NULL AS k_more ` +
+            `FROM (${s.sql}) s WINDOW w AS (${orderBy} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) c WHERE c.k_before < ? ${orderBy}`,
+          values: [...s.values, q.maxBytes],
+        };
   const windows = q.windows ? timeWindows(q.time, readDir, cursor ? Date.parse(cursor.t) : undefined, q.windows.bounds) : [[]];
   const rows: R[] = [];
   for (const window of windows) {
-    const { sql, values } = statement(window, n - rows.length);
+    const { sql, values } = bounded(statement(window, n - rows.length));
     rows.push(...(await run<R>(db, sql, values)));
     if (rows.length >= n) break;
   }
-  const more = rows.length > page.limit;
-  const pageRows = rows.slice(0, page.limit);
+  let keep = Math.min(rows.length, page.limit);
+  if (cut && keep > 0) keep = await cut(rows.slice(0, keep));
+  const more = rows.length > keep || rows[keep - 1]?.k_more === true;
+  const pageRows = rows.slice(0, keep);
   if (backwards) pageRows.reverse();
   const hasNext = backwards ? cursor !== undefined : more;
   const hasPrev = backwards ? more : cursor !== undefined;
@@ -345,7 +397,7 @@ async function keysetPage<R extends KeyRow>(db: Knex, q: KeysetQuery, page: List
 }
 
 const stripKeys = <T extends object>(r: T): Omit<T, keyof KeyRow> => {
-  const { k_time: _t, k_id: _i, k_tenant: _n, k_c: _c, ...rest } = r as T & KeyRow;
+  const { k_time: _t, k_id: _i, k_tenant: _n, k_c: _c, k_size: _s, k_before: _b, k_more: _m, ...rest } = r as T & KeyRow;
   return rest;
 };
 
@@ -415,6 +467,14 @@ interface EventRow {
   routed: string[];
 }
 
+/** An event's key and its payload bytes (PAYLOAD_BYTES). */
+interface SizeRow {
+  tenant_id: string;
+  id: string;
+  bytes: number;
+}
+const SIZE_COLUMNS = `e.tenant_id, e.id, ${PAYLOAD_BYTES} AS bytes`;
+
 const eventColumns = (withData: boolean) =>
   `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
   `${keyText('e.received_at')} AS received_key, e.matched_destination_ids || e.skipped_destination_ids AS routed`;
@@ -473,8 +533,11 @@ const groupBy = <T>(items: readonly T[], key: (x: T) => string): Map<string, T[]
 
 export class QueryStore {
   private readonly db: Knex;
-  constructor(db: Knex) {
+  /** Payload bytes a page of a listing that returns event data takes items up to (API_PAGE_MAX_BYTES). */
+  private readonly pageMaxBytes: number;
+  constructor(db: Knex, pageMaxBytes: number) {
     this.db = db;
+    this.pageMaxBytes = pageMaxBytes;
   }
 
   /** Whether a tenant and (optionally) its destination exist, in one round trip. */
@@ -497,7 +560,12 @@ export class QueryStore {
 
   // --- attempts ------------------------------------------------------------------------------
 
-  async listAttempts(f: AttemptFilter, page: ListPage): Promise<Page<AttemptView>> {
+  /**
+   * Attempts, newest first. With `eventData` the page will carry each attempt's event with its data
+   * (include=event.data): it then ends where the payload bytes of those events reach the bound, their
+   * sizes read before any payload (the payloads are the caller's to load, for this page only: eventsOf).
+   */
+  async listAttempts(f: AttemptFilter, page: ListPage, opts: { eventData?: boolean } = {}): Promise<Page<AttemptView>> {
     checkPage(page, 'att');
     const common: Cond[] = [];
     // Both statuses is no filter at all.
@@ -542,6 +610,17 @@ export class QueryStore {
         ...(f.eventIds?.length ? {} : { windows: { bounds: f.time ?? {} } }),
       },
       page,
+      opts.eventData
+        ? async (rows) => {
+            // An event shown by several attempts of the page counts once per attempt: each embeds it.
+            const keys = rows.map((r) => ({ tenant: r.tenant_id, id: r.event_id, received: r.event_received_key }));
+            const sizes = await this.eventRows<SizeRow>(keys, SIZE_COLUMNS);
+            return bytesCut(
+              keys.map((k) => sizes.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
+              this.pageMaxBytes,
+            );
+          }
+        : undefined,
     );
     return { models: res.rows.map((r) => attemptView(stripKeys(r) as AttemptRow)), pagination: res.pagination };
   }
@@ -601,9 +680,9 @@ export class QueryStore {
    * events (per tenant: eventRows).
    */
   async eventsOf(keys: readonly { tenant_id: string; event_id: string }[], withData: boolean): Promise<Map<string, EmbeddedEvent>> {
-    const rows = await this.eventRows(
+    const rows = await this.eventRows<EventRow>(
       keys.map((k) => ({ tenant: k.tenant_id, id: k.event_id, received: eventPartitionOf.get(k) ?? null })),
-      withData,
+      eventColumns(withData),
     );
     const out = new Map<string, EmbeddedEvent>();
     for (const [k, r] of rows) out.set(k, embedded(r, withData));
@@ -616,14 +695,17 @@ export class QueryStore {
    * the keys of each tenant are first looked up within the span of their received_at (partition
    * pruning to that span), and only keys not found there are looked up in every partition.
    */
-  private async eventRows(keys: readonly EventKey[], withData: boolean): Promise<Map<string, EventRow>> {
-    const out = new Map<string, EventRow>();
+  private async eventRows<R extends { tenant_id: string; id: string }>(
+    keys: readonly EventKey[],
+    columns: string,
+  ): Promise<Map<string, R>> {
+    const out = new Map<string, R>();
     const lookup = async (list: readonly EventKey[], hinted: boolean) => {
       for (const [tenant, group] of groupBy(list, (k) => k.tenant)) {
         const conds = [cond('e.tenant_id = ?', tenant), inList('e.id', [...new Set(group.map((k) => k.id))])];
         if (hinted) conds.push(...spanOf('e.received_at', group));
         const w = where(conds);
-        for (const row of await run<EventRow>(this.db, `SELECT ${eventColumns(withData)} FROM events e ${w.sql}`, w.values))
+        for (const row of await run<R>(this.db, `SELECT ${columns} FROM events e ${w.sql}`, w.values))
           out.set(pairKey(row.tenant_id, row.id), row);
       }
     };
@@ -691,7 +773,10 @@ export class QueryStore {
   /**
    * Events, newest event time first. Without delivery filters the listing reads events directly;
    * with a destination or status filter it pages over the deliveries (which carry the event time)
-   * and then loads the events of the page.
+   * and then loads the events of the page. Either way a page ends where the payload bytes of its
+   * events reach the bound: read directly, the statement cuts it (running sum of payload_bytes);
+   * through deliveries, the events are read first without data, and the data of the page's events
+   * only once the page is cut.
    */
   async listEvents(f: EventFilter, page: ListPage, opts: { scopedDestination?: string } = {}): Promise<Page<EventView>> {
     checkPage(page, 'evt');
@@ -723,7 +808,7 @@ export class QueryStore {
         this.db,
         {
           kind: 'evt',
-          select: `${eventColumns(true)}, e.time AS k_time, e.id AS k_id, e.tenant_id AS k_tenant, ${keyText('e.time')} AS k_c`,
+          select: `${eventColumns(true)}, e.time AS k_time, e.id AS k_id, e.tenant_id AS k_tenant, ${keyText('e.time')} AS k_c, ${PAYLOAD_BYTES} AS k_size`,
           from: 'events e',
           time: 'e.time',
           id: 'e.id',
@@ -731,6 +816,7 @@ export class QueryStore {
           idType: 'text',
           common,
           branches,
+          maxBytes: this.pageMaxBytes,
         },
         page,
       );
@@ -761,6 +847,7 @@ export class QueryStore {
             ? combos.map(([t, s]) => [cond('d.tenant_id = ?', t), cond('d.status = ?', s)])
             : [[inList('d.tenant_id', tenants), inList('d.status', statuses ?? [])]];
       }
+      const found = new Map<string, EventRow>();
       const res = await keysetPage<KeyRow & { k_tenant: string; k_recv: string }>(
         this.db,
         {
@@ -776,10 +863,30 @@ export class QueryStore {
           branches,
         },
         page,
+        async (rows) => {
+          const ks = rows.map((r) => ({ tenant: r.k_tenant, id: r.k_id, received: r.k_recv }));
+          const sized = await this.eventRows<EventRow & SizeRow>(ks, `${eventColumns(false)}, ${PAYLOAD_BYTES} AS bytes`);
+          const keep = bytesCut(
+            ks.map((k) => sized.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
+            this.pageMaxBytes,
+          );
+          // The data of the events that stay, each from the partition it was found in.
+          const stay = ks.slice(0, keep).flatMap((k) => {
+            const r = sized.get(pairKey(k.tenant, k.id));
+            return r ? [{ tenant: r.tenant_id, id: r.id, received: r.received_key }] : [];
+          });
+          const data = await this.eventRows<{ tenant_id: string; id: string; data: unknown }>(stay, 'e.tenant_id, e.id, e.data');
+          for (const k of stay) {
+            const key = pairKey(k.tenant, k.id);
+            const { bytes: _b, ...row } = sized.get(key) as EventRow & SizeRow;
+            found.set(key, { ...row, data: data.get(key)?.data ?? null });
+          }
+          return keep;
+        },
       );
       pagination = res.pagination;
       keys = res.rows.map((r) => ({ tenant: r.k_tenant, id: r.k_id, time: r.k_time, received: r.k_recv }));
-      loaded = await this.eventRows(keys, true);
+      loaded = found;
     }
 
     const scope = opts.scopedDestination ? [opts.scopedDestination] : destinations;
