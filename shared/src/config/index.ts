@@ -202,7 +202,8 @@ export const SETTINGS = {
     default: '64',
     minimum: 1,
     maximum: 10000,
-    description: 'Deliveries in flight at once per partition in a sender.',
+    description:
+      'Deliveries in flight at once per partition in a sender. Keep it well above the number of destinations of one partition that may hang at once: each holds a slot until its timeout.',
   },
   SENDER_MAX_INFLIGHT_BYTES: {
     kind: 'integer',
