@@ -108,11 +108,18 @@ const chosen: ScenarioName[] =
         if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
         return s as ScenarioName;
       });
-// The services run with the Node options of the production image (its `ENV NODE_OPTIONS=`), so the
-// benchmark measures what ships; --env NODE_OPTIONS=... overrides them.
-const imageNodeOptions = /^ENV NODE_OPTIONS=("[^"]*"|\S+)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1];
+// The services run with the runtime settings of the production image (its `ENV NODE_OPTIONS=` and
+// glibc malloc lines), so the benchmark measures what ships; --env K=V overrides them.
+const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'];
+const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+const imageEnv = Object.fromEntries(
+  IMAGE_RUNTIME_ENV.flatMap((name) => {
+    const value = new RegExp(`^ENV ${name}=("[^"]*"|\\S+)$`, 'm').exec(dockerfile)?.[1];
+    return value ? [[name, value.replace(/^"|"$/g, '')]] : [];
+  }),
+);
 const serviceEnv: Record<string, string> = {
-  ...(imageNodeOptions ? { NODE_OPTIONS: imageNodeOptions.replace(/^"|"$/g, '') } : {}),
+  ...imageEnv,
   ...Object.fromEntries(
     (opt.env as string[]).map((kv) => {
       const i = kv.indexOf('=');
