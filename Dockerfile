@@ -47,8 +47,8 @@ ENV NODE_ENV=production \
 ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=1024"
 # glibc's malloc: allocations from 128 KiB (Kafka fetch responses, large bodies) are mapped and
 # unmapped on their own instead of the dynamic threshold moving them into the C heap, which then
-# could not shrink. The sender's C heap under the hanging benchmark 54 -> 14-21 MB, its peak RSS
-# 221 -> 189 MB, no CPU cost seen ("Fifth round"). The benchmark reads these lines too.
+# could not shrink. The sender's C heap under the hanging benchmark 54 -> 14-21 MB, no CPU cost
+# seen ("Fifth round"). The benchmark reads these lines too.
 ENV MALLOC_MMAP_THRESHOLD_=131072
 ENV MALLOC_TRIM_THRESHOLD_=1048576
 # Owned by root and not writable by the user the services run as: they write nothing to disk.
