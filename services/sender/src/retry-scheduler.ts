@@ -14,11 +14,11 @@ export interface SchedulerDeps {
   /** Parks a delivery in retry tier `tier` (an index into RETRY_TIERS_SECONDS). */
   park(delivery: DeliveryRecord, tier: number): Promise<void>;
   /**
-   * How long the delivery's destination has been stalled if a delivery of it would be parked on
-   * arrival in this process right now, else 0. A due delivery of such a destination is parked again
+   * How long the delivery's destination has been stalled, if this process would park a delivery of
+   * it arriving now (its delivery consumer's divertsNow), else 0. A due delivery of such a destination is parked again
    * at once: one hop through Kafka instead of two (the delivery topic, then back to a tier).
    */
-  stalledFor?(delivery: DeliveryRecord): number;
+  stalledHere?(delivery: DeliveryRecord): number;
   now?: () => number;
 }
 
@@ -57,7 +57,7 @@ export function createRetryScheduler(deps: SchedulerDeps) {
       const remaining = Date.parse(delivery.due_at ?? '') - now();
       if (!(remaining > 250)) {
         const { due_at: _due, ...rest } = delivery;
-        const stalledMs = deps.stalledFor?.(rest) ?? 0;
+        const stalledMs = deps.stalledHere?.(rest) ?? 0;
         await (stalledMs > 0 ? park(rest, stalledMs) : deps.deliver(rest));
       } else {
         await deps.park(delivery, tierFor(remaining));

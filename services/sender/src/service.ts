@@ -58,7 +58,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const scheduler = createRetryScheduler({
     deliver: (d) => send(TOPIC.deliveries[d.destination.type], d),
     park: (d, tier) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d),
-    stalledFor: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
+    stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
   });
   const handle = createDeliveryHandler({
     senders,

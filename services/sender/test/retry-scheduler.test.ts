@@ -10,13 +10,13 @@ const delivery: DeliveryRecord = {
   manual: false,
 };
 
-function scheduler(at: { now: number }, stalledFor?: (d: DeliveryRecord) => number) {
+function scheduler(at: { now: number }, stalledHere?: (d: DeliveryRecord) => number) {
   const parked: Array<{ tier: number; due_at?: string; record: DeliveryRecord }> = [];
   const delivered: DeliveryRecord[] = [];
   const s = createRetryScheduler({
     deliver: async (d) => void delivered.push(d),
     park: async (d, tier) => void parked.push({ tier, due_at: d.due_at, record: d }),
-    ...(stalledFor ? { stalledFor } : {}),
+    ...(stalledHere ? { stalledHere } : {}),
     now: () => at.now,
   });
   return { s, parked, delivered };

@@ -120,7 +120,8 @@ export interface Bus {
   consume<T>(options: ConsumeOptions<T>): Promise<KeyedConsumer>;
   /**
    * Consumes topics whose records must wait: a partition whose head is not due yet is paused and
-   * resumed when it is (each topic has one delay, so its partitions are in due order).
+   * resumed when it is, plus releaseSlackMs (each topic has one delay, so its partitions are in due
+   * order).
    */
   consumeDelayed<T>(options: DelayedConsumeOptions<T>): Promise<BusConsumer>;
   close(): Promise<void>;

@@ -614,11 +614,7 @@ export class QueryStore {
         ? async (rows) => {
             // An event shown by several attempts of the page counts once per attempt: each embeds it.
             const keys = rows.map((r) => ({ tenant: r.tenant_id, id: r.event_id, received: r.event_received_key }));
-            const sizes = await this.eventRows<SizeRow>(keys, SIZE_COLUMNS);
-            return bytesCut(
-              keys.map((k) => sizes.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
-              this.pageMaxBytes,
-            );
+            return (await this.sizedCut<SizeRow>(keys, SIZE_COLUMNS)).keep;
           }
         : undefined,
     );
@@ -687,6 +683,19 @@ export class QueryStore {
     const out = new Map<string, EmbeddedEvent>();
     for (const [k, r] of rows) out.set(k, embedded(r, withData));
     return out;
+  }
+
+  /**
+   * The events of a page's keys (in page order) with their payload bytes (`columns` names them
+   * `bytes`), and how many of them the page keeps under the byte bound (bytesCut).
+   */
+  private async sizedCut<R extends SizeRow>(keys: readonly EventKey[], columns: string): Promise<{ keep: number; rows: Map<string, R> }> {
+    const rows = await this.eventRows<R>(keys, columns);
+    const keep = bytesCut(
+      keys.map((k) => rows.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
+      this.pageMaxBytes,
+    );
+    return { keep, rows };
   }
 
   /**
@@ -865,11 +874,7 @@ export class QueryStore {
         page,
         async (rows) => {
           const ks = rows.map((r) => ({ tenant: r.k_tenant, id: r.k_id, received: r.k_recv }));
-          const sized = await this.eventRows<EventRow & SizeRow>(ks, `${eventColumns(false)}, ${PAYLOAD_BYTES} AS bytes`);
-          const keep = bytesCut(
-            ks.map((k) => sized.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
-            this.pageMaxBytes,
-          );
+          const { keep, rows: sized } = await this.sizedCut<EventRow & SizeRow>(ks, `${eventColumns(false)}, ${PAYLOAD_BYTES} AS bytes`);
           // The data of the events that stay, each from the partition it was found in.
           const stay = ks.slice(0, keep).flatMap((k) => {
             const r = sized.get(pairKey(k.tenant, k.id));
