@@ -1,7 +1,7 @@
 // Listings that return event data stop a page at API_PAGE_MAX_BYTES of payload (docs/queries.md,
 // "Paging"): fewer than `limit` items, a `next` right after the last one, every item exactly once
-// whichever way the pages are walked; an event larger than the bound comes back alone; listings
-// without event data are not bounded. The same walks run on Postgres and on PGlite (embedded mode).
+// whichever way the pages are walked; an event larger than the bound comes back alone; attempts
+// with include=event count their events' metadata only; listings without events are not bounded. The same walks run on Postgres and on PGlite (embedded mode).
 import t, { type Test } from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
@@ -24,11 +24,14 @@ interface Seeded {
   attemptEvent: Map<string, string>;
 }
 
-/** One tenant, one destination; events written by the pipeline's own writer, one attempt each. */
-async function seed(app: TestApp): Promise<Seeded> {
+/**
+ * One tenant, one destination; events written by the pipeline's own writer, one attempt each. By
+ * default the events' data carries the pads; `bigMetadata` puts them in the metadata instead.
+ */
+async function seed(app: TestApp, tenant = 'acme', bigMetadata = false): Promise<Seeded> {
   const { call, db } = app;
-  if ((await call('PUT', '/api/v1/tenants/acme')).status !== 201) throw new Error('tenant');
-  const d = await call('POST', '/api/v1/tenants/acme/destinations', {
+  if ((await call('PUT', `/api/v1/tenants/${tenant}`)).status !== 201) throw new Error('tenant');
+  const d = await call('POST', `/api/v1/tenants/${tenant}/destinations`, {
     type: 'webhook',
     topics: '*',
     config: { url: 'https://example.com/hook' },
@@ -39,13 +42,14 @@ async function seed(app: TestApp): Promise<Seeded> {
   const routed: RoutedRecord[] = [];
   const eventBytes = new Map<string, number>();
   PADS.forEach((pad, i) => {
-    const id = `evt_${String(i).padStart(2, '0')}`;
-    const data = { i, pad: 'é'.repeat(pad / 2) }; // two bytes a character in UTF-8
-    const metadata = i % 2 ? { source: 'test' } : null;
+    const id = `${tenant === 'acme' ? 'evt' : tenant}_${String(i).padStart(2, '0')}`;
+    const padding = 'é'.repeat(pad / 2); // two bytes a character in UTF-8
+    const data: Record<string, string | number> = bigMetadata ? { i } : { i, pad: padding };
+    const metadata = bigMetadata ? { pad: padding } : i % 2 ? { source: 'test' } : null;
     eventBytes.set(id, Buffer.byteLength(JSON.stringify(data)) + (metadata ? Buffer.byteLength(JSON.stringify(metadata)) : 0));
     const time = new Date(base + i * 60_000).toISOString();
     routed.push({
-      event: { id, tenant_id: 'acme', topic: 'user.created', time, eligible_for_retry: true, metadata, data, received_at: time },
+      event: { id, tenant_id: tenant, topic: 'user.created', time, eligible_for_retry: true, metadata, data, received_at: time },
       matched_destination_ids: [destination],
       skipped_destination_ids: [],
     });
@@ -56,7 +60,7 @@ async function seed(app: TestApp): Promise<Seeded> {
     const at = Date.parse(e.time) + 1000;
     return {
       id: uuidv7(at),
-      tenant_id: 'acme',
+      tenant_id: tenant,
       destination_id: destination,
       destination_type: 'webhook',
       event_id: e.id,
@@ -273,7 +277,6 @@ for (const backend of ['Postgres', 'PGlite'] as const) {
     t.test('without event data the bound does not apply', async (t) => {
       for (const url of [
         `/api/v1/tenants/acme/destinations/${s.destination}/attempts?limit=10`,
-        '/api/v1/tenants/acme/attempts?limit=10&include=event',
         '/api/v1/tenants/acme/attempts?limit=10&include=destination',
       ]) {
         const w = await walk(call, url);
@@ -285,6 +288,28 @@ for (const backend of ['Postgres', 'PGlite'] as const) {
           `${url}: although their events hold more than the bound`,
         );
       }
+    });
+
+    t.test('attempts with include=event: bounded by the bytes of their events metadata', async (t) => {
+      // Large data, small metadata: the data is not embedded, so the pages stay full.
+      const full = await walk(call, '/api/v1/tenants/acme/attempts?limit=10&include=event');
+      checkPages(t, full.forward, false, s.attempts, attemptSize, 10, false);
+      t.ok(
+        full.forward[0]?.models.every((m) => m.event && m.event.data === undefined),
+        'events embedded without their data',
+      );
+      // Large metadata: cut at the bound like event data, measured as the database prints it.
+      const m = await seed(app, 'meta', true);
+      const r = await db.raw(`SELECT id, coalesce(octet_length(metadata::text), 0) AS n FROM events WHERE tenant_id = 'meta'`);
+      const metadataBytes = new Map((r.rows as { id: string; n: number }[]).map((x) => [x.id, Number(x.n)]));
+      const size = (id: string) => metadataBytes.get(m.attemptEvent.get(id) as string) as number;
+      checkWalk(t, await walk(call, `/api/v1/tenants/meta/destinations/${m.destination}/attempts?include=event`), m.attempts, size, 100);
+      checkWalk(t, await walk(call, '/api/v1/tenants/meta/attempts?include=event&limit=6&dir=asc'), [...m.attempts].reverse(), size, 6);
+      const page = await get(call, '/api/v1/tenants/meta/attempts?include=event');
+      t.ok(
+        page.models.every((a) => typeof a.event?.metadata?.pad === 'string' && a.event.data === undefined),
+        'every attempt carries its event with metadata, without data',
+      );
     });
 
     t.test('rows written before payload_bytes existed are measured in the query', async (t) => {

@@ -38,7 +38,7 @@ export const SETTINGS = {
     minimum: 1024,
     maximum: 268435456,
     description:
-      'Payload bytes (event data and metadata as JSON) one listing page carries. A listing that returns event data (events; attempts with include=event.data) stops adding items once those on the page reach it, so such a page may hold fewer than limit items: follow next. One item always comes back, however large. Bounds the payload a listing holds to this plus one event, whatever its limit (8 MiB: 1000 events of 8 KiB, or 8 of 1 MiB); at most 256 MiB, as a page is answered as one string.',
+      'Payload bytes (event data and metadata as JSON) one listing page carries. A listing that returns event data (events; attempts with include=event.data) stops adding items once those on the page reach it (attempts with include=event: once their metadata reaches it), so such a page may hold fewer than limit items: follow next. One item always comes back, however large. Bounds the payload a listing holds to this plus one event, whatever its limit (8 MiB: 1000 events of 8 KiB, or 8 of 1 MiB); at most 256 MiB, as a page is answered as one string.',
   },
   API_BASE_URL: {
     kind: 'string',

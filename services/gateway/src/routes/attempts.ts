@@ -183,9 +183,15 @@ export async function readableTenants(ctx: Ctx, req: FastifyRequest): Promise<Te
   return asked ?? null;
 }
 
+/** What a page of attempts embeds of their events, for the store to bound the page by its bytes. */
+export function embedOf(include: Set<Include>): 'event' | 'event.data' | undefined {
+  if (include.has('event.data')) return 'event.data';
+  return include.has('event') ? 'event' : undefined;
+}
+
 /**
- * include=event / event.data / destination, applied to a page of attempts. With event.data the page
- * must have been listed with `eventData`, which ends it at the byte bound before any data is loaded.
+ * include=event / event.data / destination, applied to a page of attempts. A listed page must have
+ * been listed with `embedOf(include)`, which ends it at the byte bound before any payload is loaded.
  */
 export async function expandAttempts(
   ctx: Ctx,
@@ -275,7 +281,7 @@ export function attemptRoutes(ctx: Ctx) {
         const { page, include, ...f } = listParams(req.query);
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
-          eventData: include.has('event.data'),
+          embed: embedOf(include),
         });
         return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
       },
@@ -314,7 +320,7 @@ export function attemptRoutes(ctx: Ctx) {
         const { page, include, ...f } = listParams(req.query);
         const tenants = await readableTenants(ctx, req);
         const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
-          eventData: include.has('event.data'),
+          embed: embedOf(include),
         });
         return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
       },

@@ -474,6 +474,8 @@ interface SizeRow {
   bytes: number;
 }
 const SIZE_COLUMNS = `e.tenant_id, e.id, ${PAYLOAD_BYTES} AS bytes`;
+/** The same for include=event, which embeds metadata without data: only the metadata counts. */
+const METADATA_SIZE_COLUMNS = `e.tenant_id, e.id, coalesce(octet_length(e.metadata::text), 0) AS bytes`;
 
 const eventColumns = (withData: boolean) =>
   `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
@@ -561,11 +563,12 @@ export class QueryStore {
   // --- attempts ------------------------------------------------------------------------------
 
   /**
-   * Attempts, newest first. With `eventData` the page will carry each attempt's event with its data
-   * (include=event.data): it then ends where the payload bytes of those events reach the bound, their
-   * sizes read before any payload (the payloads are the caller's to load, for this page only: eventsOf).
+   * Attempts, newest first. With `embed` the page will carry each attempt's event, with its data
+   * (include=event.data) or its metadata only (include=event): it then ends where the bytes of what
+   * it embeds reach the bound, their sizes read before any payload (the payloads are the caller's to
+   * load, for this page only: eventsOf).
    */
-  async listAttempts(f: AttemptFilter, page: ListPage, opts: { eventData?: boolean } = {}): Promise<Page<AttemptView>> {
+  async listAttempts(f: AttemptFilter, page: ListPage, opts: { embed?: 'event' | 'event.data' } = {}): Promise<Page<AttemptView>> {
     checkPage(page, 'att');
     const common: Cond[] = [];
     // Both statuses is no filter at all.
@@ -610,11 +613,11 @@ export class QueryStore {
         ...(f.eventIds?.length ? {} : { windows: { bounds: f.time ?? {} } }),
       },
       page,
-      opts.eventData
+      opts.embed
         ? async (rows) => {
             // An event shown by several attempts of the page counts once per attempt: each embeds it.
             const keys = rows.map((r) => ({ tenant: r.tenant_id, id: r.event_id, received: r.event_received_key }));
-            return (await this.sizedCut<SizeRow>(keys, SIZE_COLUMNS)).keep;
+            return (await this.sizedCut<SizeRow>(keys, opts.embed === 'event.data' ? SIZE_COLUMNS : METADATA_SIZE_COLUMNS)).keep;
           }
         : undefined,
     );
