@@ -1,7 +1,8 @@
 // Listings that return event data stop a page at API_PAGE_MAX_BYTES of payload (docs/queries.md,
 // "Paging"): fewer than `limit` items, a `next` right after the last one, every item exactly once
 // whichever way the pages are walked; an event larger than the bound comes back alone; attempts
-// with include=event count their events' metadata only; listings without events are not bounded. The same walks run on Postgres and on PGlite (embedded mode).
+// with include=event count their events' metadata only; listings without events are not bounded.
+// The same walks run on Postgres and on PGlite (embedded mode).
 import t, { type Test } from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
@@ -290,7 +291,7 @@ for (const backend of ['Postgres', 'PGlite'] as const) {
       }
     });
 
-    t.test('attempts with include=event: bounded by the bytes of their events metadata', async (t) => {
+    t.test('attempts with include=event: bounded by the metadata bytes of their events', async (t) => {
       // Large data, small metadata: the data is not embedded, so the pages stay full.
       const full = await walk(call, '/api/v1/tenants/acme/attempts?limit=10&include=event');
       checkPages(t, full.forward, false, s.attempts, attemptSize, 10, false);

@@ -38,7 +38,7 @@ export const pageQueryDocs = {
     maximum: 1000,
     default: 100,
     description:
-      'Page size: the most items a page holds. A page that carries event data (events; include=event.data) also ends once their payloads reach the configured byte bound, so it may hold fewer: follow next.',
+      'Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next.',
   },
   next: { type: 'string', description: 'Cursor of the next page (from pagination.next).' },
   prev: { type: 'string', description: 'Cursor of the previous page (from pagination.prev); not with next.' },
