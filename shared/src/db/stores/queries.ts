@@ -467,15 +467,15 @@ interface EventRow {
   routed: string[];
 }
 
-/** An event's key and its payload bytes (PAYLOAD_BYTES). */
+/** An event's key, the partition it was found in, and the bytes a page counts for it. */
 interface SizeRow {
   tenant_id: string;
   id: string;
+  received_key: string;
   bytes: number;
 }
-const SIZE_COLUMNS = `e.tenant_id, e.id, ${PAYLOAD_BYTES} AS bytes`;
-/** The same for include=event, which embeds metadata without data: only the metadata counts. */
-const METADATA_SIZE_COLUMNS = `e.tenant_id, e.id, coalesce(octet_length(e.metadata::text), 0) AS bytes`;
+/** What include=event counts per event: it embeds the metadata without the data. */
+const METADATA_BYTES = 'coalesce(octet_length(e.metadata::text), 0)';
 
 const eventColumns = (withData: boolean) =>
   `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
@@ -617,7 +617,7 @@ export class QueryStore {
         ? async (rows) => {
             // An event shown by several attempts of the page counts once per attempt: each embeds it.
             const keys = rows.map((r) => ({ tenant: r.tenant_id, id: r.event_id, received: r.event_received_key }));
-            return (await this.sizedCut<SizeRow>(keys, opts.embed === 'event.data' ? SIZE_COLUMNS : METADATA_SIZE_COLUMNS)).keep;
+            return (await this.sizedCut(keys, opts.embed === 'event.data' ? PAYLOAD_BYTES : METADATA_BYTES)).keep;
           }
         : undefined,
     );
@@ -689,11 +689,12 @@ export class QueryStore {
   }
 
   /**
-   * The events of a page's keys (in page order) with their payload bytes (`columns` names them
-   * `bytes`), and how many of them the page keeps under the byte bound (bytesCut).
+   * The sizes (`bytes`: an expression over the event row `e`) of the events of a page's keys, in
+   * page order, read without any payload, and how many of them the page keeps under the byte bound
+   * (bytesCut).
    */
-  private async sizedCut<R extends SizeRow>(keys: readonly EventKey[], columns: string): Promise<{ keep: number; rows: Map<string, R> }> {
-    const rows = await this.eventRows<R>(keys, columns);
+  private async sizedCut(keys: readonly EventKey[], bytes: string): Promise<{ keep: number; rows: Map<string, SizeRow> }> {
+    const rows = await this.eventRows<SizeRow>(keys, `e.tenant_id, e.id, ${keyText('e.received_at')} AS received_key, ${bytes} AS bytes`);
     const keep = bytesCut(
       keys.map((k) => rows.get(pairKey(k.tenant, k.id))?.bytes ?? 0),
       this.pageMaxBytes,
@@ -787,8 +788,7 @@ export class QueryStore {
    * with a destination or status filter it pages over the deliveries (which carry the event time)
    * and then loads the events of the page. Either way a page ends where the payload bytes of its
    * events reach the bound: read directly, the statement cuts it (running sum of payload_bytes);
-   * through deliveries, the events are read first without data, and the data of the page's events
-   * only once the page is cut.
+   * through deliveries, the events' sizes are read first, and the page's events only once it is cut.
    */
   async listEvents(f: EventFilter, page: ListPage, opts: { scopedDestination?: string } = {}): Promise<Page<EventView>> {
     checkPage(page, 'evt');
@@ -877,18 +877,14 @@ export class QueryStore {
         page,
         async (rows) => {
           const ks = rows.map((r) => ({ tenant: r.k_tenant, id: r.k_id, received: r.k_recv }));
-          const { keep, rows: sized } = await this.sizedCut<EventRow & SizeRow>(ks, `${eventColumns(false)}, ${PAYLOAD_BYTES} AS bytes`);
-          // The data of the events that stay, each from the partition it was found in.
+          const { keep, rows: sized } = await this.sizedCut(ks, PAYLOAD_BYTES);
+          // Only then the events that stay, each from the partition it was found in: neither data
+          // nor metadata past the cut leaves the database.
           const stay = ks.slice(0, keep).flatMap((k) => {
             const r = sized.get(pairKey(k.tenant, k.id));
             return r ? [{ tenant: r.tenant_id, id: r.id, received: r.received_key }] : [];
           });
-          const data = await this.eventRows<{ tenant_id: string; id: string; data: unknown }>(stay, 'e.tenant_id, e.id, e.data');
-          for (const k of stay) {
-            const key = pairKey(k.tenant, k.id);
-            const { bytes: _b, ...row } = sized.get(key) as EventRow & SizeRow;
-            found.set(key, { ...row, data: data.get(key)?.data ?? null });
-          }
+          for (const [key, row] of await this.eventRows<EventRow>(stay, eventColumns(true))) found.set(key, row);
           return keep;
         },
       );
