@@ -42,7 +42,8 @@ ENV NODE_ENV=production \
 # under 2 GiB V8 grows the heap by 1.3-2x its live data instead of up to 4x: peak RSS (VmHWM) 121-141
 # MB for gateway, router and attempts and 245 MB for the sender, a quarter to a third less, for
 # 5-10% more CPU per delivery ("Fourth round"). Without it: NODE_OPTIONS=--max-semi-space-size=4.
-# Raise it with API_MAX_INFLIGHT_BYTES / API_PAGE_MAX_BYTES / SENDER_MAX_INFLIGHT_BYTES if you raise those far.
+# Raise it with API_MAX_INFLIGHT_BYTES / API_PAGE_MAX_BYTES / SENDER_MAX_INFLIGHT_BYTES if you raise
+# those far.
 # The benchmark reads this line and runs the services with it.
 ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=1024"
 # glibc's malloc: allocations from 128 KiB (Kafka fetch responses, large bodies) are mapped and

@@ -15,8 +15,9 @@ export interface SchedulerDeps {
   park(delivery: DeliveryRecord, tier: number): Promise<void>;
   /**
    * How long the delivery's destination has been stalled, if this process would park a delivery of
-   * it arriving now (its delivery consumer's divertsNow), else 0. A due delivery of such a destination is parked again
-   * at once: one hop through Kafka instead of two (the delivery topic, then back to a tier).
+   * it arriving now (its delivery consumer's divertsNow), else 0. A due delivery of such a
+   * destination is parked again at once: one hop through Kafka instead of two (the delivery topic,
+   * then back to a tier).
    */
   stalledHere?(delivery: DeliveryRecord): number;
   now?: () => number;
