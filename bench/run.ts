@@ -110,7 +110,7 @@ const chosen: ScenarioName[] =
       });
 // The services run with the runtime settings of the production image (its `ENV NODE_OPTIONS=` and
 // glibc malloc lines), so the benchmark measures what ships; --env K=V overrides them.
-const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'];
+const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX'];
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const imageEnv = Object.fromEntries(
   IMAGE_RUNTIME_ENV.flatMap((name) => {
