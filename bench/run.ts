@@ -14,7 +14,16 @@ import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
 import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
 import { summarizeProfile } from './lib/profile.ts';
-import { chartSvg, markdown, type PhaseResult, type RunResult, type SeriesPoint, type Target, type Topology } from './lib/report.ts';
+import {
+  chartSvg,
+  markdown,
+  type PhaseResult,
+  slowPhasesNote,
+  type RunResult,
+  type SeriesPoint,
+  type Target,
+  type Topology,
+} from './lib/report.ts';
 import { type Deployment, deploy, type Infra, startInfra } from './lib/stack.ts';
 import { EMPTY_SUMMARY, fmtInt, round, sleep, summarize, type Summary } from './lib/stats.ts';
 
@@ -775,6 +784,8 @@ async function main(): Promise<void> {
     if (opt.baseline) write('baseline');
     log(`results: ${join(outDir, `${label}.md`)} (.json, .svg)${opt.baseline ? ' and baseline.md' : ''}`);
     for (const tg of targets) log(`target: ${tg.target}: ${tg.measured} -> ${tg.met === null ? 'n/a' : tg.met ? 'met' : 'NOT met'}`);
+    const slowNote = slowPhasesNote(result);
+    if (slowNote) log(`warning: ${slowNote}`);
     if (profileDir && existsSync(profileDir)) {
       const keep = join(outDir, 'tmp', 'profiles', label);
       mkdirSync(keep, { recursive: true });

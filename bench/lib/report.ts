@@ -128,6 +128,35 @@ const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => (x >= 100 ? n0(x) : x.toFixed(1));
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 
+/**
+ * A phase whose bare ceiling, measured just before it, fell under this share of the run's median
+ * ceiling ran on a slower machine (other work, a throttled host): its rates read low and its CPU
+ * per delivery high. In undisturbed full runs every phase's ceiling stayed above it.
+ */
+export const SLOW_CEILING_SHARE = 0.8;
+
+/** The run's median bare ceiling (start, end and before each phase) and the phases measured under SLOW_CEILING_SHARE of it. */
+export function slowPhases(r: Pick<RunResult, 'ceiling' | 'phases'>): { median: number; slow: PhaseResult[] } {
+  const rates = [r.ceiling.start, r.ceiling.end, ...r.phases.map((p) => p.ceilingNear)]
+    .filter((c): c is CeilingResult => c !== null)
+    .map((c) => c.ratePerSec)
+    .sort((a, b) => a - b);
+  const mid = rates.length >> 1;
+  const median = rates.length % 2 ? (rates[mid] as number) : ((rates[mid - 1] as number) + (rates[mid] as number)) / 2;
+  return { median, slow: r.phases.filter((p) => p.ceilingNear.ratePerSec < SLOW_CEILING_SHARE * median) };
+}
+
+/** One sentence naming the phases that ran on a slower machine, or null when none did. */
+export function slowPhasesNote(r: Pick<RunResult, 'ceiling' | 'phases'>): string | null {
+  const { median, slow } = slowPhases(r);
+  if (!slow.length) return null;
+  const names = slow.map((p) => `${p.scenario}${p.phase === 'main' ? '' : ` / ${p.phase}`} (${n0(p.ceilingNear.ratePerSec)})`);
+  return (
+    `The machine was slower before ${names.join(', ')}: bare ceiling under ${pct(SLOW_CEILING_SHARE)} of the run's median of ` +
+    `${n0(median)} requests/s. Their ÷ ceiling still compares; their rates and CPU per delivery do not: rerun before reading those.`
+  );
+}
+
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
@@ -218,6 +247,8 @@ export function markdown(r: RunResult, svgName: string): string {
           : ''
       }.`,
   );
+  const slowNote = slowPhasesNote(r);
+  if (slowNote) L.push('', `**${slowNote}**`);
   L.push('');
   L.push(`![chart](${svgName})`);
   L.push('');
