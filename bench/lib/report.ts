@@ -131,7 +131,7 @@ const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 /**
  * A phase whose bare ceiling, measured just before it, fell under this share of the run's median
  * ceiling ran on a slower machine (other work, a throttled host): its rates read low and its CPU
- * per delivery high. In undisturbed full runs every phase's ceiling stayed above it.
+ * per delivery high. Five of the thirteen full runs recorded in bench/results have such a phase.
  */
 export const SLOW_CEILING_SHARE = 0.8;
 
