@@ -53,8 +53,9 @@ ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=1024"
 ENV MALLOC_MMAP_THRESHOLD_=131072
 ENV MALLOC_TRIM_THRESHOLD_=1048576
 # At most two malloc arenas instead of eight per core: V8's and libuv's worker threads otherwise each
-# fill an arena of their own. Peak RSS 4-8 MB lower for every service in four hanging benchmark runs
-# against four without, no CPU cost seen ("Seventh round"). The benchmark reads it too.
+# fill an arena of their own. Peak RSS 4-8 MB lower for gateway, router and attempts in four hanging
+# benchmark runs against four without (the sender's within its spread), no CPU cost seen ("Seventh
+# round"). The benchmark reads it too.
 ENV MALLOC_ARENA_MAX=2
 # Owned by root and not writable by the user the services run as: they write nothing to disk.
 COPY --from=deps /app /app

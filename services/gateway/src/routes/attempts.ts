@@ -184,7 +184,7 @@ export async function readableTenants(ctx: Ctx, req: FastifyRequest): Promise<Te
 }
 
 /** What a page of attempts embeds of their events, for the store to bound the page by its bytes. */
-export function embedOf(include: Set<Include>): 'event' | 'event.data' | undefined {
+function embedOf(include: Set<Include>): 'event' | 'event.data' | undefined {
   if (include.has('event.data')) return 'event.data';
   return include.has('event') ? 'event' : undefined;
 }
