@@ -404,22 +404,8 @@ const stripKeys = <T extends object>(r: T): Omit<T, keyof KeyRow> => {
 // ---------------------------------------------------------------------------------------------
 // Row shapes
 
-interface AttemptRow {
-  id: string;
-  tenant_id: string;
-  destination_id: string;
-  event_id: string;
-  topic: string;
-  status: AttemptStatus;
-  code: string;
-  response_data: Record<string, unknown> | null;
-  attempt_number: number;
-  manual: boolean;
-  final: boolean;
-  duration_ms: number | null;
-  time: Date;
-  event_received_key: string | null;
-}
+/** An attempt as read: its view's fields with the time still a Date, and where its event is stored. */
+type AttemptRow = Omit<AttemptView, 'time'> & { time: Date; event_received_key: string | null };
 
 const ATTEMPT_COLUMNS =
   'a.id, a.tenant_id, a.destination_id, a.event_id, a.topic, a.status, a.code, a.response_data, a.attempt_number, a.manual, a.final, a.duration_ms, a.time, ' +
