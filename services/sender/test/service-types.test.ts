@@ -1,0 +1,44 @@
+// SENDER_TYPES: a sender refuses to start with a type it cannot deliver, before it touches Kafka or
+// Postgres, so deliveries of that type stay in their topic for a sender that can.
+import t from 'tap';
+import { createLogger } from '@switchyard/shared/log.ts';
+import type { Runtime } from '@switchyard/shared/runtime.ts';
+import { testConfig } from '@switchyard/shared/testing/index.ts';
+import { start } from '../src/service.ts';
+
+/** A runtime whose bus and database record any use, so the test can say nothing was touched. */
+function runtime(senderTypes: string) {
+  const touched: string[] = [];
+  const untouchable = (name: string) =>
+    new Proxy(
+      {},
+      {
+        get: (_, prop) => {
+          touched.push(`${name}.${String(prop)}`);
+          throw new Error(`${name} used`);
+        },
+      },
+    );
+  const rt = {
+    config: testConfig({ SENDER_TYPES: senderTypes }),
+    logger: createLogger('sender', 'silent'),
+    db: untouchable('db'),
+    bus: untouchable('bus'),
+    cipher: untouchable('cipher'),
+    mode: { log: 'kafka', db: 'postgres' },
+    close: async () => {},
+  } as unknown as Runtime;
+  return { rt, touched };
+}
+
+t.test('a type without a sender is refused by name, with nothing consumed', async (t) => {
+  const { rt, touched } = runtime('webhook,sqs');
+  await t.rejects(start(rt), /delivery for type sqs is not implemented yet/);
+  t.same(touched, [], 'neither Kafka nor Postgres was used');
+});
+
+t.test('a name that is no destination type is refused, listing every such name', async (t) => {
+  const { rt, touched } = runtime('webhook,smtp,fax');
+  await t.rejects(start(rt), /SENDER_TYPES names unknown types: smtp, fax/);
+  t.same(touched, []);
+});
