@@ -47,6 +47,7 @@ const { values: opt } = parseArgs({
     profile: { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'info' },
     env: { type: 'string', multiple: true, default: [] },
+    'node-flag': { type: 'string', multiple: true, default: [] },
     out: { type: 'string', default: join(ROOT, 'bench/results') },
     label: { type: 'string' },
     baseline: { type: 'boolean', default: false },
@@ -86,6 +87,8 @@ if (opt.help) {
   --profile          run the services under node --cpu-prof and summarise the profiles
   --log-level L      services' LOG_LEVEL (default info, as deployed)
   --env K=V          extra service environment (repeatable), e.g. --env SENDER_CONCURRENCY=128
+  --node-flag=FLAG   a flag on every service's node command line (repeatable), for V8 flags Node
+                     refuses in NODE_OPTIONS, e.g. --node-flag=--single-threaded-gc
   --label NAME       results file name (default <date>-<scenarios>[-quick])
   --baseline         also write bench/results/baseline.{md,json,svg}
   --keep-logs        keep service logs (printed path)
@@ -137,6 +140,11 @@ const serviceEnv: Record<string, string> = {
     }),
   ),
 };
+// V8 flags such as --optimize-for-size or --heap-growing-percent are refused in NODE_OPTIONS (the
+// services would exit at start), so an experiment with them needs the command line.
+const nodeFlags = opt['node-flag'] as string[];
+for (const f of nodeFlags)
+  if (!f.startsWith('--')) throw new Error(`--node-flag wants a flag such as --node-flag=--single-threaded-gc, got ${f}`);
 const date = new Date().toISOString().slice(0, 10);
 const label = opt.label ?? `${date}-${opt.scenario === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
 const outDir = opt.out as string;
@@ -357,6 +365,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     ...(opt['services-root'] ? { servicesRoot: opt['services-root'] } : {}),
     ...(ctx.built ? { built: ctx.built } : {}),
     env: serviceEnv,
+    nodeFlags,
   });
   current = dep;
   const notes: string[] = [];
@@ -764,6 +773,7 @@ async function main(): Promise<void> {
         wallS: Math.round((Date.now() - started) / 1000),
         logLevel: opt['log-level'] as string,
         serviceEnv,
+        nodeFlags,
       },
       ceiling: { start: ceilingStart, end: ceilingEnd },
       phases,

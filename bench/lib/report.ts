@@ -113,6 +113,8 @@ export interface RunResult {
     wallS: number;
     logLevel: string;
     serviceEnv: Record<string, string>;
+    /** Absent in results written before the option existed. */
+    nodeFlags?: string[];
   };
   ceiling: { start: CeilingResult | null; end: CeilingResult | null };
   phases: PhaseResult[];
@@ -245,7 +247,7 @@ export function markdown(r: RunResult, svgName: string): string {
               .map(([k, v]) => `${k}=${v}`)
               .join(', ')}`
           : ''
-      }.`,
+      }${m.nodeFlags?.length ? `; node flags on each service's command line: ${m.nodeFlags.map((f) => `\`${f}\``).join(' ')}` : ''}.`,
   );
   const slowNote = slowPhasesNote(r);
   if (slowNote) L.push('', `**${slowNote}**`);

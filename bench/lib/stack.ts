@@ -112,6 +112,8 @@ export interface DeployOptions {
   /** A tree built by infra/build.ts: run its services/<name>/src/main.js (as production does) instead of the sources. */
   built?: string;
   env?: Record<string, string>;
+  /** Flags for each service's node command line, before its main module. */
+  nodeFlags?: readonly string[];
 }
 
 /**
@@ -148,7 +150,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
     const flags = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${o.label}-${name}.cpuprofile`] : [];
     const root = o.servicesRoot ?? ROOT;
     const main = o.built ? join(o.built, `services/${name}/src/main.js`) : join(root, `services/${name}/src/main.ts`);
-    const child = spawn(process.execPath, [...flags, main], {
+    const child = spawn(process.execPath, [...flags, ...(o.nodeFlags ?? []), main], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', fd, fd],

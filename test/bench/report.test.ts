@@ -1,5 +1,6 @@
 // The benchmark report's flag for phases run on a slower machine, against two recorded full runs:
 // one whose first phases ran while the host was slow, and its rerun straight after, which did not.
+// And the summary names the node flags the services ran with.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -47,4 +48,12 @@ t.test('one slow ceiling among steady ones is flagged, however the rest spread',
     slowPhases(run).slow.map((p) => p.scenario),
     ['latency'],
   );
+});
+
+t.test("the summary names the services' node flags when there were any", async (t) => {
+  const run = recorded('2026-11-23-all-seventh-rerun');
+  t.notMatch(markdown(run, 'x.svg'), /node flags/, 'none recorded (a run from before the option), none named');
+  const flagged: RunResult = { ...run, meta: { ...run.meta, nodeFlags: ['--single-threaded-gc', '--heap-growing-percent=20'] } };
+  t.match(markdown(flagged, 'x.svg'), /node flags on each service's command line: `--single-threaded-gc` `--heap-growing-percent=20`\./);
+  t.notMatch(markdown({ ...run, meta: { ...run.meta, nodeFlags: [] } }, 'x.svg'), /node flags/, 'an empty list is not named');
 });
