@@ -34,7 +34,17 @@ t.test('every problem is reported at once and no value is echoed', async (t) => 
       t.match(problems, name, `${name} is named`);
     }
     t.notMatch(problems, 'eighty', 'values are not echoed');
+    t.match(problems, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent', 'an enum names what it allows');
   }
+});
+
+t.test('each entry of a list with allowed values is checked, with the other problems', async (t) => {
+  const err = t.throws(() => loadConfig({ ...required, SENDER_TYPES: 'webhook,smtp', API_PORT: 'eighty' })) as ConfigError;
+  t.same(err.problems, [
+    'API_PORT: must be integer',
+    'SENDER_TYPES: must be one of webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub',
+  ]);
+  t.same(loadConfig({ ...required, SENDER_TYPES: 'webhook, sqs' }).SENDER_TYPES, ['webhook', 'sqs'], 'known types pass');
 });
 
 t.test('describeConfig masks secrets', async (t) => {

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
+import { DESTINATION_TYPES } from '../kafka/topics.ts';
 
 /**
  * The configuration catalogue: every environment setting the project reads, in one place.
@@ -15,6 +16,7 @@ interface Setting {
   required?: boolean;
   minimum?: number;
   maximum?: number;
+  /** The values allowed (each entry's, for a list). */
   enum?: readonly string[];
   /** Never printed (logs, errors, start-up banners). */
   secret?: boolean;
@@ -248,7 +250,13 @@ export const SETTINGS = {
     minimum: 0,
     description: 'Longest wait a destination may ask for with Retry-After.',
   },
-  SENDER_TYPES: { kind: 'list', default: 'webhook', description: 'Destination types this sender process consumes (comma separated).' },
+  SENDER_TYPES: {
+    kind: 'list',
+    default: 'webhook',
+    enum: DESTINATION_TYPES,
+    description:
+      'Destination types this sender process consumes (comma separated). Delivery is built for webhook so far; a sender refuses to start with another.',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -309,7 +317,7 @@ function jsonSchemaOf(s: Setting): object {
     case 'boolean':
       return { type: 'boolean' };
     case 'list':
-      return { type: 'array', items: { type: 'string' } };
+      return { type: 'array', items: s.enum ? { type: 'string', enum: s.enum } : { type: 'string' } };
     case 'integer-list':
       return { type: 'array', items: { type: 'integer', minimum: 0 } };
     default:
@@ -337,8 +345,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!validate(values)) {
     for (const e of validate.errors as ErrorObject[]) {
       const name = e.instancePath.split('/')[1] ?? (e.params as { missingProperty?: string }).missingProperty ?? '';
-      // Values are never echoed: some settings are secrets.
-      problems.push(`${name}: ${e.keyword === 'required' ? 'is required' : e.message}`);
+      // Values are never echoed: some settings are secrets. The allowed ones come from the catalogue.
+      const message =
+        e.keyword === 'required'
+          ? 'is required'
+          : e.keyword === 'enum'
+            ? `must be one of ${(e.params as { allowedValues: string[] }).allowedValues.join(', ')}`
+            : e.message;
+      problems.push(`${name}: ${message}`);
     }
   }
   if (problems.length) throw new ConfigError([...new Set(problems)]);
