@@ -1,6 +1,8 @@
-// The only module that imports kafkajs. Services talk to Kafka through the narrow Bus interface,
-// which the embedded mode implements too, so service code is the same in both modes.
+// The only module that imports kafkajs (besides kafkajs-idle-poll.ts, a fix to its internals that
+// loads with it). Services talk to Kafka through the narrow Bus interface, which the embedded mode
+// implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
+import './kafkajs-idle-poll.ts';
 import type { Logger } from '../log.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import { jsonOf } from './json-text.ts';
