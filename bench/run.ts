@@ -10,6 +10,9 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';
 import pg from 'pg';
+// The runner's own Kafka clients share the machine with the services: without this fix each of
+// their connections would wake the runner every millisecond (docs/architecture.md).
+import '../shared/src/kafka/kafkajs-idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
 import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
