@@ -35,6 +35,8 @@ export type RequestQueueClass = new (options: {
 const require = createRequire(import.meta.url);
 export const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as RequestQueueClass;
 
+// Marked on kafkajs's prototype, not here: two copies of this module (sources and a built tree in
+// one process) still patch the one kafkajs once.
 const FIXED = Symbol.for('switchyard.kafkajs.idlePollFixed');
 const proto = RequestQueue.prototype as RequestQueueInternals & { [FIXED]?: true };
 if (!proto[FIXED]) {
