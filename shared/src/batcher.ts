@@ -1,11 +1,13 @@
 /**
- * Groups calls into batches without a timer: while one flush runs, new items queue, and the queue is
- * flushed as one batch when it finishes. A lone call is flushed at once (no added latency); under
- * load, batches grow by themselves, so one round trip serves many callers.
+ * Groups calls into batches: while one flush runs, new items queue, and the queue is flushed as one
+ * batch when it finishes, so under load batches grow by themselves and one round trip serves many
+ * callers. A call that finds nothing running is flushed at once, or after `lingerMs` when that is set:
+ * at low load a short wait lets a few calls share a round trip that each would otherwise make alone.
  */
-export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatch = 1000) {
+export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatch = 1000, lingerMs = 0) {
   let queue: Array<{ item: I; resolve(o: O): void; reject(e: unknown): void }> = [];
   let running = false;
+  let lingering: NodeJS.Timeout | null = null;
 
   async function drain(): Promise<void> {
     running = true;
@@ -24,9 +26,17 @@ export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatc
     running = false;
   }
 
+  function start(): void {
+    if (lingering) clearTimeout(lingering);
+    lingering = null;
+    void drain();
+  }
+
   return (item: I): Promise<O> =>
     new Promise<O>((resolve, reject) => {
       queue.push({ item, resolve, reject });
-      if (!running) void drain();
+      if (running) return;
+      if (lingerMs > 0 && queue.length < maxBatch) lingering ??= setTimeout(start, lingerMs);
+      else start();
     });
 }

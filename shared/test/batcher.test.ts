@@ -28,3 +28,47 @@ t.test('a failed flush fails only its own callers; max batch size is kept', asyn
   );
   t.equal(n, 3, '[1], [13, 14], [2, 3]');
 });
+
+t.test('with a linger, calls made while nothing runs wait to share one flush', async (t) => {
+  const flushes: number[][] = [];
+  const add = createBatcher(
+    async (items: number[]) => {
+      flushes.push(items);
+      return items;
+    },
+    10,
+    30,
+  );
+  const first = add(1);
+  await new Promise((r) => setTimeout(r, 5));
+  t.same(flushes, [], 'nothing flushed before the linger ends');
+  const second = add(2);
+  t.same(await Promise.all([first, second]), [1, 2]);
+  t.same(flushes, [[1, 2]], 'both went out together when the linger ended');
+});
+
+t.test('a full batch, and calls made during a flush, do not wait for the linger', async (t) => {
+  const flushes: number[][] = [];
+  let release = (): void => {};
+  const add = createBatcher(
+    async (items: number[]) => {
+      flushes.push(items);
+      if (items[0] === 1) await new Promise<void>((r) => (release = r));
+      return items;
+    },
+    3,
+    60_000,
+  );
+  const within = <T>(p: Promise<T>) =>
+    Promise.race([p.then(() => 'flushed'), new Promise((r) => setTimeout(() => r('still lingering'), 1000))]);
+  const full = Promise.all([1, 2, 3].map((i) => add(i)));
+  t.same(flushes, [[1, 2, 3]], 'a full batch is flushed at once');
+  const during = Promise.all([4, 5].map((i) => add(i)));
+  release();
+  t.equal(await within(full), 'flushed');
+  t.equal(await within(during), 'flushed', 'calls queued during a flush follow it at once');
+  t.same(flushes, [
+    [1, 2, 3],
+    [4, 5],
+  ]);
+});

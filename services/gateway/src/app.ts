@@ -85,7 +85,13 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     producer: deps.producer,
     db: deps.db,
     routing,
-    publish: createPublisher({ producer: deps.producer, eventIds: new EventIdStore(deps.db), routing, log: deps.logger }),
+    publish: createPublisher({
+      producer: deps.producer,
+      eventIds: new EventIdStore(deps.db),
+      routing,
+      log: deps.logger,
+      lingerMs: config.PUBLISH_LINGER_MS,
+    }),
   };
 
   app.decorateRequest('principal', null as unknown as { getter: () => Principal });

@@ -19,19 +19,29 @@ export interface PublishResult {
  * topic with acks=all. Reservations and Kafka writes are batched across concurrent requests, so a
  * busy gateway makes one database statement and one produce request per batch, not per event.
  */
-export function createPublisher(deps: { producer: BusProducer; eventIds: EventIdStore; routing: RoutingCache; log: Logger }) {
+export function createPublisher(deps: {
+  producer: BusProducer;
+  eventIds: EventIdStore;
+  routing: RoutingCache;
+  log: Logger;
+  lingerMs?: number;
+}) {
   const reserve = createBatcher((keys: Array<{ tenant_id: string; id: string }>) => deps.eventIds.reserve(keys), 1000);
   const accept = createBatcher(async (keys: Array<{ tenant_id: string; id: string }>) => {
     await deps.eventIds.accept(keys);
     return keys.map(() => undefined);
   }, 1000);
-  const produce = createBatcher(async (events: EventRecord[]) => {
-    await deps.producer.send(
-      TOPIC.events,
-      events.map((e) => ({ key: e.tenant_id, value: e })),
-    );
-    return events.map(() => undefined);
-  }, 500);
+  const produce = createBatcher(
+    async (events: EventRecord[]) => {
+      await deps.producer.send(
+        TOPIC.events,
+        events.map((e) => ({ key: e.tenant_id, value: e })),
+      );
+      return events.map(() => undefined);
+    },
+    500,
+    deps.lingerMs ?? 0,
+  );
 
   return async function publish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
     const started = performance.now();

@@ -23,8 +23,12 @@ export interface TestApp {
   call(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
 }
 
-/** A gateway over a fresh Postgres database and unique Kafka topics. */
-export async function buildTestApp(t: T, overrides: Record<string, string> = {}): Promise<TestApp> {
+/** A gateway over a fresh Postgres database and unique Kafka topics; `wrap` may watch its producer. */
+export async function buildTestApp(
+  t: T,
+  overrides: Record<string, string> = {},
+  wrap: (p: BusProducer) => BusProducer = (p) => p,
+): Promise<TestApp> {
   const config = testConfig({ DATABASE_URL: await createTestDatabase(t), ...overrides });
   const logger = createLogger('gateway-test', 'silent');
   const db = createDb({ url: config.DATABASE_URL, poolMax: 4 });
@@ -38,7 +42,7 @@ export async function buildTestApp(t: T, overrides: Record<string, string> = {})
     log: logger,
   });
   await bus.ensureTopics();
-  const producer = await bus.producer();
+  const producer = wrap(await bus.producer());
   const app = await build(config, { db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
   t.teardown(async () => {
     await app.close();

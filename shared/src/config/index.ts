@@ -174,6 +174,14 @@ export const SETTINGS = {
   },
   PARTITION_AHEAD_DAYS: { kind: 'integer', default: '7', minimum: 1, description: 'Time partitions are created this many days ahead.' },
   WEBHOOK_HEADER_PREFIX: { kind: 'string', default: 'x-outpost-', description: 'Prefix of the metadata headers of webhook deliveries.' },
+  PUBLISH_LINGER_MS: {
+    kind: 'integer',
+    default: '0',
+    minimum: 0,
+    maximum: 100,
+    description:
+      "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, but every lone publish is answered this much later, so a client that publishes one event at a time slows down. 0: produce at once.",
+  },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
     default: '1000',

@@ -1,0 +1,34 @@
+// PUBLISH_LINGER_MS: publishes made while no produce request is in flight wait to share one.
+import t, { type Test } from 'tap';
+import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import { buildTestApp } from './helpers.ts';
+
+async function publishTwo(t: Test, linger: string): Promise<number[]> {
+  const sends: number[] = [];
+  const counting = (p: BusProducer): BusProducer => ({
+    ...p,
+    send: (topic, records) => {
+      sends.push(records.length);
+      return p.send(topic, records);
+    },
+  });
+  const { call } = await buildTestApp(t, { PUBLISH_LINGER_MS: linger }, counting);
+  t.equal((await call('PUT', '/api/v1/tenants/t1')).status, 201);
+  const first = call('POST', '/api/v1/publish', { tenant_id: 't1', topic: 'a', data: { n: 1 } });
+  await new Promise((r) => setTimeout(r, 5));
+  const second = call('POST', '/api/v1/publish', { tenant_id: 't1', topic: 'a', data: { n: 2 } });
+  const answers = await Promise.all([first, second]);
+  t.same(
+    answers.map((a) => a.status),
+    [202, 202],
+  );
+  return sends;
+}
+
+t.test('without a linger each lone publish is its own produce request', async (t) => {
+  t.same(await publishTwo(t, '0'), [1, 1]);
+});
+
+t.test('with a linger, publishes made within it share one produce request', async (t) => {
+  t.same(await publishTwo(t, '100'), [2]);
+});
