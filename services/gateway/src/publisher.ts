@@ -40,7 +40,7 @@ export function createPublisher(deps: {
       return events.map(() => undefined);
     },
     500,
-    deps.lingerMs ?? 0,
+    deps.lingerMs,
   );
 
   return async function publish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
