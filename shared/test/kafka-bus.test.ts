@@ -108,6 +108,45 @@ t.test('delayed consumer: a handler failure is retried and nothing behind it is 
   for (let i = 0; i < 5; i++) t.equal(seen.get(i), 1, `record ${i}, committed before the failure, handled once`);
 });
 
+t.test('a batch consumer with batchWaitMs lets its fetch fill: records sent apart arrive together', async (t) => {
+  const topic: TopicDef = { name: 'spread', key: 'k', description: 'records sent apart' };
+  const { bus, producer } = await busWithTopic(t, topic);
+  /** Batches a consumer sees for five records sent 60 ms apart, once it is reading. */
+  const batchesOf = async (groupId: string, batchWaitMs?: number) => {
+    const batches: number[][] = [];
+    await bus.consume<number>({
+      groupId,
+      topics: [topic],
+      fromBeginning: false,
+      ...(batchWaitMs ? { batchWaitMs } : {}),
+      handleBatch: async (rs) => void batches.push(rs.map((r) => r.value)),
+    });
+    const seen = () => batches.flat().filter((v) => v >= 0);
+    // It starts at the end: the records that count are sent once it has read a first one.
+    await waitFor(
+      `${groupId} reading`,
+      async () => {
+        await producer.send(topic, [{ key: 'same', value: -1 }]);
+        return batches.length > 0;
+      },
+      30_000,
+    );
+    batches.length = 0;
+    for (let i = 0; i < 5; i++) {
+      await producer.send(topic, [{ key: 'same', value: i }]);
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    await waitFor(`${groupId}: all five`, () => seen().length >= 5, 30_000);
+    return batches.map((b) => b.filter((v) => v >= 0)).filter((b) => b.length);
+  };
+  const apart = await batchesOf(uniqueName('apart'));
+  // Waits of 2 s over a 240 ms spread: at most one fetch ends between the first and the last.
+  const together = await batchesOf(uniqueName('together'), 2000);
+  t.ok(apart.length >= 3, `without a wait each fetch returns what is there: ${JSON.stringify(apart)}`);
+  t.ok(together.length <= 2, `with a wait the fetch holds for more: ${JSON.stringify(together)}`);
+  t.same(together.flat(), [0, 1, 2, 3, 4], 'in order, each once');
+});
+
 t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {
   const topic: TopicDef = { name: 'big', key: 'k', description: 'large records' };
   // Topics limited to 2 MiB per record batch: the write below, 2.8 MB to one partition, must be split.

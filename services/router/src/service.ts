@@ -51,6 +51,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const consumer = await rt.bus.consume<unknown>({
     groupId: 'router',
     topics: [TOPIC.events],
+    batchWaitMs: rt.config.ROUTER_BATCH_WAIT_MS,
     async handleBatch(records) {
       const started = performance.now();
       const { routed, duplicates, deadLetters } = await routeBatch(records);

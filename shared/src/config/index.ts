@@ -229,6 +229,14 @@ export const SETTINGS = {
     maximum: 1000,
     description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
   },
+  ROUTER_BATCH_WAIT_MS: {
+    kind: 'integer',
+    default: '3',
+    minimum: 0,
+    maximum: 1000,
+    description:
+      'Longest the router lets a fetch of published events fill before routing it (its fetch wait): at low and middling load fewer, larger batches, so fewer database round trips and produce requests downstream, for up to this much more publish-to-delivery latency; publishers never wait for it. 0: route what each fetch brings.',
+  },
   ATTEMPTS_BATCH_WAIT_MS: {
     kind: 'integer',
     default: '200',

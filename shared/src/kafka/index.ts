@@ -79,7 +79,8 @@ export interface ConsumeOptions<T> {
   fromBeginning?: boolean;
   /**
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
-   * minimum). For consumers off the delivery path, where fewer, larger writes beat a few ms.
+   * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
+   * delivery path (attempts), a few ms on it (the router).
    */
   batchWaitMs?: number;
 }
