@@ -1,9 +1,18 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
-/** Paths that may carry secrets anywhere in a log line; pino replaces their values. */
-export const REDACT_PATHS = [
+const CENSOR = '[redacted]';
+
+/** Keys whose values are secrets at the top of a log line and one level inside it. */
+const SECRET_KEYS = ['credentials', 'delivery_metadata', 'secret', 'token'] as const;
+
+/**
+ * Fixed paths that pino replaces. The one-level-down half of SECRET_KEYS is not here: as pino paths
+ * (`*.secret`) they would run pino's redactor on every field of every line (about 6 µs a line,
+ * the most of a line's cost), so `redactNested` does it once per line instead.
+ */
+const REDACT_PATHS = [
   'config.API_KEY',
   'config.API_JWT_SECRET',
   'config.AES_ENCRYPTION_SECRET',
@@ -11,23 +20,49 @@ export const REDACT_PATHS = [
   'config.DATABASE_URL',
   'req.headers.authorization',
   'headers.authorization',
-  '*.credentials',
-  'credentials',
-  '*.delivery_metadata',
-  'delivery_metadata',
-  '*.secret',
-  'secret',
-  'token',
-  '*.token',
+  ...SECRET_KEYS,
 ];
 
-/** A JSON logger for one service. One wide line per publish and per attempt is the convention. */
-export function createLogger(service: string, level: string = 'info'): Logger {
-  return pino({
-    level,
-    base: { service },
-    timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    formatters: { level: (label) => ({ level: label }) },
-  });
+/**
+ * Replaces SECRET_KEYS inside the line's object-valued fields, copying what it changes (the caller's
+ * objects stay as they were) with their prototype and properties, so an Error keeps its message.
+ */
+export function redactNested<T extends Record<string, unknown>>(line: T): T {
+  let out = line;
+  for (const key in line) {
+    const v = line[key];
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || !Object.hasOwn(line, key)) continue;
+    if (!SECRET_KEYS.some((k) => k in v)) continue;
+    const copy = Object.create(Object.getPrototypeOf(v), Object.getOwnPropertyDescriptors(v)) as object;
+    for (const k of SECRET_KEYS) {
+      if (k in copy) Object.defineProperty(copy, k, { value: CENSOR, enumerable: true, writable: true, configurable: true });
+    }
+    if (out === line) out = { ...line };
+    (out as Record<string, unknown>)[key] = copy;
+  }
+  return out;
+}
+
+/**
+ * A JSON logger for one service, to stdout unless a destination is given. One wide line per publish
+ * and per attempt is the convention.
+ */
+export function createLogger(service: string, level: string = 'info', destination?: DestinationStream): Logger {
+  const logger = pino(
+    {
+      level,
+      base: { service },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT_PATHS, censor: CENSOR },
+      formatters: { level: (label) => ({ level: label }), log: redactNested },
+    },
+    destination,
+  );
+  // pino gives a child's bindings no formatter of the parent's, so they are redacted on the way in;
+  // children inherit this method, so grandchildren are too.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, options) {
+    return child.call(this, redactNested(bindings), options);
+  } as typeof child;
+  return logger;
 }

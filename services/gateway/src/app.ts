@@ -76,7 +76,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
 
   const tenants = new TenantStore(deps.db);
   const destinations = new DestinationStore(deps.db, deps.cipher);
-  const routing = new RoutingCache(tenants, destinations, config.ROUTING_CACHE_TTL_MS);
+  const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
   const ctx: Ctx = {
     config,
     auth: createAuth(config.API_KEY, config.API_JWT_SECRET),

@@ -1,6 +1,5 @@
 import { createBatcher } from '@switchyard/shared/batcher.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
-import type { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import type { DestinationRoute } from '@switchyard/shared/model/index.ts';
 
 interface Entry {
@@ -16,7 +15,7 @@ interface Entry {
  * as soon as it changes anything of that tenant; other instances see a change within `ttlMs`.
  * Routing itself is decided by the router from fresh data, so this only shapes the 202 answer
  * (destination_ids) and the 404 for unknown tenants. Loads of tenants missed at the same time share
- * one pair of queries, and read only the routing columns (no secret is opened).
+ * one query, and read only the routing columns (no secret is opened).
  */
 export class RoutingCache {
   private readonly entries = new Map<string, Entry>();
@@ -24,14 +23,13 @@ export class RoutingCache {
   private readonly maxEntries: number;
   private readonly load: (tenantId: string) => Promise<Entry>;
 
-  constructor(tenants: TenantStore, destinations: DestinationStore, ttlMs: number, maxEntries = 100_000) {
+  constructor(destinations: DestinationStore, ttlMs: number, maxEntries = 100_000) {
     this.ttlMs = ttlMs;
     this.maxEntries = maxEntries;
     this.load = createBatcher(async (ids: string[]) => {
-      const unique = [...new Set(ids)];
-      const [exist, routes] = await Promise.all([tenants.existing(unique), destinations.routesForTenants(unique)]);
+      const routes = await destinations.routesOf([...new Set(ids)]);
       const at = Date.now();
-      return ids.map((id) => ({ at, exists: exist.has(id), destinations: routes.get(id) ?? [] }));
+      return ids.map((id) => ({ at, exists: routes.has(id), destinations: routes.get(id) ?? [] }));
     }, 500);
   }
 

@@ -3,7 +3,6 @@ import t from 'tap';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { createDb, migrateLatest } from '@switchyard/shared/db/index.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
-import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import { createTestDatabase } from '@switchyard/shared/testing/index.ts';
 import { RoutingCache } from '../src/routing-cache.ts';
 
@@ -11,7 +10,6 @@ t.test('routing cache: concurrent misses share one load, secrets stay sealed, in
   const db = createDb({ url: await createTestDatabase(t), poolMax: 4 });
   t.teardown(() => db.destroy());
   await migrateLatest(db);
-  const tenants = new TenantStore(db);
   let opened = 0;
   const cipher = createCipher('routing-cache-test-secret-0123456789');
   const counting = {
@@ -36,12 +34,13 @@ t.test('routing cache: concurrent misses share one load, secrets stay sealed, in
       filter: null,
     });
   }
+  await db('tenants').insert({ id: 'empty' });
   opened = 0; // create() answers with the opened destination
-  const cache = new RoutingCache(tenants, destinations, 60_000);
+  const cache = new RoutingCache(destinations, 60_000);
   const queries: string[] = [];
   db.on('query', (q: { sql: string }) => queries.push(q.sql));
 
-  const got = await Promise.all(['a', 'b', 'c', 'nobody', 'a'].map((id) => cache.get(id)));
+  const got = await Promise.all(['a', 'b', 'c', 'nobody', 'a', 'empty'].map((id) => cache.get(id)));
   t.same(
     got.map((g) => [g.exists, g.destinations.map((d) => d.id)]),
     [
@@ -50,9 +49,11 @@ t.test('routing cache: concurrent misses share one load, secrets stay sealed, in
       [true, ['d_c']],
       [false, []],
       [true, ['d_a']],
+      [true, []],
     ],
+    'a tenant without destinations exists; one that is not there does not',
   );
-  t.ok(queries.length <= 4, `five lookups, at most two loads of two queries (${queries.length} queries)`);
+  t.ok(queries.length <= 2, `six lookups, at most two loads of one query each (${queries.length} queries)`);
   t.equal(opened, 0, 'no credential or delivery_metadata was decrypted');
   t.same(Object.keys(got[0]?.destinations[0] ?? {}).sort(), ['disabled_at', 'filter', 'id', 'topics'], 'routing columns only');
 

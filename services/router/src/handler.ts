@@ -1,5 +1,6 @@
 import type { InRecord, OutRecord } from '@switchyard/shared/kafka/index.ts';
-import type { Destination, DeliveryRecord, DestinationSnapshot, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
+import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
+import type { DeliveryRecord, DestinationRoute, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { checkEvent } from '@switchyard/shared/events/validate.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 
@@ -7,10 +8,9 @@ import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts
 export interface RouterDeps {
   topics: readonly string[];
   /** Destinations of the tenants that exist; a tenant missing from the map does not exist. */
-  destinationsOf(tenantIds: string[]): Promise<Map<string, Destination[]>>;
+  destinationsOf(tenantIds: string[]): Promise<Map<string, RoutableDestination[]>>;
   /** Positions (into the list) of the events this batch may route; the rest are repeats. */
   claim(claims: Array<{ tenant_id: string; id: string; partition: number; offset: string }>): Promise<Set<number>>;
-  snapshot(d: Destination): DestinationSnapshot;
   /** Writes everything of one batch; resolves once Kafka acknowledged it all. */
   emit(out: { deliveries: DeliveryRecord[]; routed: RoutedRecord[]; deadLetters: Array<OutRecord & { reason: string }> }): Promise<void>;
 }
@@ -22,7 +22,7 @@ export interface BatchResult {
 }
 
 /** The destinations an event goes to: enabled ones whose topics and filter match, or the one it names. */
-export function selectDestinations(event: EventRecord, destinations: Destination[]): { matched: Destination[]; disabled: Destination[] } {
+export function selectDestinations<D extends DestinationRoute>(event: EventRecord, destinations: D[]): { matched: D[]; disabled: D[] } {
   const candidates = destinations.filter((d) =>
     event.destination_id ? d.id === event.destination_id : matchesTopic(d.topics, event.topic) && matchesFilter(d.filter, event),
   );
@@ -68,23 +68,13 @@ export function createRouter(deps: RouterDeps) {
     const deliveries: DeliveryRecord[] = [];
     const routed: RoutedRecord[] = [];
     const duplicates: EventRecord[] = [];
-    // One snapshot (its secrets sealed once) per destination and batch, shared by that destination's deliveries.
-    const snapshots = new Map<Destination, DestinationSnapshot>();
-    const snapshotOf = (d: Destination): DestinationSnapshot => {
-      let s = snapshots.get(d);
-      if (!s) {
-        s = deps.snapshot(d);
-        snapshots.set(d, s);
-      }
-      return s;
-    };
     known.forEach(({ event }, i) => {
       if (!allowed.has(i)) {
         duplicates.push(event);
         return;
       }
       const { matched, disabled } = selectDestinations(event, byTenant.get(event.tenant_id) ?? []);
-      for (const d of matched) deliveries.push({ event, destination: snapshotOf(d), attempt_number: 1, manual: false });
+      for (const d of matched) deliveries.push({ event, destination: d.snapshot, attempt_number: 1, manual: false });
       routed.push({ event, matched_destination_ids: matched.map((d) => d.id), skipped_destination_ids: disabled.map((d) => d.id) });
     });
     await deps.emit({ deliveries, routed, deadLetters });

@@ -2,7 +2,6 @@
 // a runtime (main.ts: its own process; services/embedded: every service in one process).
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
-import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -10,18 +9,13 @@ import { createRouter } from './handler.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
   const destinations = new DestinationStore(rt.db, rt.cipher);
-  const tenants = new TenantStore(rt.db);
   const eventIds = new EventIdStore(rt.db);
   const producer = await rt.bus.producer();
 
   const routeBatch = createRouter({
     topics: rt.config.TOPICS,
-    async destinationsOf(tenantIds) {
-      const [exist, byTenant] = await Promise.all([tenants.existing(tenantIds), destinations.listForTenants(tenantIds)]);
-      return new Map([...exist].map((id) => [id, byTenant.get(id) ?? []]));
-    },
+    destinationsOf: (tenantIds) => destinations.routableOf(tenantIds),
     claim: (claims) => eventIds.claim(claims),
-    snapshot: (d) => destinations.snapshot(d),
     async emit({ deliveries, routed, deadLetters }) {
       const byType = Map.groupBy(deliveries, (d) => d.destination.type);
       // Each event and destination snapshot is written as JSON once per batch and spliced into its

@@ -5,7 +5,10 @@ import type { Outcome, Sender } from './sender.ts';
 
 export interface HandlerDeps {
   senders: Partial<Record<DestinationType, Sender>>;
-  open(snapshot: DeliveryRecord['destination']): { credentials: Record<string, unknown>; delivery_metadata: Record<string, string> };
+  open(snapshot: DeliveryRecord['destination']): {
+    credentials: Readonly<Record<string, unknown>>;
+    delivery_metadata: Readonly<Record<string, string>>;
+  };
   emitAttempt(attempt: AttemptRecord): Promise<void>;
   /** Hands a failed delivery to the retry tiers, due at `dueAt`. */
   scheduleRetry(delivery: DeliveryRecord, dueAt: Date): Promise<void>;

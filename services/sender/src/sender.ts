@@ -15,8 +15,9 @@ export interface Outcome {
 export interface DeliveryInput {
   event: EventRecord;
   destination: DeliveryRecord['destination'];
-  credentials: Record<string, unknown>;
-  deliveryMetadata: Record<string, string>;
+  /** Opened once per change and shared by the destination's deliveries: read, never change. */
+  credentials: Readonly<Record<string, unknown>>;
+  deliveryMetadata: Readonly<Record<string, string>>;
   signal: AbortSignal;
 }
 

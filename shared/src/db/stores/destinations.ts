@@ -17,15 +17,28 @@ interface DestinationRow {
   updated_at: Date;
 }
 
+/** A destination as the router sees it: what selects it, and the snapshot its deliveries carry. */
+export type RoutableDestination = DestinationRoute & { snapshot: DestinationSnapshot };
+
+function toRoute(r: DestinationRow): DestinationRoute {
+  return { id: r.id, topics: r.topics, filter: r.filter, disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null };
+}
+
 export type NewDestination = Omit<Destination, 'created_at' | 'updated_at' | 'disabled_at'> & { disabled_at?: string | null };
 export type DestinationChanges = Partial<
   Pick<Destination, 'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at'>
 >;
 
+/** How many opened secrets a store keeps by ciphertext (see openSnapshot); a few MB at most. */
+const OPENED_MAX = 10_000;
+const NOTHING: Readonly<Record<string, never>> = Object.freeze({});
+
 /** Destinations in Postgres; credentials and delivery_metadata are encrypted here and nowhere else. */
 export class DestinationStore {
   private readonly db: Knex;
   private readonly cipher: Cipher;
+  /** Opened secrets by their ciphertext, oldest first. */
+  private readonly opened = new Map<string, Readonly<Record<string, unknown>>>();
   constructor(db: Knex, cipher: Cipher) {
     this.db = db;
     this.cipher = cipher;
@@ -68,11 +81,30 @@ export class DestinationStore {
     };
   }
 
-  openSnapshot(s: DestinationSnapshot): { credentials: Record<string, unknown>; delivery_metadata: Record<string, string> } {
+  /**
+   * A delivery's secrets, opened. Deliveries carry their destination's ciphertext as stored (the
+   * router passes it on), so what is opened is kept by ciphertext: a sender decrypts a destination's
+   * secrets once per change of them, not once per delivery. Frozen, since deliveries share it.
+   */
+  openSnapshot(s: DestinationSnapshot): {
+    credentials: Readonly<Record<string, unknown>>;
+    delivery_metadata: Readonly<Record<string, string>>;
+  } {
     return {
-      credentials: this.open<Record<string, unknown>>(s.credentials) ?? {},
-      delivery_metadata: this.open<Record<string, string>>(s.delivery_metadata) ?? {},
+      credentials: this.openShared(s.credentials),
+      delivery_metadata: this.openShared(s.delivery_metadata) as Readonly<Record<string, string>>,
     };
+  }
+
+  private openShared(sealed: string | null): Readonly<Record<string, unknown>> {
+    if (!sealed) return NOTHING;
+    let v = this.opened.get(sealed);
+    if (v === undefined) {
+      v = Object.freeze(this.open<Record<string, unknown>>(sealed) ?? {});
+      if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value as string);
+      this.opened.set(sealed, v);
+    }
+    return v;
   }
 
   async create(d: NewDestination): Promise<Destination> {
@@ -102,32 +134,59 @@ export class DestinationStore {
     return ((await q) as DestinationRow[]).map((r) => this.toDestination(r));
   }
 
-  /** Destinations of several tenants in one query (the router's per-batch lookup). */
-  listForTenants(tenantIds: string[]): Promise<Map<string, Destination[]>> {
-    return this.byTenant(tenantIds, ['*'], (r) => this.toDestination(r));
+  /**
+   * The router's per-batch lookup: which of these tenants exist and, for each, what routing needs
+   * of its destinations plus the snapshot its deliveries carry. One query; secrets are passed on
+   * sealed as stored (only a sender opens them), so nothing is decrypted or re-encrypted here.
+   */
+  routableOf(tenantIds: string[]): Promise<Map<string, RoutableDestination[]>> {
+    return this.ofExistingTenants(
+      tenantIds,
+      ['id', 'type', 'topics', 'config', 'credentials', 'delivery_metadata', 'filter', 'disabled_at'],
+      (r) => ({
+        ...toRoute(r),
+        snapshot: {
+          id: r.id,
+          tenant_id: r.tenant_id,
+          type: r.type,
+          config: r.config ?? {},
+          credentials: r.credentials,
+          delivery_metadata: r.delivery_metadata,
+        },
+      }),
+    );
   }
 
   /**
-   * What routing needs of the destinations of several tenants, in one query and without opening
-   * any secret (the gateway's publish path: which destinations an event matches).
+   * The gateway's publish path: which of these tenants exist and which destinations an event of
+   * theirs matches. One query, routing columns only.
    */
-  routesForTenants(tenantIds: string[]): Promise<Map<string, DestinationRoute[]>> {
-    return this.byTenant(tenantIds, ['tenant_id', 'id', 'topics', 'filter', 'disabled_at'], (r) => ({
-      id: r.id,
-      topics: r.topics,
-      filter: r.filter,
-      disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
-    }));
+  routesOf(tenantIds: string[]): Promise<Map<string, DestinationRoute[]>> {
+    return this.ofExistingTenants(tenantIds, ['id', 'topics', 'filter', 'disabled_at'], toRoute);
   }
 
-  /** The destinations of several tenants (the columns named), in creation order, by tenant. */
-  private async byTenant<T>(tenantIds: string[], columns: string[], map: (r: DestinationRow) => T): Promise<Map<string, T[]>> {
+  /**
+   * Every tenant of `tenantIds` that exists, each with its destinations (the columns named, in
+   * creation order, possibly none); a tenant that does not exist is not in the map.
+   */
+  private async ofExistingTenants<T>(tenantIds: string[], columns: string[], map: (r: DestinationRow) => T): Promise<Map<string, T[]>> {
     if (!tenantIds.length) return new Map();
-    const rows = (await this.db('destinations')
-      .whereIn('tenant_id', tenantIds)
-      .orderBy([{ column: 'created_at' }, { column: 'id' }])
-      .select(columns)) as DestinationRow[];
-    return new Map([...Map.groupBy(rows, (r) => r.tenant_id)].map(([tenant, list]) => [tenant, list.map(map)]));
+    const rows = (await this.db('tenants as t')
+      .leftJoin('destinations as d', 'd.tenant_id', 't.id')
+      .whereIn('t.id', tenantIds)
+      .orderBy([{ column: 'd.created_at' }, { column: 'd.id' }])
+      .select(['t.id as tenant_id', ...columns.map((c) => `d.${c}`)])) as DestinationRow[];
+    const out = new Map<string, T[]>();
+    for (const r of rows) {
+      let list = out.get(r.tenant_id);
+      if (!list) {
+        list = [];
+        out.set(r.tenant_id, list);
+      }
+      // A tenant without destinations comes back as one row of nulls.
+      if (r.id !== null) list.push(map(r));
+    }
+    return out;
   }
 
   async count(tenantId: string): Promise<number> {
