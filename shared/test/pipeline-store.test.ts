@@ -1,4 +1,5 @@
-// How stored attempts move their delivery's row: the latest attempt of a batch decides the status,
+// What the attempts service writes: events and their pending deliveries from routed records (bytes
+// counted as published, a redelivery changing nothing), and how stored attempts move their delivery's row: the latest attempt of a batch decides the status,
 // a success (in the batch or stored before) is never undone, and a redelivered attempt counts once.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,7 @@ import { createDb, type Knex, migrateLatest } from '../src/db/index.ts';
 import { ensurePartitions } from '../src/db/partitions.ts';
 import { PipelineStore } from '../src/db/stores/pipeline.ts';
 import { uuidv7 } from '../src/ids.ts';
-import type { AttemptRecord } from '../src/model/index.ts';
+import type { AttemptRecord, RoutedRecord } from '../src/model/index.ts';
 import { createTestDatabase } from '../src/testing/index.ts';
 
 t.test('attempts on Postgres: latest decides, a success stands, redeliveries count once', async (t) => {
@@ -25,6 +26,104 @@ t.test('attempts on PGlite (embedded mode): the same', async (t) => {
   t.teardown(() => e.close());
   await attemptsMoveDeliveries(t, e.db);
 });
+
+t.test('routed events on Postgres: stored as published, payload bytes counted, redeliveries change nothing', async (t) => {
+  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
+  t.teardown(() => db.destroy());
+  await routedEventsStored(t, db);
+});
+
+t.test('routed events on PGlite (embedded mode): the same', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-routed-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const e = await openEmbeddedDb(dir);
+  t.teardown(() => e.close());
+  await routedEventsStored(t, e.db);
+});
+
+async function routedEventsStored(t: Test, db: Knex): Promise<void> {
+  await migrateLatest(db);
+  await ensurePartitions(db, new Date(), { behindDays: 1 });
+  const store = new PipelineStore(db);
+  const at = new Date(Date.now() - 30_000).toISOString();
+  const event = (id: string, data: RoutedRecord['event']['data'], metadata: Record<string, unknown> | null) => ({
+    id,
+    tenant_id: 'acme',
+    topic: 'order.created',
+    time: at,
+    received_at: at,
+    eligible_for_retry: id !== 'e2',
+    metadata,
+    data,
+    destination_id: null,
+  });
+  const data = { name: 'Zoë "quoted" \\ back\nslash', emoji: '🚀', nested: { list: [1, 2.5, null, true], empty: {} } };
+  const routed: RoutedRecord[] = [
+    { event: event('e1', data, { source: 'crm', ünïcode: 'ÿ' }), matched_destination_ids: ['d1', 'd2'], skipped_destination_ids: ['d3'] },
+    { event: event('e2', { n: 1 }, null), matched_destination_ids: [], skipped_destination_ids: [] },
+  ];
+  // An attempt of e1 -> d1 stored before its routed record: its status stands.
+  const first: AttemptRecord = {
+    id: uuidv7(),
+    tenant_id: 'acme',
+    destination_id: 'd1',
+    destination_type: 'webhook',
+    event_id: 'e1',
+    topic: 'order.created',
+    event_time: at,
+    event_received_at: at,
+    status: 'success',
+    code: '200',
+    response_data: { status: 200, body: { ok: 'é' } },
+    attempt_number: 1,
+    manual: false,
+    time: new Date().toISOString(),
+    duration_ms: 4,
+    final: true,
+  };
+  t.equal((await store.storeAttempts([first])).length, 1);
+  await store.storeRouted(routed);
+  await store.storeRouted(routed);
+
+  const events = (await db('events').where({ tenant_id: 'acme' }).orderBy('id')) as Array<Record<string, unknown>>;
+  t.equal(events.length, 2, 'each event stored once');
+  const [e1, e2] = events;
+  t.same(e1?.data, data, 'data as published');
+  t.same(e1?.metadata, { source: 'crm', ünïcode: 'ÿ' });
+  t.equal(
+    e1?.payload_bytes,
+    Buffer.byteLength(JSON.stringify(data)) + Buffer.byteLength(JSON.stringify({ source: 'crm', ünïcode: 'ÿ' })),
+    'payload bytes are the UTF-8 bytes of data and metadata as JSON',
+  );
+  t.same(e1?.matched_destination_ids, ['d1', 'd2']);
+  t.same(e1?.skipped_destination_ids, ['d3']);
+  t.equal(e1?.eligible_for_retry, true);
+  t.equal(e1?.destination_id, null);
+  t.equal((e1?.received_at as Date | undefined)?.toISOString(), at);
+  t.equal(e2?.metadata, null);
+  t.equal(e2?.payload_bytes, Buffer.byteLength('{"n":1}'), 'no metadata counts nothing');
+  t.same(e2?.matched_destination_ids, []);
+  t.equal(e2?.eligible_for_retry, false);
+
+  const deliveries = (await db('deliveries')
+    .where({ tenant_id: 'acme' })
+    .orderBy('destination_id')
+    .select('destination_id', 'status')) as Array<{
+    destination_id: string;
+    status: string;
+  }>;
+  t.same(
+    deliveries,
+    [
+      { destination_id: 'd1', status: 'success' },
+      { destination_id: 'd2', status: 'pending' },
+      { destination_id: 'd3', status: 'skipped' },
+    ],
+    'one row per matched or skipped destination; the attempt stored first keeps its status',
+  );
+  const [stored] = (await db('attempts').where({ id: first.id }).select('response_data')) as Array<{ response_data: unknown }>;
+  t.same(stored?.response_data, { status: 200, body: { ok: 'é' } }, 'response_data stored as JSON');
+}
 
 async function attemptsMoveDeliveries(t: Test, db: Knex): Promise<void> {
   await migrateLatest(db);

@@ -5,7 +5,59 @@ import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
  * A delivery row's key. created_at is the event's received time, so both writers (routed events and
  * attempts, in either order) name the same row, and the row lives in the partition of its event.
  */
-const DELIVERY_KEY = ['tenant_id', 'event_id', 'destination_id', 'created_at'];
+const DELIVERY_KEY = '(tenant_id, event_id, destination_id, created_at)';
+
+// Each write sends its whole batch as one JSON parameter that Postgres unpacks with
+// json_to_recordset: building a multi-row VALUES (one bind parameter per column and row, numbered
+// by knex's query compiler) cost more CPU in the attempts service than the rest of its work.
+// A `json` column of the record keeps its text exactly as sent, so byte counts can be taken there.
+
+const INSERT_EVENTS = `
+  INSERT INTO events (tenant_id, id, topic, time, metadata, data, payload_bytes, eligible_for_retry, destination_id,
+                      received_at, matched_destination_ids, skipped_destination_ids)
+  SELECT tenant_id, id, topic, time, metadata::jsonb, data::jsonb,
+         -- What listings count against API_PAGE_MAX_BYTES (migration 005): the bytes of the JSON as published.
+         octet_length(data::text) + coalesce(octet_length(metadata::text), 0),
+         eligible_for_retry, destination_id, received_at, matched_destination_ids, skipped_destination_ids
+  FROM json_to_recordset(?::json) AS r(tenant_id text, id text, topic text, time timestamptz, metadata json, data json,
+       eligible_for_retry boolean, destination_id text, received_at timestamptz, matched_destination_ids text[],
+       skipped_destination_ids text[])
+  ON CONFLICT DO NOTHING`;
+
+const DELIVERY_COLUMNS = `tenant_id text, event_id text, destination_id text, topic text, event_time timestamptz,
+       created_at timestamptz, status text`;
+
+// An attempt may have been stored first; its status stands.
+const INSERT_PENDING_DELIVERIES = `
+  INSERT INTO deliveries (tenant_id, event_id, destination_id, topic, event_time, created_at, status)
+  SELECT * FROM json_to_recordset(?::json) AS r(${DELIVERY_COLUMNS})
+  ON CONFLICT ${DELIVERY_KEY} DO NOTHING`;
+
+const INSERT_ATTEMPTS = `
+  INSERT INTO attempts (id, tenant_id, destination_id, event_id, topic, status, code, response_data, attempt_number,
+                        manual, time, duration_ms, final, event_received_at)
+  SELECT id, tenant_id, destination_id, event_id, topic, status, code, response_data::jsonb, attempt_number,
+         manual, time, duration_ms, final, event_received_at
+  FROM json_to_recordset(?::json) AS r(id uuid, tenant_id text, destination_id text, event_id text, topic text,
+       status text, code text, response_data json, attempt_number integer, manual boolean, time timestamptz,
+       duration_ms integer, final boolean, event_received_at timestamptz)
+  ON CONFLICT DO NOTHING
+  RETURNING id`;
+
+// A success is never undone; counts and times only move forward.
+const UPSERT_ATTEMPTED_DELIVERIES = `
+  INSERT INTO deliveries AS d (tenant_id, event_id, destination_id, topic, event_time, created_at, status, attempts,
+                               last_attempt_at, successful_at, updated_at)
+  SELECT tenant_id, event_id, destination_id, topic, event_time, created_at, status, attempts, last_attempt_at,
+         successful_at, now()
+  FROM json_to_recordset(?::json) AS r(${DELIVERY_COLUMNS}, attempts integer, last_attempt_at timestamptz,
+       successful_at timestamptz)
+  ON CONFLICT ${DELIVERY_KEY} DO UPDATE SET
+    status = CASE WHEN d.successful_at IS NOT NULL THEN 'success' ELSE EXCLUDED.status END,
+    attempts = GREATEST(d.attempts, EXCLUDED.attempts),
+    last_attempt_at = GREATEST(d.last_attempt_at, EXCLUDED.last_attempt_at),
+    successful_at = COALESCE(d.successful_at, EXCLUDED.successful_at),
+    updated_at = EXCLUDED.updated_at`;
 
 function deliveryRow(e: RoutedRecord['event'], destinationId: string, status: 'pending' | 'skipped') {
   return {
@@ -32,39 +84,26 @@ export class PipelineStore {
 
   async storeRouted(records: RoutedRecord[]): Promise<void> {
     if (!records.length) return;
+    const events = records.map(({ event: e, matched_destination_ids, skipped_destination_ids }) => ({
+      tenant_id: e.tenant_id,
+      id: e.id,
+      topic: e.topic,
+      time: e.time,
+      metadata: e.metadata ?? null,
+      data: e.data,
+      eligible_for_retry: e.eligible_for_retry,
+      destination_id: e.destination_id ?? null,
+      received_at: e.received_at ?? e.time,
+      matched_destination_ids,
+      skipped_destination_ids,
+    }));
+    const rows = records.flatMap(({ event: e, matched_destination_ids, skipped_destination_ids }) => [
+      ...matched_destination_ids.map((d) => deliveryRow(e, d, 'pending')),
+      ...skipped_destination_ids.map((d) => deliveryRow(e, d, 'skipped')),
+    ]);
     await this.db.transaction(async (tx) => {
-      await tx('events')
-        .insert(
-          records.map(({ event: e, matched_destination_ids, skipped_destination_ids }) => {
-            const metadata = e.metadata ? JSON.stringify(e.metadata) : null;
-            const data = JSON.stringify(e.data);
-            return {
-              tenant_id: e.tenant_id,
-              id: e.id,
-              topic: e.topic,
-              time: e.time,
-              metadata,
-              data,
-              // What listings count against API_PAGE_MAX_BYTES (migration 005).
-              payload_bytes: Buffer.byteLength(data) + (metadata === null ? 0 : Buffer.byteLength(metadata)),
-              eligible_for_retry: e.eligible_for_retry,
-              destination_id: e.destination_id ?? null,
-              received_at: e.received_at ?? e.time,
-              matched_destination_ids: matched_destination_ids,
-              skipped_destination_ids: skipped_destination_ids,
-            };
-          }),
-        )
-        .onConflict()
-        .ignore();
-      const rows = records.flatMap(({ event: e, matched_destination_ids, skipped_destination_ids }) => [
-        ...matched_destination_ids.map((d) => deliveryRow(e, d, 'pending')),
-        ...skipped_destination_ids.map((d) => deliveryRow(e, d, 'skipped')),
-      ]);
-      if (rows.length) {
-        // An attempt may have been stored first; its status stands.
-        await tx('deliveries').insert(rows).onConflict(DELIVERY_KEY).ignore();
-      }
+      await tx.raw(INSERT_EVENTS, [JSON.stringify(events)]);
+      if (rows.length) await tx.raw(INSERT_PENDING_DELIVERIES, [JSON.stringify(rows)]);
     });
   }
 
@@ -72,28 +111,23 @@ export class PipelineStore {
   async storeAttempts(attempts: AttemptRecord[]): Promise<AttemptRecord[]> {
     if (!attempts.length) return [];
     return this.db.transaction(async (tx) => {
-      const inserted = (await tx('attempts')
-        .insert(
-          attempts.map((a) => ({
-            id: a.id,
-            tenant_id: a.tenant_id,
-            destination_id: a.destination_id,
-            event_id: a.event_id,
-            topic: a.topic,
-            status: a.status,
-            code: a.code,
-            response_data: a.response_data ? JSON.stringify(a.response_data) : null,
-            attempt_number: a.attempt_number,
-            manual: a.manual,
-            time: a.time,
-            duration_ms: a.duration_ms,
-            final: a.final,
-            event_received_at: a.event_received_at || null,
-          })),
-        )
-        .onConflict()
-        .ignore()
-        .returning('id')) as Array<{ id: string }>;
+      const rows = attempts.map((a) => ({
+        id: a.id,
+        tenant_id: a.tenant_id,
+        destination_id: a.destination_id,
+        event_id: a.event_id,
+        topic: a.topic,
+        status: a.status,
+        code: a.code,
+        response_data: a.response_data ?? null,
+        attempt_number: a.attempt_number,
+        manual: a.manual,
+        time: a.time,
+        duration_ms: a.duration_ms,
+        final: a.final,
+        event_received_at: a.event_received_at || null,
+      }));
+      const inserted = (await tx.raw(INSERT_ATTEMPTS, [JSON.stringify(rows)])).rows as Array<{ id: string }>;
       const fresh = new Set(inserted.map((r) => r.id));
       const added = attempts.filter((a) => fresh.has(a.id));
       // Latest attempt per delivery within the batch decides; a success is never undone.
@@ -106,7 +140,7 @@ export class PipelineStore {
         if (!cur || a.time >= cur.time) latest.set(k, a);
         if (a.status === 'success' && !succeededAt.has(k)) succeededAt.set(k, a.time);
       }
-      const rows = [...latest.entries()].map(([k, a]) => ({
+      const deliveries = [...latest.entries()].map(([k, a]) => ({
         tenant_id: a.tenant_id,
         event_id: a.event_id,
         destination_id: a.destination_id,
@@ -117,20 +151,8 @@ export class PipelineStore {
         attempts: a.attempt_number,
         last_attempt_at: a.time,
         successful_at: succeededAt.get(k) ?? null,
-        updated_at: tx.fn.now(),
       }));
-      if (rows.length) {
-        await tx('deliveries')
-          .insert(rows)
-          .onConflict(DELIVERY_KEY)
-          .merge({
-            status: tx.raw("CASE WHEN deliveries.successful_at IS NOT NULL THEN 'success' ELSE EXCLUDED.status END"),
-            attempts: tx.raw('GREATEST(deliveries.attempts, EXCLUDED.attempts)'),
-            last_attempt_at: tx.raw('GREATEST(deliveries.last_attempt_at, EXCLUDED.last_attempt_at)'),
-            successful_at: tx.raw('COALESCE(deliveries.successful_at, EXCLUDED.successful_at)'),
-            updated_at: tx.raw('EXCLUDED.updated_at'),
-          });
-      }
+      if (deliveries.length) await tx.raw(UPSERT_ATTEMPTED_DELIVERIES, [JSON.stringify(deliveries)]);
       return added;
     });
   }
