@@ -1,5 +1,5 @@
 // The router's and the gateway's reads of destinations, and how a sender opens what they carry.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
 import { DestinationStore } from '../src/db/stores/destinations.ts';
@@ -30,12 +30,17 @@ function countingCipher(secret: string) {
   };
 }
 
-t.test('routableOf: existing tenants only, one query, secrets passed on sealed as stored', async (t) => {
+/** A fresh database and a destination store whose cipher counts its work. */
+async function setup(t: Test) {
   const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
   t.teardown(() => db.destroy());
   await migrateLatest(db);
   const { cipher, n } = countingCipher('routing-secret-0123456789');
-  const store = new DestinationStore(db, cipher);
+  return { db, store: new DestinationStore(db, cipher), n };
+}
+
+t.test('routableOf: existing tenants only, one query, secrets passed on sealed as stored', async (t) => {
+  const { db, store, n } = await setup(t);
   await db('tenants').insert([{ id: 'acme' }, { id: 'empty' }, { id: 'other' }]);
   for (const [tenant, id, disabled] of [
     ['acme', 'd1', false],
@@ -96,11 +101,7 @@ t.test('routableOf: existing tenants only, one query, secrets passed on sealed a
 });
 
 t.test('openSnapshot: opens what the router passed on, once per ciphertext, and shares it frozen', async (t) => {
-  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-  t.teardown(() => db.destroy());
-  await migrateLatest(db);
-  const { cipher, n } = countingCipher('routing-secret-0123456789');
-  const store = new DestinationStore(db, cipher);
+  const { db, store, n } = await setup(t);
   await db('tenants').insert({ id: 'acme' });
   const d = await store.create({
     id: 'd1',

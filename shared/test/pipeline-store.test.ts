@@ -13,33 +13,24 @@ import { uuidv7 } from '../src/ids.ts';
 import type { AttemptRecord, RoutedRecord } from '../src/model/index.ts';
 import { createTestDatabase } from '../src/testing/index.ts';
 
-t.test('attempts on Postgres: latest decides, a success stands, redeliveries count once', async (t) => {
-  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-  t.teardown(() => db.destroy());
-  await attemptsMoveDeliveries(t, db);
-});
+/** Runs one check against a fresh Postgres database and a fresh PGlite (embedded mode) one. */
+function onBothDatabases(what: string, check: (t: Test, db: Knex) => Promise<void>): void {
+  t.test(`${what} (Postgres)`, async (t) => {
+    const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
+    t.teardown(() => db.destroy());
+    await check(t, db);
+  });
+  t.test(`${what} (PGlite, embedded mode)`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sy-pipeline-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const e = await openEmbeddedDb(dir);
+    t.teardown(() => e.close());
+    await check(t, e.db);
+  });
+}
 
-t.test('attempts on PGlite (embedded mode): the same', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sy-pipeline-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const e = await openEmbeddedDb(dir);
-  t.teardown(() => e.close());
-  await attemptsMoveDeliveries(t, e.db);
-});
-
-t.test('routed events on Postgres: stored as published, payload bytes counted, redeliveries change nothing', async (t) => {
-  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-  t.teardown(() => db.destroy());
-  await routedEventsStored(t, db);
-});
-
-t.test('routed events on PGlite (embedded mode): the same', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'sy-routed-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const e = await openEmbeddedDb(dir);
-  t.teardown(() => e.close());
-  await routedEventsStored(t, e.db);
-});
+onBothDatabases('attempts: latest decides, a success stands, redeliveries count once', attemptsMoveDeliveries);
+onBothDatabases('routed events: stored as published, payload bytes counted, redeliveries change nothing', routedEventsStored);
 
 async function routedEventsStored(t: Test, db: Knex): Promise<void> {
   await migrateLatest(db);
