@@ -27,7 +27,7 @@ const REDACT_PATHS = [
  * Replaces SECRET_KEYS inside the line's object-valued fields, copying what it changes (the caller's
  * objects stay as they were) with their prototype and properties, so an Error keeps its message.
  */
-export function redactNested<T extends Record<string, unknown>>(line: T): T {
+function redactNested<T extends Record<string, unknown>>(line: T): T {
   let out = line;
   for (const key in line) {
     const v = line[key];

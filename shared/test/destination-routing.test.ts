@@ -39,7 +39,7 @@ async function setup(t: Test) {
   return { db, store: new DestinationStore(db, cipher), n };
 }
 
-t.test('routableOf: existing tenants only, one query, secrets passed on sealed as stored', async (t) => {
+t.test('routableOf and routable: existing tenants only, one query, secrets passed on sealed as stored', async (t) => {
   const { db, store, n } = await setup(t);
   await db('tenants').insert([{ id: 'acme' }, { id: 'empty' }, { id: 'other' }]);
   for (const [tenant, id, disabled] of [
@@ -91,6 +91,8 @@ t.test('routableOf: existing tenants only, one query, secrets passed on sealed a
   });
   t.ok(must(acme[1]).disabled_at, 'the disabled one says so');
   t.equal(must(acme[1]).snapshot.delivery_metadata, null, 'no delivery_metadata stays null');
+  t.same(await store.routable('acme', 'd1'), acme[0], 'one destination (a manual retry) reads the same');
+  t.equal(await store.routable('other', 'd1'), null, 'not under another tenant');
   t.same(n, { encrypt: 0, decrypt: 0 }, 'nothing decrypted or re-encrypted');
   t.notMatch(JSON.stringify([...got]), /whsec_/, 'no secret in the clear');
 

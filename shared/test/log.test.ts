@@ -3,7 +3,7 @@ import t from 'tap';
 import { createLogger } from '../src/log.ts';
 
 /** A logger whose lines are collected, parsed. */
-function capture(level = 'info') {
+function capture() {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -16,7 +16,7 @@ function capture(level = 'info') {
     if (!l) throw new Error(`no line ${i}: ${JSON.stringify(lines)}`);
     return l;
   };
-  return { logger: createLogger('test', level, stream), lines, line };
+  return { logger: createLogger('test', 'info', stream), lines, line };
 }
 
 t.test('secrets at the top of a line are replaced, other fields kept', async (t) => {

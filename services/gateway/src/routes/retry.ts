@@ -24,7 +24,7 @@ export function retryRoutes(ctx: Ctx) {
         rows.length > 1 ? 'Several tenants have this event id; name tenant_id.' : undefined,
       );
     const tenant = String(row.tenant_id);
-    const destination = await ctx.destinations.get(tenant, destinationId);
+    const destination = await ctx.destinations.routable(tenant, destinationId);
     if (!destination) throw new AppError('DESTINATION_NOT_FOUND');
     if (destination.disabled_at) throw new AppError('DESTINATION_DISABLED', 'The destination is disabled; enable it before retrying.');
     const last = (await ctx
@@ -43,10 +43,10 @@ export function retryRoutes(ctx: Ctx) {
       destination_id: (row.destination_id as string | null) ?? null,
       received_at: (row.received_at as Date).toISOString(),
     };
-    await ctx.producer.send(TOPIC.deliveries[destination.type], [
+    await ctx.producer.send(TOPIC.deliveries[destination.snapshot.type], [
       {
         key: destination.id,
-        value: { event, destination: ctx.destinations.snapshot(destination), attempt_number: (last?.n ?? 0) + 1, manual: true },
+        value: { event, destination: destination.snapshot, attempt_number: (last?.n ?? 0) + 1, manual: true },
       },
     ]);
     return { success: true };

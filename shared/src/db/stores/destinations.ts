@@ -24,12 +24,30 @@ function toRoute(r: DestinationRow): DestinationRoute {
   return { id: r.id, topics: r.topics, filter: r.filter, disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null };
 }
 
+/** The columns a RoutableDestination is made of (besides tenant_id). */
+const ROUTABLE_COLUMNS = ['id', 'type', 'topics', 'config', 'credentials', 'delivery_metadata', 'filter', 'disabled_at'];
+
+/** Secrets go into the snapshot sealed as stored: only a sender opens them. */
+function toRoutable(r: DestinationRow): RoutableDestination {
+  return {
+    ...toRoute(r),
+    snapshot: {
+      id: r.id,
+      tenant_id: r.tenant_id,
+      type: r.type,
+      config: r.config ?? {},
+      credentials: r.credentials,
+      delivery_metadata: r.delivery_metadata,
+    },
+  };
+}
+
 export type NewDestination = Omit<Destination, 'created_at' | 'updated_at' | 'disabled_at'> & { disabled_at?: string | null };
 export type DestinationChanges = Partial<
   Pick<Destination, 'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at'>
 >;
 
-/** How many opened secrets a store keeps by ciphertext (see openSnapshot); a few MB at most. */
+/** How many opened secrets a store keeps by ciphertext (see openSnapshot): about 3 MB of webhook secrets. */
 const OPENED_MAX = 10_000;
 const NOTHING: Readonly<Record<string, never>> = Object.freeze({});
 
@@ -66,18 +84,6 @@ export class DestinationStore {
       disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
       created_at: r.created_at.toISOString(),
       updated_at: r.updated_at.toISOString(),
-    };
-  }
-
-  /** The form that travels in delivery records: secrets stay sealed. */
-  snapshot(d: Destination): DestinationSnapshot {
-    return {
-      id: d.id,
-      tenant_id: d.tenant_id,
-      type: d.type,
-      config: d.config,
-      credentials: this.seal(d.credentials),
-      delivery_metadata: this.seal(d.delivery_metadata),
     };
   }
 
@@ -140,21 +146,15 @@ export class DestinationStore {
    * sealed as stored (only a sender opens them), so nothing is decrypted or re-encrypted here.
    */
   routableOf(tenantIds: string[]): Promise<Map<string, RoutableDestination[]>> {
-    return this.ofExistingTenants(
-      tenantIds,
-      ['id', 'type', 'topics', 'config', 'credentials', 'delivery_metadata', 'filter', 'disabled_at'],
-      (r) => ({
-        ...toRoute(r),
-        snapshot: {
-          id: r.id,
-          tenant_id: r.tenant_id,
-          type: r.type,
-          config: r.config ?? {},
-          credentials: r.credentials,
-          delivery_metadata: r.delivery_metadata,
-        },
-      }),
-    );
+    return this.ofExistingTenants(tenantIds, ROUTABLE_COLUMNS, toRoutable);
+  }
+
+  /** One destination as its deliveries carry it (a manual retry), secrets sealed as stored. */
+  async routable(tenantId: string, id: string): Promise<RoutableDestination | null> {
+    const row = (await this.db('destinations')
+      .where({ tenant_id: tenantId, id })
+      .first(['tenant_id', ...ROUTABLE_COLUMNS])) as DestinationRow | undefined;
+    return row ? toRoutable(row) : null;
   }
 
   /**

@@ -77,12 +77,6 @@ export class TenantStore {
     return { models: res.models.map(toTenant), pagination: res.pagination };
   }
 
-  /** Which of these tenants exist (one query). */
-  async existing(ids: string[]): Promise<Set<string>> {
-    if (!ids.length) return new Set();
-    return new Set(((await this.db('tenants').whereIn('id', ids).select('id')) as { id: string }[]).map((r) => r.id));
-  }
-
   /** Deletes the tenant; its destinations go with it (ON DELETE CASCADE). */
   async delete(id: string): Promise<boolean> {
     return (await this.db('tenants').where({ id }).delete()) > 0;
