@@ -1,5 +1,6 @@
 // The delivery pipeline end to end: every service its own process, the real broker and Postgres; with
 // SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-pipeline.test.ts), one embedded process instead.
+import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createKafkaBus, type InRecord } from '@switchyard/shared/kafka/index.ts';
@@ -221,7 +222,8 @@ t.test('delivery pipeline', async (t) => {
   t.test('retries until success, then exhaustion ends in a terminal attempt', async (t) => {
     await api('PUT', '/api/v1/tenants/retries');
     const flaky = await hook('retries', '/flaky', { topics: ['user.created'] }, rx.url);
-    const dead = await hook('retries', '/dead', { topics: ['user.deleted'] }, rx.url);
+    const deadSecret = `whsec_${Buffer.from('e2e-dead-destination-secret-0123').toString('base64')}`;
+    const dead = await hook('retries', '/dead', { topics: ['user.deleted'], credentials: { secret: deadSecret } }, rx.url);
     let flakyCalls = 0;
     rx.respond((r) => {
       if (r.url === '/flaky') return ++flakyCalls <= 2 ? { status: 503, body: 'busy' } : { status: 200, body: '{"ok":true}' };
@@ -277,6 +279,14 @@ t.test('delivery pipeline', async (t) => {
       t.same(r.body, { success: true });
       const manual = await waitFor('the manual attempt', async () => (await attemptsOf(e2.id)).find((a) => a.manual));
       t.match(manual, { attempt_number: 5, status: 'success', manual: true, final: true });
+      // Routed deliveries and the manual one carry the destination's ciphertext as stored; each is
+      // signed with the secret inside it.
+      const toDead = at('/dead');
+      t.equal(toDead.length, 5, 'four routed attempts and the manual one reached the receiver');
+      for (const r of toDead) {
+        const headers = Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => [h, String(r.headers[h])]));
+        t.ok(new Webhook(deadSecret).verify(r.body, headers), 'signed with the destination’s secret');
+      }
       const firstForm = await api('POST', `/api/v1/retries/destination/${dead}/events/${e2.id}/retry`);
       t.equal(firstForm.status, 202, 'the first path form works too');
       const again = await waitFor('the second manual attempt', async () => (await attemptsOf(e2.id)).find((a) => a.attempt_number === 6));
