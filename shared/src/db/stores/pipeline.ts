@@ -8,8 +8,8 @@ import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
 const DELIVERY_KEY = '(tenant_id, event_id, destination_id, created_at)';
 
 // Each write sends its whole batch as one JSON parameter that Postgres unpacks with
-// json_to_recordset: building a multi-row VALUES (one bind parameter per column and row, numbered
-// by knex's query compiler) cost more CPU in the attempts service than the rest of its work.
+// json_to_recordset: a multi-row VALUES (one bind parameter per column and row, numbered by knex's
+// query compiler) had knex at a fifth of the attempts service's CPU profile.
 // A `json` column of the record keeps its text exactly as sent, so byte counts can be taken there.
 
 const INSERT_EVENTS = `
