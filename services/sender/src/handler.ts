@@ -29,7 +29,12 @@ export function createDeliveryHandler(deps: HandlerDeps) {
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
     const { credentials, delivery_metadata } = deps.open(delivery.destination);
-    const signal = AbortSignal.timeout(deps.timeoutMs);
+    // Not AbortSignal.timeout: its timer cannot be cleared and lives until the signal is collected.
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+      deps.timeoutMs,
+    );
     let outcome: Outcome;
     try {
       outcome = await sender.deliver({
@@ -37,7 +42,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         destination: delivery.destination,
         credentials,
         deliveryMetadata: delivery_metadata,
-        signal,
+        signal: deadline.signal,
       });
     } catch (err) {
       // A sender should return failures as outcomes; anything thrown is still the destination's attempt.
@@ -47,6 +52,8 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         response_data: { reason: 'sender_error', message: (err as Error).message },
         retryable: true,
       };
+    } finally {
+      clearTimeout(timer);
     }
     const at = now();
     // Manual retries are one attempt each; automatic retries follow only eligible, retryable failures.

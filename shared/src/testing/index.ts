@@ -13,7 +13,7 @@ import { type Config, loadConfig } from '../config/index.ts';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-interface Teardown {
+export interface Teardown {
   teardown(fn: () => unknown): void;
 }
 

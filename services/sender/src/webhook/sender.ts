@@ -1,6 +1,7 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { Sender } from '../sender.ts';
 import { classifyNetworkError } from './egress.ts';
+import { post } from './post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 
 export interface WebhookSenderOptions {
@@ -11,21 +12,7 @@ export interface WebhookSenderOptions {
   now?: () => Date;
 }
 
-/** Reads at most `max` bytes of a body and discards the rest, so a huge response cannot exhaust memory. */
-async function readCapped(body: AsyncIterable<Buffer>, max: number): Promise<{ text: string; truncated: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let truncated = false;
-  for await (const chunk of body) {
-    if (size < max) chunks.push(chunk.subarray(0, max - size));
-    size += chunk.length;
-    if (size > max) truncated = true;
-  }
-  return { text: Buffer.concat(chunks).toString('utf8'), truncated };
-}
-
-function parseRetryAfter(v: string | string[] | undefined, now: Date): number | undefined {
-  const s = Array.isArray(v) ? v[0] : v;
+function parseRetryAfter(s: string | undefined, now: Date): number | undefined {
   if (!s) return undefined;
   if (/^\d+$/.test(s)) return Number(s) * 1000;
   const at = Date.parse(s);
@@ -51,15 +38,8 @@ export function createWebhookSender(opts: WebhookSenderOptions): Sender {
       });
       try {
         // Redirects are not followed: a 3xx is recorded as the destination's answer (and is below 400, so a success).
-        const res = await request(url, {
-          method: 'POST',
-          headers,
-          body,
-          signal,
-          dispatcher: opts.dispatcher,
-          maxRedirections: 0,
-        } as Parameters<typeof request>[1]);
-        const { text, truncated } = await readCapped(res.body, opts.responseMaxBytes);
+        const res = await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes });
+        const { text, truncated } = res;
         let parsed: unknown = text;
         try {
           parsed = text ? JSON.parse(text) : '';
@@ -67,7 +47,7 @@ export function createWebhookSender(opts: WebhookSenderOptions): Sender {
           // keep the text as it came
         }
         const ok = res.statusCode < 400;
-        const retryAfterMs = parseRetryAfter(res.headers['retry-after'], at);
+        const retryAfterMs = parseRetryAfter(res.retryAfter, at);
         return {
           status: ok ? 'success' : 'failed',
           code: String(res.statusCode),

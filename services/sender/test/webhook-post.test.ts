@@ -1,0 +1,141 @@
+// post(): one webhook request through undici's dispatch, against real local HTTP servers.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import t from 'tap';
+import { Agent } from 'undici';
+import { post } from '../src/webhook/post.ts';
+import type { Teardown } from '@switchyard/shared/testing/index.ts';
+
+interface Server {
+  url: string;
+  /** Request lines seen (method and path). */
+  seen: string[];
+  /** Connections accepted. */
+  connections: () => number;
+}
+
+async function serve(t: Teardown, answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
+  const seen: string[] = [];
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const srv = createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    req.on('end', () => answer(req, res));
+  });
+  srv.on('connection', (s: Socket) => {
+    connections++;
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  t.teardown(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => srv.close(() => r()));
+  });
+  const { port } = srv.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, seen, connections: () => connections };
+}
+
+function agent(t: Teardown, connections?: number): Agent {
+  const a = new Agent(connections ? { connections } : {});
+  t.teardown(() => a.destroy());
+  return a;
+}
+
+const never = () => new AbortController().signal;
+const req = (signal: AbortSignal, maxBytes = 1000) => ({
+  headers: { 'content-type': 'application/json' },
+  body: '{"a":1}',
+  signal,
+  maxBytes,
+});
+
+t.test('status, body, Retry-After; the path and query go as given', async (t) => {
+  const srv = await serve(t, (_req, res) => {
+    res.writeHead(503, { 'retry-after': '7', 'content-type': 'text/plain' });
+    res.end('busy ☃');
+  });
+  const res = await post(agent(t), `${srv.url}/hooks/in?token=x%20y`, req(never()));
+  t.same(res, { statusCode: 503, retryAfter: '7', text: 'busy ☃', truncated: false });
+  t.same(srv.seen, ['POST /hooks/in?token=x%20y']);
+});
+
+t.test('a 1xx answer is passed over: the final status and headers count', async (t) => {
+  const srv = await serve(t, (_req, res) => {
+    res.writeProcessing(); // 102, then the real answer
+    res.writeHead(201, { 'retry-after': '3' });
+    res.end('done');
+  });
+  t.same(await post(agent(t), srv.url, req(never())), { statusCode: 201, retryAfter: '3', text: 'done', truncated: false });
+});
+
+t.test('a long answer is cut at maxBytes, read to its end, and the connection is used again', async (t) => {
+  const srv = await serve(t, (_req, res) => {
+    res.writeHead(200);
+    // Several chunks, so the cut falls inside a later one.
+    for (let i = 0; i < 8; i++) res.write('0123456789'.repeat(100));
+    res.end();
+  });
+  const a = agent(t);
+  const first = await post(a, srv.url, req(never(), 2500));
+  t.equal(first.text.length, 2500);
+  t.equal(first.text, '0123456789'.repeat(250));
+  t.equal(first.truncated, true);
+  const exact = await post(a, srv.url, req(never(), 8000));
+  t.equal(exact.truncated, false, 'exactly maxBytes is not truncated');
+  t.equal(exact.text.length, 8000);
+  for (let i = 0; i < 4; i++) t.equal((await post(a, srv.url, req(never(), 10))).truncated, true);
+  // undici's pool opens a second connection for the second request; after that both are reused.
+  t.ok(srv.connections() <= 2, `kept-alive connections reused: ${srv.connections()} for 6 requests`);
+});
+
+t.test('redirects are not followed', async (t) => {
+  const srv = await serve(t, (_req, res) => {
+    res.writeHead(307, { location: '/elsewhere' });
+    res.end();
+  });
+  const res = await post(agent(t), `${srv.url}/first`, req(never()));
+  t.equal(res.statusCode, 307);
+  t.same(srv.seen, ['POST /first']);
+});
+
+t.test('the signal ends a request waiting for its answer, with the signal reason', async (t) => {
+  const srv = await serve(t, () => undefined); // never answers
+  const started = Date.now();
+  const err = await post(agent(t), srv.url, req(AbortSignal.timeout(150))).catch((e: unknown) => e);
+  t.equal((err as Error).name, 'TimeoutError');
+  t.ok(Date.now() - started < 2000, 'at the deadline');
+});
+
+t.test('the signal ends a request still queued for a connection, without waiting for one', async (t) => {
+  const srv = await serve(t, () => undefined); // never answers: the one connection stays busy
+  const a = agent(t, 1);
+  const first = new AbortController();
+  const busy = post(a, srv.url, req(first.signal)).catch((e: unknown) => e);
+  const started = Date.now();
+  const err = await post(a, srv.url, req(AbortSignal.timeout(150))).catch((e: unknown) => e);
+  t.equal((err as Error).name, 'TimeoutError');
+  t.ok(Date.now() - started < 2000, 'rejected at its deadline while the connection is still taken');
+  first.abort(new Error('done'));
+  t.equal(((await busy) as Error).message, 'done');
+  t.same(srv.seen, ['POST /'], 'the queued request was never sent');
+});
+
+t.test('an already aborted signal sends nothing', async (t) => {
+  const srv = await serve(t, (_req, res) => res.end());
+  const c = new AbortController();
+  c.abort(new Error('gone'));
+  const err = await post(agent(t), srv.url, req(c.signal)).catch((e: unknown) => e);
+  t.equal((err as Error).message, 'gone');
+  t.same(srv.seen, []);
+});
+
+t.test("connection failures reject with undici's error", async (t) => {
+  const closed = createServer();
+  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+  const { port } = closed.address() as { port: number };
+  await new Promise<void>((r) => closed.close(() => r())); // the port now refuses
+  const err = await post(agent(t), `http://127.0.0.1:${port}/`, req(never())).catch((e: unknown) => e);
+  t.equal((err as NodeJS.ErrnoException).code, 'ECONNREFUSED');
+});
