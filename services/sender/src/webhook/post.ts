@@ -23,7 +23,7 @@ export interface PostResponse {
  *
  * Not undici's `request`: that wraps every answer in a Readable stream and an async resource, which
  * a webhook answer (a status and a short body) does not need; a loopback loop measured 27 against
- * 40 µs of CPU per request (bench/results/2026-11-22-analysis.md, twelfth round).
+ * 43 µs of CPU per request (bench/results/2026-11-22-analysis.md, twelfth round).
  */
 export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Promise<PostResponse> {
   return new Promise((resolve, reject) => {
