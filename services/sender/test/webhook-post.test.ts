@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import t from 'tap';
 import { Agent } from 'undici';
-import { post } from '../src/webhook/post.ts';
+import { DISCARD_MAX_BYTES, post } from '../src/webhook/post.ts';
 import type { Teardown } from '@switchyard/shared/testing/index.ts';
 
 interface Server {
@@ -88,6 +88,35 @@ t.test('a long answer is cut at maxBytes, read to its end, and the connection is
   for (let i = 0; i < 4; i++) t.equal((await post(a, srv.url, req(never(), 10))).truncated, true);
   // undici's pool opens a second connection for the second request; after that both are reused.
   t.ok(srv.connections() <= 2, `kept-alive connections reused: ${srv.connections()} for 6 requests`);
+});
+
+t.test(`an answer without end is cut ${DISCARD_MAX_BYTES} bytes past the cap: the answer so far, the connection closed`, async (t) => {
+  let stopped = false;
+  const srv = await serve(t, (_req, res) => {
+    res.writeHead(200);
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const pump = () => {
+      while (!stopped && res.write(chunk)) {
+        if (res.destroyed) return;
+      }
+      if (!stopped && !res.destroyed) res.once('drain', pump);
+    };
+    res.on('close', () => {
+      stopped = true;
+    });
+    pump();
+  });
+  const a = agent(t);
+  const started = Date.now();
+  const res = await post(a, srv.url, req(AbortSignal.timeout(10_000), 100));
+  // Without the limit this would run until the deadline and fail as a timeout.
+  t.same(
+    { statusCode: res.statusCode, length: res.text.length, truncated: res.truncated },
+    { statusCode: 200, length: 100, truncated: true },
+  );
+  t.ok(Date.now() - started < 5000, 'long before the deadline');
+  await new Promise((r) => setTimeout(r, 100));
+  t.ok(stopped, 'the connection was closed, so the server stopped writing');
 });
 
 t.test('redirects are not followed', async (t) => {

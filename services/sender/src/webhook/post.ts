@@ -4,7 +4,7 @@ export interface PostOptions {
   headers: Record<string, string>;
   body: string | Buffer;
   signal: AbortSignal;
-  /** Bytes of the answer kept; the rest is read and dropped, so the connection stays reusable. */
+  /** Bytes of the answer kept; up to DISCARD_MAX_BYTES more are read and dropped, so the connection stays reusable. */
   maxBytes: number;
 }
 
@@ -15,6 +15,12 @@ export interface PostResponse {
   text: string;
   truncated: boolean;
 }
+
+/**
+ * Bytes of an answer read past `maxBytes` before the connection is closed instead: reading on keeps
+ * the connection reusable, but an answer without end would hold the delivery until its deadline.
+ */
+export const DISCARD_MAX_BYTES = 1024 * 1024;
 
 /**
  * One POST through undici's `dispatch`, the answer's first `maxBytes` kept as text. Redirects are
@@ -61,9 +67,13 @@ export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Pr
         const v = headers['retry-after'];
         retryAfter = Array.isArray(v) ? v[0] : v;
       },
-      onResponseData(_c, chunk) {
+      onResponseData(c, chunk) {
         if (size < maxBytes) chunks.push(chunk.subarray(0, maxBytes - size));
         size += chunk.length;
+        if (size > maxBytes + DISCARD_MAX_BYTES && !settled) {
+          settle(null); // the answer so far, truncated
+          c.abort(new Error('answer too long: connection closed'));
+        }
       },
       onResponseEnd() {
         settle(null);
