@@ -2,7 +2,7 @@
 import t, { type Test } from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
-import { DestinationStore } from '../src/db/stores/destinations.ts';
+import { DestinationStore, OPENED_MAX } from '../src/db/stores/destinations.ts';
 import { createTestDatabase } from '../src/testing/index.ts';
 
 function must<T>(v: T | undefined): T {
@@ -134,4 +134,26 @@ t.test('openSnapshot: opens what the router passed on, once per ciphertext, and 
   t.same(store.openSnapshot(changed).credentials, { secret: 'whsec_two' }, 'so the new secret is used at once');
   t.same(store.openSnapshot({ ...snapshot, credentials: null, delivery_metadata: null }), { credentials: {}, delivery_metadata: {} });
   t.throws(() => new DestinationStore(db, createCipher('another-key')).openSnapshot(changed), 'a wrong key still fails');
+});
+
+t.test('openSnapshot keeps at most OPENED_MAX opened secrets, dropping the oldest first', async (t) => {
+  const { store, n } = await setup(t);
+  const cipher = createCipher('routing-secret-0123456789');
+  const snapshot = (i: number) => ({
+    id: `d${i}`,
+    tenant_id: 'acme',
+    type: 'webhook' as const,
+    config: {},
+    credentials: cipher.encrypt(JSON.stringify({ secret: `s${i}` })),
+    delivery_metadata: null,
+  });
+  const all = Array.from({ length: OPENED_MAX + 1 }, (_, i) => snapshot(i));
+  n.decrypt = 0;
+  for (const s of all) store.openSnapshot(s);
+  t.equal(n.decrypt, OPENED_MAX + 1);
+  store.openSnapshot(must(all[OPENED_MAX]));
+  store.openSnapshot(must(all[1]));
+  t.equal(n.decrypt, OPENED_MAX + 1, 'the newest ones are still kept');
+  t.same(store.openSnapshot(must(all[0])).credentials, { secret: 's0' });
+  t.equal(n.decrypt, OPENED_MAX + 2, 'the oldest was dropped, so it is opened again');
 });

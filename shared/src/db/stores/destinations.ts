@@ -24,8 +24,9 @@ function toRoute(r: DestinationRow): DestinationRoute {
   return { id: r.id, topics: r.topics, filter: r.filter, disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null };
 }
 
-/** The columns a RoutableDestination is made of (besides tenant_id). */
-const ROUTABLE_COLUMNS = ['id', 'type', 'topics', 'config', 'credentials', 'delivery_metadata', 'filter', 'disabled_at'];
+/** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
+const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
+const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata'];
 
 /** Secrets go into the snapshot sealed as stored: only a sender opens them. */
 function toRoutable(r: DestinationRow): RoutableDestination {
@@ -48,7 +49,7 @@ export type DestinationChanges = Partial<
 >;
 
 /** How many opened secrets a store keeps by ciphertext (see openSnapshot): about 3 MB of webhook secrets. */
-const OPENED_MAX = 10_000;
+export const OPENED_MAX = 10_000;
 const NOTHING: Readonly<Record<string, never>> = Object.freeze({});
 
 /** Destinations in Postgres; credentials and delivery_metadata are encrypted here and nowhere else. */
@@ -162,7 +163,7 @@ export class DestinationStore {
    * theirs matches. One query, routing columns only.
    */
   routesOf(tenantIds: string[]): Promise<Map<string, DestinationRoute[]>> {
-    return this.ofExistingTenants(tenantIds, ['id', 'topics', 'filter', 'disabled_at'], toRoute);
+    return this.ofExistingTenants(tenantIds, ROUTE_COLUMNS, toRoute);
   }
 
   /**
