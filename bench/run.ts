@@ -16,6 +16,7 @@ import '../shared/src/kafka/kafkajs-idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
 import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
+import { PG_STATEMENTS_OPTIONS, type PgStatements, RUNNER_TAG, readStatements, resetStatements } from './lib/pg-statements.ts';
 import { summarizeProfile } from './lib/profile.ts';
 import {
   chartSvg,
@@ -48,6 +49,7 @@ const { values: opt } = parseArgs({
     'ceiling-seconds': { type: 'string' },
     'ceiling-concurrency': { type: 'string', default: '64' },
     profile: { type: 'boolean', default: false },
+    'pg-statements': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'info' },
     env: { type: 'string', multiple: true, default: [] },
     'node-flag': { type: 'string', multiple: true, default: [] },
@@ -88,6 +90,7 @@ if (opt.help) {
   --latency-fraction F   share of the maximum rate for the latency scenario (default 0.25)
   --ceiling-seconds S    length of each bare ceiling run (default 20; 5 with --quick)
   --profile          run the services under node --cpu-prof and summarise the profiles
+  --pg-statements    Postgres with pg_stat_statements: each phase's most expensive statements in the summary
   --log-level L      services' LOG_LEVEL (default info, as deployed)
   --env K=V          extra service environment (repeatable), e.g. --env SENDER_CONCURRENCY=128
   --node-flag=FLAG   a flag on every service's node command line (repeatable), for V8 flags Node
@@ -317,7 +320,7 @@ async function buildTopology(dep: Deployment, rx: Receiver, topo: Topology): Pro
 // Postgres counts
 
 async function attemptCount(db: pg.Client): Promise<number> {
-  const r = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM attempts');
+  const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM attempts ${RUNNER_TAG}`);
   return Number(r.rows[0]?.n ?? 0);
 }
 
@@ -449,11 +452,19 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     let drainStart = 0;
     let lastProgress = { t: Date.now(), rx: 0, att: 0 };
     let attempts = 0;
+    let statementsOpened = 0;
+    let pgStatements: PgStatements | null = null;
     for (;;) {
       await Promise.race([dep.crashed, sleep(250)]);
       const s = await ctx.rx.stats();
       received = s.received.ok;
       const now = Date.now();
+      if (opt['pg-statements'] && !statementsOpened && now >= windowFrom) {
+        statementsOpened = now;
+        await resetStatements(db);
+      }
+      if (statementsOpened && !pgStatements && now >= windowTo)
+        pgStatements = await readStatements(db, round((now - statementsOpened) / 1000, 1));
       if (now - lastAttemptPoll >= 1000) {
         lastAttemptPoll = now;
         attempts = (await attemptCount(db)) - attempts0;
@@ -496,6 +507,8 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       }
     }
     const drainS = round((Date.now() - drainStart) / 1000, 1);
+    // Caught up before the window's end (a light phase): read what there is.
+    if (statementsOpened && !pgStatements) pgStatements = await readStatements(db, round((Date.now() - statementsOpened) / 1000, 1));
     sampler.stop();
     const lr = await loadResult;
     attempts = (await attemptCount(db)) - attempts0;
@@ -599,6 +612,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       },
       series: seriesOut,
       profiles: [],
+      ...(pgStatements ? { pgStatements } : {}),
       ceilingNear,
       ceilingRatio: round(deliveredPerSec / Math.max(1, ceilingNear.ratePerSec), 3),
       notes,
@@ -661,7 +675,7 @@ async function main(): Promise<void> {
     log(`${buildScript} not found: the services run from their TypeScript sources`);
   }
   log('starting Kafka and Postgres on free ports');
-  const infra = await startInfra(log);
+  const infra = await startInfra(log, opt['pg-statements'] ? { pgOptions: PG_STATEMENTS_OPTIONS } : {});
   process.env.DATABASE_URL = infra.databaseUrl;
   process.env.KAFKA_BROKERS = infra.kafkaBrokers;
   const rx = await startReceiverProcess();

@@ -1,6 +1,7 @@
 // Result types of a benchmark run, and the Markdown summary and SVG chart written from them.
 import type { CeilingResult } from '../load.ts';
 import type { ProfileSummary } from './profile.ts';
+import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
 import type { WindowSummary } from './proc.ts';
 import type { Summary } from './stats.ts';
@@ -78,6 +79,8 @@ export interface PhaseResult {
   efficiency: { pipelineCpuPct: number; cpuMsPerDelivery: number };
   series: SeriesPoint[];
   profiles: ProfileSummary[];
+  /** With --pg-statements: Postgres's most expensive statements over the window. */
+  pgStatements?: PgStatements;
   /** The bare ceiling measured just before this phase's load. */
   ceilingNear: CeilingResult;
   /** deliveredPerSec / ceilingNear. */
@@ -359,6 +362,21 @@ export function markdown(r: RunResult, svgName: string): string {
         L.push(profileMarkdown(s));
         L.push('');
       }
+    }
+  }
+  const withStatements = r.phases.filter((p) => p.pgStatements);
+  if (withStatements.length) {
+    L.push('## Postgres statements');
+    L.push('');
+    L.push(
+      "From `pg_stat_statements` (`--pg-statements`), emptied as the measurement window opens and read as it closes; the runner's own queries left out. Execution time is the server's, waits included.",
+    );
+    L.push('');
+    for (const p of withStatements) {
+      L.push(`### ${p.scenario} / ${p.phase}`);
+      L.push('');
+      L.push(statementsMarkdown(p.pgStatements as PgStatements));
+      L.push('');
     }
   }
   return `${L.join('\n')}\n`;

@@ -29,8 +29,11 @@ export interface Infra {
   stop(): Promise<void>;
 }
 
-/** Starts Kafka and Postgres on free ports in a temporary directory; `stop` removes both. */
-export async function startInfra(log: (s: string) => void): Promise<Infra> {
+/**
+ * Starts Kafka and Postgres on free ports in a temporary directory; `stop` removes both.
+ * `pgOptions`: more Postgres server options (pg.sh's PG_OPTIONS).
+ */
+export async function startInfra(log: (s: string) => void, o: { pgOptions?: string } = {}): Promise<Infra> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench.'));
   chmodSync(dir, 0o755); // the Postgres server runs as the postgres user when we are root
   const env = {
@@ -41,6 +44,7 @@ export async function startInfra(log: (s: string) => void): Promise<Infra> {
     PG_PORT: String(await freePort()),
     PG_DATA_DIR: join(dir, 'pg'),
     PG_FAST: '1',
+    ...(o.pgOptions ? { PG_OPTIONS: o.pgOptions } : {}),
   };
   let stopped = false;
   const stop = async () => {
