@@ -147,6 +147,42 @@ t.test('a batch consumer with batchWaitMs lets its fetch fill: records sent apar
   t.same(together.flat(), [0, 1, 2, 3, 4], 'in order, each once');
 });
 
+t.test('a batch consumer gets the partitions of one fetch in one call, each partition in order', async (t) => {
+  const topic: TopicDef = { name: 'parts', key: 'k', description: 'records on both partitions' };
+  const { bus, producer } = await busWithTopic(t, topic);
+  // Keys spread over both partitions, written before the consumer starts: its first fetch holds both.
+  const n = 200;
+  await producer.send(
+    topic,
+    Array.from({ length: n }, (_, i) => ({ key: `k${i}`, value: i })),
+  );
+  const calls: InRecord<number>[][] = [];
+  await bus.consume<number>({ groupId: uniqueName('parts'), topics: [topic], handleBatch: async (rs) => void calls.push(rs) });
+  await waitFor('every record', () => calls.flat().length >= n, 30_000);
+  const partitionsPerCall = calls.map((c) => new Set(c.map((r) => r.partition)).size);
+  t.ok(partitionsPerCall.includes(2), `a call with both partitions: ${JSON.stringify(partitionsPerCall)}`);
+  t.same(
+    calls
+      .flat()
+      .map((r) => r.value)
+      .sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => i),
+    'each record once',
+  );
+  for (const p of [0, 1]) {
+    const offsets = calls
+      .flat()
+      .filter((r) => r.partition === p)
+      .map((r) => Number(r.offset));
+    t.ok(offsets.length > 0, `partition ${p} had records`);
+    t.same(
+      offsets,
+      [...offsets].sort((a, b) => a - b),
+      `partition ${p} in order`,
+    );
+  }
+});
+
 t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {
   const topic: TopicDef = { name: 'big', key: 'k', description: 'large records' };
   // Topics limited to 2 MiB per record batch: the write below, 2.8 MB to one partition, must be split.

@@ -4,6 +4,7 @@
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-idle-poll.ts';
 import type { Logger } from '../log.ts';
+import { coalesceBatches } from './coalesce.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import { jsonOf } from './json-text.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
@@ -51,7 +52,12 @@ export interface ConsumeOptions<T> {
    * offset not committed until it passes. A destination's failure is data, not an exception.
    */
   handle?(record: InRecord<T>): Promise<void>;
-  /** Alternative to handle: one call per fetched batch (for batched writes); its offsets are committed only after it. */
+  /**
+   * Alternative to handle, for batched writes: one call per fetch, with the batches of the partitions
+   * fetched together (up to MERGED_BATCH_MAX_RECORDS records; each partition's records in order). Its
+   * offsets are committed only after it. After a failed call each partition's batch is handled again
+   * alone, so the handler must be safe to run again on records it may have partly handled.
+   */
   handleBatch?(records: InRecord<T>[]): Promise<void>;
   /** Records in flight at once per partition (default 1: one after another). */
   concurrency?: number;
@@ -182,6 +188,9 @@ function toInRecord<T>(
     m.value,
   );
 }
+
+/** The most records one merged handleBatch call gets (batches of several partitions together). */
+export const MERGED_BATCH_MAX_RECORDS = 5_000;
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -364,6 +373,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         for (const [id, st] of partitions) if (!assigned[st.topic]?.includes(st.partition)) partitions.delete(id);
       });
 
+      // One handler call for the batches of several partitions fetched together (coalesce.ts).
+      const handleBatch = o.handleBatch ? coalesceBatches(o.handleBatch.bind(o), MERGED_BATCH_MAX_RECORDS) : null;
+
       // Our own faults are retried here with backoff until they pass: the record stays unfinished,
       // so its offset is not committed and nothing behind it is lost.
       const dispatch = keyedDispatchOf(o, {
@@ -388,15 +400,14 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         partitionsConsumedConcurrently: 16,
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           const st = stateOf(batch.topic, batch.partition);
-          if (o.handleBatch) {
+          if (handleBatch) {
             // Committed by the timer like single records (one commit request per interval, not per batch).
             const records = batch.messages
               .filter((m) => !st.tracker.seen(m.offset))
               .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
             if (!records.length || closing) return;
             // Marked done only once written: a failed batch is fetched again and not skipped as seen.
-            const task = o
-              .handleBatch(records)
+            const task = handleBatch(records)
               .then(() => {
                 for (const r of records) {
                   st.tracker.start(r.offset);
