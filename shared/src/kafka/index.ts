@@ -53,10 +53,11 @@ export interface ConsumeOptions<T> {
    */
   handle?(record: InRecord<T>): Promise<void>;
   /**
-   * Alternative to handle, for batched writes: one call per fetch, with the batches of the partitions
-   * fetched together (up to MERGED_BATCH_MAX_RECORDS records; each partition's records in order). Its
-   * offsets are committed only after it. After a failed call each partition's batch is handled again
-   * alone, so the handler must be safe to run again on records it may have partly handled.
+   * Alternative to handle, for batched writes: one call per fetched batch, its offsets committed only
+   * after it. The Kafka bus merges the batches of the partitions fetched together into one call (up
+   * to MERGED_BATCH_MAX_RECORDS records, each partition's in order) and, after a failed merged call,
+   * handles each partition's batch again alone; the embedded log calls once per partition's read.
+   * Either way the handler must be safe to run again on records it may have partly handled.
    */
   handleBatch?(records: InRecord<T>[]): Promise<void>;
   /** Records in flight at once per partition (default 1: one after another). */
