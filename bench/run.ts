@@ -16,7 +16,7 @@ import '../shared/src/kafka/kafkajs-idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
 import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
-import { PG_STATEMENTS_OPTIONS, type PgStatements, RUNNER_TAG, readStatements, resetStatements } from './lib/pg-statements.ts';
+import { type PgStatements, RUNNER_TAG, readStatements, resetStatements } from './lib/pg-statements.ts';
 import { summarizeProfile } from './lib/profile.ts';
 import {
   chartSvg,
@@ -454,6 +454,9 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     let attempts = 0;
     let statementsOpened = 0;
     let pgStatements: PgStatements | null = null;
+    const readWindow = async () => {
+      pgStatements = await readStatements(db, round((Date.now() - statementsOpened) / 1000, 1));
+    };
     for (;;) {
       await Promise.race([dep.crashed, sleep(250)]);
       const s = await ctx.rx.stats();
@@ -463,8 +466,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
         statementsOpened = now;
         await resetStatements(db);
       }
-      if (statementsOpened && !pgStatements && now >= windowTo)
-        pgStatements = await readStatements(db, round((now - statementsOpened) / 1000, 1));
+      if (statementsOpened && !pgStatements && now >= windowTo) await readWindow();
       if (now - lastAttemptPoll >= 1000) {
         lastAttemptPoll = now;
         attempts = (await attemptCount(db)) - attempts0;
@@ -508,7 +510,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     }
     const drainS = round((Date.now() - drainStart) / 1000, 1);
     // Caught up before the window's end (a light phase): read what there is.
-    if (statementsOpened && !pgStatements) pgStatements = await readStatements(db, round((Date.now() - statementsOpened) / 1000, 1));
+    if (statementsOpened && !pgStatements) await readWindow();
     sampler.stop();
     const lr = await loadResult;
     attempts = (await attemptCount(db)) - attempts0;
@@ -675,7 +677,7 @@ async function main(): Promise<void> {
     log(`${buildScript} not found: the services run from their TypeScript sources`);
   }
   log('starting Kafka and Postgres on free ports');
-  const infra = await startInfra(log, opt['pg-statements'] ? { pgOptions: PG_STATEMENTS_OPTIONS } : {});
+  const infra = await startInfra(log, { pgStatements: Boolean(opt['pg-statements']) });
   process.env.DATABASE_URL = infra.databaseUrl;
   process.env.KAFKA_BROKERS = infra.kafkaBrokers;
   const rx = await startReceiverProcess();

@@ -15,7 +15,7 @@ chmod 755 "$run"
 export KAFKA_PORT=$(free_port) KAFKA_CONTROLLER_PORT=$(free_port) PG_PORT=$(free_port)
 export KAFKA_DATA_DIR="$run/kafka" PG_DATA_DIR="$run/pg" PG_FAST=1
 # pg_stat_statements, as the benchmark's --pg-statements loads it, so its reader is tested for real.
-export PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements"
+export PG_STAT_STATEMENTS=1
 
 cleanup() {
   bash infra/kafka/kafka.sh stop || true

@@ -1,11 +1,9 @@
 // Where Postgres spends its time during a phase (`npm run bench -- --pg-statements`): the
 // pg_stat_statements view, reset when the measurement window opens and read when it closes, so the
-// table holds the pipeline's statements under load and nothing of set-up or drain.
+// table holds the pipeline's statements under load and nothing of set-up or drain. The server loads
+// the module when started with PG_STAT_STATEMENTS=1 (infra/postgres/pg.sh).
 import type pg from 'pg';
 import { fmtInt, round } from './stats.ts';
-
-/** Server options for a cluster whose statements are to be read (pg.sh's PG_OPTIONS). */
-export const PG_STATEMENTS_OPTIONS = '-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top';
 
 /** A comment the runner ends its own queries with, so they are left out of the pipeline's statements. */
 export const RUNNER_TAG = '/* bench-runner */';

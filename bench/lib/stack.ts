@@ -31,9 +31,9 @@ export interface Infra {
 
 /**
  * Starts Kafka and Postgres on free ports in a temporary directory; `stop` removes both.
- * `pgOptions`: more Postgres server options (pg.sh's PG_OPTIONS).
+ * `pgStatements`: Postgres with pg_stat_statements loaded (pg.sh's PG_STAT_STATEMENTS).
  */
-export async function startInfra(log: (s: string) => void, o: { pgOptions?: string } = {}): Promise<Infra> {
+export async function startInfra(log: (s: string) => void, o: { pgStatements?: boolean } = {}): Promise<Infra> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench.'));
   chmodSync(dir, 0o755); // the Postgres server runs as the postgres user when we are root
   const env = {
@@ -44,7 +44,7 @@ export async function startInfra(log: (s: string) => void, o: { pgOptions?: stri
     PG_PORT: String(await freePort()),
     PG_DATA_DIR: join(dir, 'pg'),
     PG_FAST: '1',
-    ...(o.pgOptions ? { PG_OPTIONS: o.pgOptions } : {}),
+    ...(o.pgStatements ? { PG_STAT_STATEMENTS: '1' } : {}),
   };
   let stopped = false;
   const stop = async () => {

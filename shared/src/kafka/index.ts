@@ -191,7 +191,7 @@ function toInRecord<T>(
 }
 
 /** The most records one merged handleBatch call gets (batches of several partitions together). */
-export const MERGED_BATCH_MAX_RECORDS = 5_000;
+const MERGED_BATCH_MAX_RECORDS = 5_000;
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
