@@ -57,3 +57,17 @@ t.test('a batch that was alone is not handled twice when it fails', async (t) =>
   await t.rejects(merged(['x']), /bad record in x/);
   t.same(calls, [['x']]);
 });
+
+t.test('a merged call that fails is reported even when every batch then succeeds alone', async (t) => {
+  const calls: string[][] = [];
+  let failures = 1; // a passing fault: only the first call fails
+  const handle = async (records: string[]) => {
+    calls.push(records);
+    if (failures-- > 0) throw new Error('connection reset');
+  };
+  const heard: Array<{ message: string; batches: number; records: number }> = [];
+  const merged = coalesceBatches(handle, 100, (err, batches, records) => heard.push({ message: (err as Error).message, batches, records }));
+  t.same(await settled([merged(['a1', 'a2']), merged(['b1'])]), ['fulfilled', 'fulfilled']);
+  t.same(calls, [['a1', 'a2', 'b1'], ['a1', 'a2'], ['b1']]);
+  t.same(heard, [{ message: 'connection reset', batches: 2, records: 3 }]);
+});

@@ -59,7 +59,6 @@ t.test("a window's statements are counted from the reset, this database's only, 
     s.top.reduce((n, q) => n + q.calls, 0),
   );
   t.ok(s.totalMs > 0);
-  t.equal(s.windowS, 10);
   t.same(
     s.top.map((q) => q.totalMs),
     s.top.map((q) => q.totalMs).sort((a, b) => b - a),

@@ -16,9 +16,14 @@ interface Member<R> {
  * When a merged call fails, each of its batches is handled again on its own: a batch that cannot be
  * handled fails alone, as it did unmerged, and the others go on. A handler given to this must
  * therefore be safe to run again on records it may have partly handled, which at-least-once
- * consumption asks of it anyway.
+ * consumption asks of it anyway. `onMergedFailure` hears of the merged call's error before the
+ * reruns, since a rerun that succeeds would otherwise leave no trace of it.
  */
-export function coalesceBatches<R>(handle: (records: R[]) => Promise<void>, maxRecords: number): (records: R[]) => Promise<void> {
+export function coalesceBatches<R>(
+  handle: (records: R[]) => Promise<void>,
+  maxRecords: number,
+  onMergedFailure: (err: unknown, batches: number, records: number) => void = () => {},
+): (records: R[]) => Promise<void> {
   let open: Member<R>[] | null = null;
   let openSize = 0;
 
@@ -28,11 +33,13 @@ export function coalesceBatches<R>(handle: (records: R[]) => Promise<void>, maxR
       handle(only.records).then(only.resolve, only.reject);
       return;
     }
-    handle(members.flatMap((m) => m.records)).then(
+    const all = members.flatMap((m) => m.records);
+    handle(all).then(
       () => {
         for (const m of members) m.resolve();
       },
-      () => {
+      (err: unknown) => {
+        onMergedFailure(err, members.length, all.length);
         for (const m of members) handle(m.records).then(m.resolve, m.reject);
       },
     );

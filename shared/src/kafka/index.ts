@@ -375,7 +375,11 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
 
       // One handler call for the batches of several partitions fetched together (coalesce.ts).
-      const handleBatch = o.handleBatch ? coalesceBatches(o.handleBatch.bind(o), MERGED_BATCH_MAX_RECORDS) : null;
+      const handleBatch = o.handleBatch
+        ? coalesceBatches(o.handleBatch.bind(o), MERGED_BATCH_MAX_RECORDS, (err, batches, records) =>
+            log.warn({ err, batches, records }, 'merged batch failed; handling its batches one by one'),
+          )
+        : null;
 
       // Our own faults are retried here with backoff until they pass: the record stays unfinished,
       // so its offset is not committed and nothing behind it is lost.
