@@ -180,6 +180,55 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   );
 });
 
+t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and the record is done only after it", async (t) => {
+  const handled: string[] = [];
+  const afterRuns: string[] = [];
+  const settled: string[] = [];
+  let openGate = () => {};
+  const gate = new Promise<void>((res) => (openGate = res));
+  let failOnce = true;
+  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
+    concurrency: 10,
+    keyConcurrency: 1,
+    health: {},
+    keyBacklog: 0,
+    async handle(r) {
+      handled.push(r.id);
+      return async () => {
+        afterRuns.push(r.id);
+        if (r.id === 'a1') {
+          await gate;
+          if (failOnce) {
+            failOnce = false;
+            throw new Error('kafka away');
+          }
+        }
+      };
+    },
+    async untilDone(what) {
+      for (;;) {
+        try {
+          await what();
+          return true;
+        } catch {
+          // retried in place, as the buses do
+        }
+      }
+    },
+  });
+  t.teardown(() => dispatch.close());
+  const first = await dispatch.start({ key: 'k', id: 'a1' }, () => settled.push('a1'));
+  const second = await dispatch.start({ key: 'k', id: 'a2' }, () => settled.push('a2'));
+  await second.finished;
+  t.same(handled, ['a1', 'a2'], "the key's next record ran while the first one's AfterKey was still waiting");
+  t.same(settled, ['a2'], 'the first record is not done while its AfterKey waits');
+  openGate();
+  await first.finished;
+  t.same(settled, ['a2', 'a1'], 'done once its AfterKey passed');
+  t.same(afterRuns, ['a1', 'a2', 'a1'], 'a failed AfterKey is run again alone');
+  t.same(handled, ['a1', 'a2'], 'the handler itself is not run again');
+});
+
 t.test('keyed dispatch: an idle slow key still lets one record through to find out whether it recovered', async (t) => {
   const dispatch = createKeyedDispatch<{ key: string }>({
     concurrency: 10,

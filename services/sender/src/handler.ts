@@ -17,14 +17,25 @@ export interface HandlerDeps {
   now?: () => Date;
 }
 
+export interface Handled {
+  attempt: AttemptRecord;
+  outcome: Outcome;
+  /**
+   * Schedules the retry when one is due, then emits the attempt. Apart from the delivery, so the
+   * destination's slot is free while Kafka acknowledges (AfterKey). Throws only for our own faults
+   * (Kafka unavailable); run again, it does only what did not pass: a retry parked once stays
+   * parked once, and the attempt keeps its id.
+   */
+  write(): Promise<void>;
+}
+
 /**
- * Delivers one record, schedules its retry when one is due, and emits its attempt. Throws only for
- * our own faults (Kafka unavailable, a bug), so the record is handled again; a destination's failure
- * is an attempt with status failed.
+ * Delivers one record and makes its attempt. Throws only for our own faults (a bug), so the record
+ * is handled again; a destination's failure is an attempt with status failed.
  */
 export function createDeliveryHandler(deps: HandlerDeps) {
   const now = deps.now ?? (() => new Date());
-  return async function handle(delivery: DeliveryRecord): Promise<{ attempt: AttemptRecord; outcome: Outcome }> {
+  return async function handle(delivery: DeliveryRecord): Promise<Handled> {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
@@ -81,8 +92,14 @@ export function createDeliveryHandler(deps: HandlerDeps) {
       final: dueAt === null,
       next_attempt_at: dueAt?.toISOString() ?? null,
     };
-    if (dueAt) await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt);
-    await deps.emitAttempt(attempt);
-    return { attempt, outcome };
+    let parked = dueAt === null;
+    const write = async () => {
+      if (!parked && dueAt) {
+        await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt);
+        parked = true;
+      }
+      await deps.emitAttempt(attempt);
+    };
+    return { attempt, outcome, write };
   };
 }

@@ -91,24 +91,28 @@ export async function start(rt: Runtime): Promise<Service> {
       // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
       async handle(record) {
-        const { attempt, outcome } = await handle(record.value);
-        logger.info(
-          {
-            attempt_id: attempt.id,
-            event_id: attempt.event_id,
-            tenant_id: attempt.tenant_id,
-            destination_id: attempt.destination_id,
-            type,
-            attempt_number: attempt.attempt_number,
-            manual: attempt.manual,
-            status: attempt.status,
-            code: attempt.code,
-            reason: outcome.response_data?.reason,
-            next_attempt_at: attempt.next_attempt_at,
-            duration_ms: attempt.duration_ms,
-          },
-          'attempt',
-        );
+        const { attempt, outcome, write } = await handle(record.value);
+        // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
+        return async () => {
+          await write();
+          logger.info(
+            {
+              attempt_id: attempt.id,
+              event_id: attempt.event_id,
+              tenant_id: attempt.tenant_id,
+              destination_id: attempt.destination_id,
+              type,
+              attempt_number: attempt.attempt_number,
+              manual: attempt.manual,
+              status: attempt.status,
+              code: attempt.code,
+              reason: outcome.response_data?.reason,
+              next_attempt_at: attempt.next_attempt_at,
+              duration_ms: attempt.duration_ms,
+            },
+            'attempt',
+          );
+        };
       },
     });
     deliveryConsumers.set(type, consumer);

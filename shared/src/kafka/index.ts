@@ -7,10 +7,12 @@ import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import { jsonOf } from './json-text.ts';
-import { createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
+import { type AfterKey, createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
+
+export type { AfterKey } from './inflight.ts';
 
 export interface OutRecord {
   key: string;
@@ -50,8 +52,9 @@ export interface ConsumeOptions<T> {
   /**
    * Handles one record. Throwing means our own fault: the record is retried in place and its
    * offset not committed until it passes. A destination's failure is data, not an exception.
+   * It may resolve to the rest of the record's work, run once the key's slot is free (AfterKey).
    */
-  handle?(record: InRecord<T>): Promise<void>;
+  handle?(record: InRecord<T>): Promise<void> | Promise<AfterKey>;
   /**
    * Alternative to handle, for batched writes: one call per fetched batch, its offsets committed only
    * after it. The Kafka bus merges the batches of the partitions fetched together into one call (up
@@ -159,7 +162,7 @@ export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispat
     keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
     health: o.keyHealth ?? {},
     keyBacklog: o.keyBacklog ?? 0,
-    handle: (record) => (o.handle as (r: InRecord<T>) => Promise<void>)(record),
+    handle: (record) => (o.handle as NonNullable<typeof o.handle>)(record),
     ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
     untilDone: retry.untilDone,
     ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),

@@ -242,6 +242,14 @@ export async function retryInPlace(
   }
 }
 
+/**
+ * What a record's handler may resolve to: the rest of the record's work, which needs no slot of the
+ * record's key. It runs once the key's slot is free again, retried in place like the handler, and
+ * the record is done only after it. The sender writes its attempt this way: a destination's slots
+ * bound the requests to it, and waiting for Kafka's acknowledgement in one held a slot idle.
+ */
+export type AfterKey = () => Promise<void>;
+
 export interface KeyedDispatchOptions<R extends { key: string }> {
   /** Records in flight at once per partition. */
   concurrency: number;
@@ -249,7 +257,7 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
   health: KeyHealth;
   /** Tasks a stalled key may keep waiting for a slot; beyond that they go to `divert`. */
   keyBacklog: number;
-  handle(record: R): Promise<void>;
+  handle(record: R): Promise<void> | Promise<AfterKey>;
   /** Takes a record of a stalled key instead of handling it (parks it); told how long the key has been stalled. */
   divert?(record: R, stalledMs: number): Promise<void>;
   /** Runs `what` until it passes (our own faults are retried in place); false when closing interrupted it. */
@@ -297,9 +305,16 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
         settled(await diverted(record));
         return { finished: Promise.resolve() };
       }
-      const finished = limiter
-        .run(record.key, () => o.untilDone(() => o.handle(record), record))
-        .then(async (r) => settled(r === DIVERTED ? await diverted(record) : r));
+      let after: AfterKey | null = null;
+      const handled = limiter.run(record.key, () =>
+        o.untilDone(async () => {
+          after = (await o.handle(record)) ?? null;
+        }, record),
+      );
+      const finished = handled.then(async (r) => {
+        if (r === DIVERTED) settled(await diverted(record));
+        else settled(r && after ? await o.untilDone(after, record) : r);
+      });
       return { finished };
     },
     /** True when a partition may start another record: under its concurrency and the byte budget. */

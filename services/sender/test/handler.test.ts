@@ -1,0 +1,66 @@
+// The delivery handler: delivering, and writing what came of it apart from the delivery.
+import t from 'tap';
+import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import { createDeliveryHandler } from '../src/handler.ts';
+import type { Outcome, Sender } from '../src/sender.ts';
+
+const delivery: DeliveryRecord = {
+  event: { id: 'e1', tenant_id: 't', topic: 'x', time: '2026-01-01T00:00:00Z', eligible_for_retry: true, metadata: null, data: {} },
+  destination: { id: 'd1', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null },
+  attempt_number: 1,
+  manual: false,
+};
+
+/** A handler over a sender that answers `outcome`, with Kafka writes that fail while `kafkaDown`. */
+function handlerWith(outcome: Outcome) {
+  const kafka = { down: false };
+  const emitted: AttemptRecord[] = [];
+  const scheduled: Array<{ delivery: DeliveryRecord; dueAt: Date }> = [];
+  const sender: Sender = { deliver: async () => outcome, close: async () => {} };
+  const handle = createDeliveryHandler({
+    senders: { webhook: sender },
+    open: () => ({ credentials: {}, delivery_metadata: {} }),
+    async emitAttempt(a) {
+      if (kafka.down) throw new Error('kafka away');
+      emitted.push(a);
+    },
+    async scheduleRetry(d, dueAt) {
+      scheduled.push({ delivery: d, dueAt });
+    },
+    retry: { schedule: [], intervalSeconds: 5, maxRetries: 3, maxRetryAfterMs: 3_600_000 },
+    timeoutMs: 1000,
+  });
+  return { handle, kafka, emitted, scheduled };
+}
+
+t.test('handling delivers and makes the attempt; nothing is written until write()', async (t) => {
+  const { handle, emitted, scheduled } = handlerWith({ status: 'success', code: '200', response_data: null, retryable: false });
+  const { attempt, write } = await handle(delivery);
+  t.equal(attempt.status, 'success');
+  t.ok(attempt.final, 'a success is final');
+  t.same([emitted.length, scheduled.length], [0, 0], 'not written yet');
+  await write();
+  t.same(
+    emitted.map((a) => a.id),
+    [attempt.id],
+  );
+  t.equal(scheduled.length, 0, 'no retry after a success');
+});
+
+t.test('write() run again after a failure parks the retry once and emits the same attempt', async (t) => {
+  const { handle, kafka, emitted, scheduled } = handlerWith({ status: 'failed', code: '503', response_data: null, retryable: true });
+  const { attempt, write } = await handle(delivery);
+  t.notOk(attempt.final, 'a retryable failure is followed by a retry');
+  kafka.down = true;
+  await t.rejects(write(), /kafka away/, 'our own fault is thrown, for the bus to retry in place');
+  t.equal(scheduled.length, 1, 'the retry was parked before the attempt failed to go out');
+  kafka.down = false;
+  await write();
+  t.equal(scheduled.length, 1, 'and is not parked a second time');
+  t.equal(scheduled[0]?.delivery.attempt_number, 2);
+  t.same(
+    emitted.map((a) => a.id),
+    [attempt.id],
+    'the attempt went out once, with the id it was made with',
+  );
+});
