@@ -227,7 +227,8 @@ export const SETTINGS = {
     default: '8',
     minimum: 1,
     maximum: 1000,
-    description: 'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot.',
+    description:
+      'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot. A delivery holds its slot until the destination answers (or the timeout), not while its attempt is written.',
   },
   ROUTER_BATCH_WAIT_MS: {
     kind: 'integer',
