@@ -92,9 +92,9 @@ export function createDeliveryHandler(deps: HandlerDeps) {
       final: dueAt === null,
       next_attempt_at: dueAt?.toISOString() ?? null,
     };
-    let parked = dueAt === null;
+    let parked = false;
     const write = async () => {
-      if (!parked && dueAt) {
+      if (dueAt && !parked) {
         await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt);
         parked = true;
       }

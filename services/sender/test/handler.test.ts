@@ -11,7 +11,7 @@ const delivery: DeliveryRecord = {
   manual: false,
 };
 
-/** A handler over a sender that answers `outcome`, with Kafka writes that fail while `kafkaDown`. */
+/** A handler over a sender that answers `outcome`; its attempts fail to go out while `kafka.down`. */
 function handlerWith(outcome: Outcome) {
   const kafka = { down: false };
   const emitted: AttemptRecord[] = [];
