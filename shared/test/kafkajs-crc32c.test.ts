@@ -5,9 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import t from 'tap';
 import '../src/kafka/index.ts';
-import { crc32c, KAFKAJS_CRC_MODULE } from '../src/kafka/kafkajs-crc32c.ts';
 
 const require = createRequire(import.meta.url);
+// What loading the Kafka module alone put in kafkajs's CRC module's place (read before this file
+// imports kafkajs-crc32c.ts itself, which would install it too).
+const installedByKafkaModule: unknown = require.cache[require.resolve('kafkajs/src/protocol/recordBatch/crc32C/index.js')]?.exports;
+const { crc32c, KAFKAJS_CRC_MODULE } = await import('../src/kafka/kafkajs-crc32c.ts');
 // kafkajs's own implementation, the file its replaced module wraps.
 const kafkajsCrc = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js') as (b: Buffer) => number;
 
@@ -33,6 +36,7 @@ t.test('the same as kafkajs for every length around the 8-byte steps, and at odd
 });
 
 t.test("kafkajs's RecordBatch uses it", async (t) => {
+  t.equal(installedByKafkaModule, crc32c, 'loading the Kafka module installs it');
   t.equal(require(KAFKAJS_CRC_MODULE), crc32c, 'the require cache holds this function in place of kafkajs’s');
   const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as {
     RecordBatch: (o: { records: unknown[] }) => Promise<{ buffer: Buffer }>;
