@@ -3,7 +3,15 @@
 import kafkajs from 'kafkajs';
 import { pino } from 'pino';
 import t from 'tap';
-import { type Bus, createKafkaBus, DEFAULT_MAX_MESSAGE_BYTES, type InRecord, splitBySize } from '../src/kafka/index.ts';
+import {
+  type Bus,
+  createKafkaBus,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DELAYED_FETCH_MAX_BYTES,
+  DELAYED_FETCH_MAX_BYTES_PER_PARTITION,
+  type InRecord,
+  splitBySize,
+} from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
@@ -181,6 +189,27 @@ t.test('a batch consumer gets the partitions of one fetch in one call, each part
       `partition ${p} in order`,
     );
   }
+});
+
+t.test('delayed consumer: records larger than its fetch limits are released, each once, in order', async (t) => {
+  const { bus, producer } = await busWithTopic(t, TIER);
+  const got: number[] = [];
+  await bus.consumeDelayed<{ i: number }>({
+    groupId: 'large',
+    topics: [TIER],
+    delayMs: () => 200,
+    handle: async (r) => void got.push(r.value.i),
+  });
+  // One partition: small records around one over the per-partition limit and one over the whole
+  // fetch's (each still under the topics' record batch limit), each sent as its own batch.
+  const sizes = [1, DELAYED_FETCH_MAX_BYTES_PER_PARTITION * 2, 1, DELAYED_FETCH_MAX_BYTES * 1.5, 1];
+  t.ok(DELAYED_FETCH_MAX_BYTES * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
+  for (const [i, bytes] of sizes.entries()) {
+    await producer.send(TIER, [{ key: 'same', value: { i, pad: 'x'.repeat(bytes) } }]);
+  }
+  await waitFor('every record released', () => got.length >= sizes.length, 30_000);
+  await new Promise((r) => setTimeout(r, 500));
+  t.same(got, [0, 1, 2, 3, 4]);
 });
 
 t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {

@@ -201,6 +201,17 @@ const MERGED_BATCH_MAX_RECORDS = 5_000;
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /**
+ * What one fetch of a delayed consumer (the retry tiers) may bring back, in all and per partition
+ * (kafkajs's defaults: 10 MiB and 1 MiB). A resumed tier needs only its records now due, and the
+ * rest of a fetch is dropped at the next pause, so large fetches only held memory: in the benchmark's
+ * hanging phase the sender's largest buffers in flight fell by 15 MB and its peak RSS by 13-26 MB
+ * with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change 34). A
+ * record batch larger than either still comes back whole, alone (Kafka's fetch rules since KIP-74).
+ */
+export const DELAYED_FETCH_MAX_BYTES = 2 * 1024 * 1024;
+export const DELAYED_FETCH_MAX_BYTES_PER_PARTITION = 256 * 1024;
+
+/**
  * Consecutive groups of messages whose encoded size stays under `budget` (a larger one alone),
  * taken lazily: a write of any size holds one group at a time.
  */
@@ -472,6 +483,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
         sessionTimeout: 45_000,
+        maxBytes: DELAYED_FETCH_MAX_BYTES,
+        maxBytesPerPartition: DELAYED_FETCH_MAX_BYTES_PER_PARTITION,
       });
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
       const timers = new Set<NodeJS.Timeout>();
