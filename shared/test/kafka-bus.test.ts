@@ -9,6 +9,7 @@ import {
   DEFAULT_MAX_MESSAGE_BYTES,
   DELAYED_FETCH_MAX_BYTES,
   DELAYED_FETCH_MAX_BYTES_PER_PARTITION,
+  DELAYED_FETCH_MAX_WAIT_MS,
   type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
@@ -189,6 +190,33 @@ t.test('a batch consumer gets the partitions of one fetch in one call, each part
       `partition ${p} in order`,
     );
   }
+});
+
+t.test('delayed consumer: a record is released soon after it is due, not after a fetch wait', async (t) => {
+  const { bus, producer } = await busWithTopic(t, TIER);
+  const late: number[] = [];
+  const delay = 500;
+  await bus.consumeDelayed<number>({
+    groupId: 'prompt',
+    topics: [TIER],
+    delayMs: () => delay,
+    handle: async (r) => void late.push(Date.now() - (r.timestamp + delay)),
+  });
+  // The first record waits for the group to form; the ones after it for their own delay. Each
+  // written to one partition while the other stays empty, so a resumed partition waits for the
+  // fetch in flight (a long poll of the empty one) or kafkajs's sleep when both are paused.
+  await producer.send(TIER, [{ key: 'same', value: 0 }]);
+  await waitFor('the first record', () => late.length === 1, 30_000);
+  for (let i = 1; i <= 20; i++) {
+    await producer.send(TIER, [{ key: 'same', value: i }]);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await waitFor('every record released', () => late.length === 21, 30_000);
+  const worst = Math.max(...late.slice(1));
+  // The slack is a tenth of the delay (50 ms) and a fetch waits at most DELAYED_FETCH_MAX_WAIT_MS;
+  // kafkajs's default wait (5 s) made records 2.5 s late at the median.
+  t.ok(worst < DELAYED_FETCH_MAX_WAIT_MS + 1000, `latest release ${worst} ms after due`);
+  t.ok(Math.min(...late) >= 0, 'none early');
 });
 
 t.test('delayed consumer: records larger than its fetch limits are released, each once, in order', async (t) => {
