@@ -118,7 +118,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     console.error('usage: node bench/kafka-requests.mjs DIR/kafka-requests-*.log');
     process.exit(2);
   }
-  const kb = (n) => `${Math.round(n / 1024).toLocaleString('en-US')} kB`;
+  const kb = (n) => `${Math.round(n / 1024).toLocaleString('en-US')} KiB`;
   for (const f of files) {
     const { main, rates, byteRates, largest } = summarize(readFileSync(f, 'utf8'));
     const cells = Object.entries(rates)

@@ -6,6 +6,7 @@
 // --services-root measures another checkout's bus (bench/tree.sh), for an A/B of a change.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { sleep, summarize } from './lib/stats.ts';
 
 const { values: opt } = parseArgs({
   options: {
@@ -61,16 +62,15 @@ while (sent < total) {
     );
     sent += n;
   }
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
 }
 const deadline = Date.now() + delayMs + 60_000;
-while (released < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+while (released < total && Date.now() < deadline) await sleep(200);
 await bus.close();
 
-late.sort((a, b) => a - b);
-const q = (p: number) => late[Math.min(late.length - 1, Math.floor(p * late.length))] ?? Number.NaN;
+const s = summarize(late);
 console.log(
   `${root}: delay ${delayMs} ms, ${rate} records/s for ${opt.seconds} s: released ${released} of ${total}; ` +
-    `ms after due p50 ${q(0.5)}, p90 ${q(0.9)}, p99 ${q(0.99)}, max ${late.at(-1)}`,
+    `ms after due p50 ${s.p50}, p90 ${s.p90}, p99 ${s.p99}, max ${s.max}`,
 );
 process.exit(released === total ? 0 : 1);

@@ -216,7 +216,7 @@ export const DELAYED_FETCH_MAX_BYTES_PER_PARTITION = 256 * 1024;
  * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
  * the tiers' other partitions) has returned, or after sleeping this long when every partition is
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.1 s and 0.25 s with 200 ms; analysis, "Sixteenth round"). The cost: an idle
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; analysis, "Sixteenth round"). The cost: an idle
  * tier consumer asks the broker five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;
