@@ -162,6 +162,29 @@ export function slowPhasesNote(r: Pick<RunResult, 'ceiling' | 'phases'>): string
   );
 }
 
+/** The throughput target: deliveries/s at least this share of the bare ceiling measured just before the phase. */
+export const CEILING_SHARE_TARGET = 0.6;
+
+/**
+ * The throughput target read as CPU. At CEILING_SHARE_TARGET of the phase's ceiling the machine's
+ * cores leave every process together (receiver and load generator included) `budgetMs` of CPU per
+ * delivery; beside it what the machine (`machineMs`, all its busy CPU) and each tracked process
+ * spent per delivery over the window. A process over the budget on its own cannot reach the target
+ * by any change elsewhere.
+ */
+export function cpuPerDelivery(
+  p: Pick<PhaseResult, 'delivery' | 'machine' | 'ceilingNear'>,
+  cores: number,
+): { budgetMs: number; machineMs: number; procs: Record<string, number> } {
+  // CPU percent of one core over deliveries/s: percent ÷ 100 × 1000 ms.
+  const perDelivery = (cpuPct: number) => (cpuPct * 10) / Math.max(1, p.delivery.deliveredPerSec);
+  return {
+    budgetMs: (cores * 1000) / Math.max(1, CEILING_SHARE_TARGET * p.ceilingNear.ratePerSec),
+    machineMs: perDelivery(p.machine.systemAvgPct),
+    procs: Object.fromEntries(Object.entries(p.machine.procs).map(([name, s]) => [name, perDelivery(s.cpuAvgPct)])),
+  };
+}
+
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
@@ -323,6 +346,26 @@ export function markdown(r: RunResult, svgName: string): string {
       '`bench` is the runner itself: load generator, bare ceiling loop and monitoring.',
   );
   L.push('');
+  const maxRate = r.phases.filter((p) => p.targetRate === null);
+  if (maxRate.length) {
+    L.push(`## CPU per delivery against the throughput target (ms of CPU per delivery, full-speed phases)`);
+    L.push('');
+    L.push(`| scenario | delivered/s | budget at ${pct(CEILING_SHARE_TARGET)} of the ceiling | machine | ${names.join(' | ')} |`);
+    L.push(`|---|---:|---:|---:|${names.map(() => '---:').join('|')}|`);
+    for (const p of maxRate) {
+      const c = cpuPerDelivery(p, m.cores);
+      const cell = (x: number | undefined) => (x === undefined ? '' : x > c.budgetMs ? `**${x.toFixed(3)}**` : x.toFixed(3));
+      L.push(
+        `| ${p.scenario} / ${p.phase} | ${n0(p.delivery.deliveredPerSec)} | ${c.budgetMs.toFixed(3)} | ${cell(c.machineMs)} | ${names.map((n) => cell(c.procs[n])).join(' | ')} |`,
+      );
+    }
+    L.push('');
+    L.push(
+      `At ${pct(CEILING_SHARE_TARGET)} of the ceiling measured before the phase, the machine's ${m.cores} cores leave every process together (receiver and load generator included) the budget's CPU per delivery. ` +
+        "Each process's average CPU over the window is divided by the deliveries per second; figures over the budget are in bold: a process over it on its own keeps the target out of reach whatever the others do.",
+    );
+    L.push('');
+  }
   const withNotes = r.phases.filter((p) => p.notes.length || p.publish.firstErrors.length || p.delivery.verify.failed);
   if (withNotes.length) {
     L.push('## Notes');

@@ -1,10 +1,19 @@
 // The benchmark report's flag for phases run on a slower machine, against two recorded full runs:
 // one whose first phases ran while the host was slow, and its rerun straight after, which did not.
-// And the summary names the node flags the services ran with.
+// And the summary names the node flags the services ran with, and reads the throughput target as CPU
+// per delivery.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { markdown, type RunResult, SLOW_CEILING_SHARE, slowPhases, slowPhasesNote } from '../../bench/lib/report.ts';
+import {
+  CEILING_SHARE_TARGET,
+  cpuPerDelivery,
+  markdown,
+  type RunResult,
+  SLOW_CEILING_SHARE,
+  slowPhases,
+  slowPhasesNote,
+} from '../../bench/lib/report.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 const recorded = (label: string) => JSON.parse(readFileSync(join(ROOT, 'bench/results', `${label}.json`), 'utf8')) as RunResult;
@@ -56,4 +65,42 @@ t.test("the summary names the services' node flags when there were any", async (
   const flagged: RunResult = { ...run, meta: { ...run.meta, nodeFlags: ['--single-threaded-gc', '--heap-growing-percent=20'] } };
   t.match(markdown(flagged, 'x.svg'), /node flags on each service's command line: `--single-threaded-gc` `--heap-growing-percent=20`\./);
   t.notMatch(markdown({ ...run, meta: { ...run.meta, nodeFlags: [] } }, 'x.svg'), /node flags/, 'an empty list is not named');
+});
+
+t.test('the throughput target as CPU per delivery: the budget, and each process against it', async (t) => {
+  const run = recorded('2026-11-24-all-sixteenth-b');
+  const single = run.phases.find((p) => p.scenario === 'single') as RunResult['phases'][number];
+  const c = cpuPerDelivery(single, run.meta.cores);
+  // 2 cores at 60% of 34,915 requests/s: 2,000 ms / 20,949 deliveries.
+  t.equal(CEILING_SHARE_TARGET, 0.6);
+  t.equal(c.budgetMs.toFixed(4), '0.0955');
+  // The sender's 48.1% of a core over 2,947 deliveries/s.
+  t.equal(c.procs.sender?.toFixed(3), '0.163');
+  t.equal(c.machineMs.toFixed(3), ((single.machine.systemAvgPct * 10) / single.delivery.deliveredPerSec).toFixed(3));
+  const md = markdown(run, 'x.svg');
+  t.match(md, /## CPU per delivery against the throughput target/);
+  t.match(
+    md,
+    /\| single \/ main \| 2,947 \| 0\.095 \| \*\*0\.658\*\* \| 0\.077 \| \*\*0\.098\*\* \| \*\*0\.163\*\* \|/,
+    'over the budget in bold, under it not',
+  );
+  t.notMatch(md, /\| latency \/ main \| 737 \|/, 'a fixed-rate phase has no budget row');
+});
+
+t.test('a phase under the budget has nothing in bold, and a run of fixed-rate phases only has no budget table', async (t) => {
+  const run = recorded('2026-11-24-all-sixteenth-b');
+  const fast = run.phases.map((p) => ({ ...p, delivery: { ...p.delivery, deliveredPerSec: 100_000 } }));
+  const c = cpuPerDelivery(fast[0] as RunResult['phases'][number], run.meta.cores);
+  t.ok(c.machineMs < c.budgetMs, 'at 100,000 deliveries/s the whole machine fits the budget');
+  const md = markdown({ ...run, phases: fast }, 'x.svg');
+  const section = md.slice(md.indexOf('## CPU per delivery'), md.indexOf('## Signatures'));
+  t.notMatch(
+    section
+      .split('\n')
+      .filter((l) => l.startsWith('| single'))
+      .join(''),
+    /\*\*/,
+  );
+  const fixed = run.phases.filter((p) => p.targetRate !== null);
+  t.notMatch(markdown({ ...run, phases: fixed }, 'x.svg'), /## CPU per delivery/);
 });
