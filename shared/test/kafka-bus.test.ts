@@ -13,6 +13,7 @@ import {
   type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
+import { partitionOfKey } from '../src/kafka/partitioner.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
@@ -238,6 +239,37 @@ t.test('delayed consumer: records larger than its fetch limits are released, eac
   await waitFor('every record released', () => got.length >= sizes.length, 30_000);
   await new Promise((r) => setTimeout(r, 500));
   t.same(got, [0, 1, 2, 3, 4]);
+});
+
+t.test("a keyed record is read back from its key's partition, the one the Java client would pick", async (t) => {
+  const topic: TopicDef = { name: 'keyed', key: 'k', description: 'keyed records' };
+  const partitions = 7;
+  const bus = createKafkaBus({
+    brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
+    clientId: 'kafka-bus-test',
+    topicPrefix: `${uniqueName('kp')}.`,
+    partitions,
+    replicationFactor: 1,
+    log,
+  });
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([topic]);
+  const producer = await bus.producer();
+  // The Java client's partitions for two of these keys among 7, worked out from its murmur2 figures
+  // (shared/test/partitioner.test.ts): 'foobar' -790332482 & 0x7fffffff = 1357151166, % 7 = 0.
+  const keys = ['foobar', 'abc', ...Array.from({ length: 60 }, (_, i) => `ten_${i}`)];
+  await producer.send(
+    topic,
+    keys.map((key, i) => ({ key, value: i })),
+  );
+  const got: InRecord<number>[] = [];
+  await bus.consume<number>({ groupId: 'keyed', topics: [topic], handle: async (r) => void got.push(r) });
+  await waitFor('every keyed record', () => got.length >= keys.length, 30_000);
+  t.equal(got.find((r) => r.key === 'foobar')?.partition, 0);
+  t.equal(got.find((r) => r.key === 'abc')?.partition, (479470107 & 0x7fffffff) % partitions);
+  const wrong = got.filter((r) => r.partition !== partitionOfKey(r.key, partitions));
+  t.same(wrong, [], 'every record on the partition of its key');
+  t.ok(new Set(got.map((r) => r.partition)).size > 3, 'the keys spread over the partitions');
 });
 
 t.test('records up to the gateway body limit, several to one partition, are written and read back', async (t) => {

@@ -8,6 +8,7 @@ import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import { jsonOf } from './json-text.ts';
+import { createPartitioner } from './partitioner.ts';
 import { type AfterKey, createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
@@ -325,7 +326,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     },
 
     async producer() {
-      const producer: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false });
+      const producer: Producer = kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 5,
+        allowAutoTopicCreation: false,
+        createPartitioner,
+      });
       await producer.connect();
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
