@@ -21,13 +21,13 @@ import { uniqueName, waitFor } from '../src/testing/index.ts';
 const log = createLogger('test', 'silent');
 const DELAY_MS = 1000;
 
-function openBus(t: { teardown(fn: () => unknown): void }, prefix: string, maxMessageBytes?: number): Bus {
+function openBus(t: { teardown(fn: () => unknown): void }, prefix: string, maxMessageBytes?: number, partitions = 2): Bus {
   const bus = createKafkaBus({
     ...(maxMessageBytes ? { maxMessageBytes } : {}),
     brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
     clientId: 'kafka-bus-test',
     topicPrefix: prefix,
-    partitions: 2,
+    partitions,
     replicationFactor: 1,
     log,
   });
@@ -244,15 +244,7 @@ t.test('delayed consumer: records larger than its fetch limits are released, eac
 t.test("a keyed record is read back from its key's partition, the one the Java client would pick", async (t) => {
   const topic: TopicDef = { name: 'keyed', key: 'k', description: 'keyed records' };
   const partitions = 7;
-  const bus = createKafkaBus({
-    brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
-    clientId: 'kafka-bus-test',
-    topicPrefix: `${uniqueName('kp')}.`,
-    partitions,
-    replicationFactor: 1,
-    log,
-  });
-  t.teardown(() => bus.close());
+  const bus = openBus(t, `${uniqueName('kp')}.`, undefined, partitions);
   await bus.ensureTopics([topic]);
   const producer = await bus.producer();
   // The Java client's partitions for two of these keys among 7, worked out from its murmur2 figures

@@ -3,9 +3,10 @@
 //
 // A keyed record goes to partition murmur2(key) mod partitions, as the Java client and kafkajs put it,
 // so an event keyed by its tenant lands where any Kafka client would put it and per-key order holds
-// across producers. kafkajs 2.2.4 computes murmur2 through its 64-bit Long, a BigInt underneath: a
-// few BigInts allocated per key byte. Profiled under the benchmark's `tenants` and `hanging` load,
-// that was 5% of the router's busy time and 1.5-2% of the sender's, before the garbage collection of
+// across producers. kafkajs 2.2.4 computes murmur2 through its Long, a BigInt whose products it never
+// truncates: several BigInts allocated per four key bytes, each longer than the last. Profiled under
+// the benchmark's `tenants` and `hanging` load, that was 5% of the router's busy time and 2% of the
+// sender's, before the garbage collection of
 // those BigInts (bench/results/2026-11-22-analysis.md, change 36). Every operation of the hash keeps
 // only its low 32 bits, so Math.imul gives the same value (tested against the Java client's figures
 // and against kafkajs's own function).
@@ -41,14 +42,12 @@ export function murmur2(data: Uint8Array): number {
   return h | 0;
 }
 
-/** A record key's bytes as kafkajs hashes them: a Buffer as it is, anything else as its UTF-8 string. */
-function keyBytes(key: Buffer | string): Uint8Array {
-  return Buffer.isBuffer(key) ? key : Buffer.from(String(key), 'utf8');
-}
-
-/** The partition of a keyed record among `partitions`: the Java client's `toPositive(murmur2(key)) % partitions`. */
+/**
+ * The partition of a keyed record among `partitions`: the Java client's `toPositive(murmur2(key)) %
+ * partitions`, a string key hashed as its UTF-8 bytes (as kafkajs does).
+ */
 export function partitionOfKey(key: Buffer | string, partitions: number): number {
-  return (murmur2(keyBytes(key)) & 0x7fffffff) % partitions;
+  return (murmur2(Buffer.isBuffer(key) ? key : Buffer.from(key, 'utf8')) & 0x7fffffff) % partitions;
 }
 
 /**
