@@ -1,15 +1,15 @@
 // The partitioner of every Kafka producer: kafkajs's default (the Java client's), with murmur2 on
 // 32-bit integers.
 //
-// A keyed record goes to partition murmur2(key) mod partitions, as the Java client and kafkajs put it,
-// so an event keyed by its tenant lands where any Kafka client would put it and per-key order holds
-// across producers. kafkajs 2.2.4 computes murmur2 through its Long, a BigInt whose products it never
-// truncates: several BigInts allocated per four key bytes, each longer than the last. Profiled under
-// the benchmark's `tenants` and `hanging` load, that was 5% of the router's busy time and 2% of the
-// sender's, before the garbage collection of
-// those BigInts (bench/results/2026-11-22-analysis.md, change 36). Every operation of the hash keeps
-// only its low 32 bits, so Math.imul gives the same value (tested against the Java client's figures
-// and against kafkajs's own function).
+// A keyed record goes to partition murmur2(key) mod partitions, as the Java client and kafkajs put
+// it, so an event keyed by its tenant lands where any Kafka client would put it: one key's records
+// share a partition, and keep their order, whichever client writes them. kafkajs 2.2.4 computes
+// murmur2 through its Long, a BigInt whose products it never truncates: several BigInts allocated
+// per four key bytes, each longer than the last. Profiled under the benchmark's `tenants` and
+// `hanging` load, that was 5% of the router's busy time and 2% of the sender's, before the garbage
+// collection of those BigInts (bench/results/2026-11-22-analysis.md, change 36). Every operation of
+// the hash keeps only its low 32 bits, so Math.imul gives the same value (tested against the Java
+// client's figures and against kafkajs's own function).
 import { randomInt } from 'node:crypto';
 import type { ICustomPartitioner, PartitionerArgs } from 'kafkajs';
 
