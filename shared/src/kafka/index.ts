@@ -1,9 +1,11 @@
-// The only module that imports kafkajs (besides kafkajs-idle-poll.ts and kafkajs-crc32c.ts, a fix
-// to its internals and a faster CRC, which load with it). Services talk to Kafka through the narrow
+// The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts and
+// kafkajs-produce.ts, a fix to its internals, a faster CRC and a one-pass produce request writer,
+// which load with it). Services talk to Kafka through the narrow
 // Bus interface, which the embedded mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import './kafkajs-idle-poll.ts';
+import './kafkajs-produce.ts';
 import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';

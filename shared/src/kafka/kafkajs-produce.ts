@@ -1,0 +1,307 @@
+// Produce requests for kafkajs 2.2.4 written in one pass, installed once when shared/src/kafka/index.ts loads.
+//
+// kafkajs encodes a produce request level by level: each record into a zero-filled buffer of its own
+// (and each of its varints into another), the records into a batch, the batch into an outer buffer,
+// that into its partition's, its topic's and the request's; each level grows its buffer by doubling
+// and copies the one below into it. In the router's profile these allocations and copies took 11% of
+// its busy time, besides their share of its garbage collection (bench/results/2026-11-22-analysis.md,
+// change 37). This module measures the request first, then writes it into one buffer.
+//
+// The bytes are kafkajs's own (shared/test/kafkajs-produce.test.ts compares them), and the broker
+// checks each batch's CRC. Only what the services send takes this path: no compression, no
+// per-message timestamps, keys, values and header values that are strings or Buffers. Any other
+// request goes to kafkajs's own encoder. Produce v4-v7 (Kafka 4 speaks 3 and up) wrap v3's module,
+// which they load at the first produce, so putting this function in its place before then is enough.
+// Remove this module when moving off kafkajs 2.2.4.
+import { createRequire } from 'node:module';
+import { crc32c } from './kafkajs-crc32c.ts';
+
+type Bytes = string | Buffer;
+interface Message {
+  key?: unknown;
+  value?: unknown;
+  headers?: unknown;
+  timestamp?: unknown;
+}
+interface PartitionData {
+  partition: number;
+  firstSequence?: number;
+  messages: Message[];
+}
+interface TopicData {
+  topic: string;
+  partitions: PartitionData[];
+}
+/** What kafkajs's produce module is called with (src/protocol/requests/produce/v3/request.js). */
+export interface ProduceArgs {
+  acks: number;
+  timeout: number;
+  transactionalId?: string | null;
+  producerId?: unknown;
+  producerEpoch?: number;
+  compression?: number;
+  topicData: TopicData[];
+}
+interface EncoderLike {
+  buf: Buffer;
+  offset: number;
+}
+/** A request as kafkajs's network layer takes it. */
+export interface ProduceRequest {
+  apiKey: number;
+  apiVersion: number;
+  apiName: string;
+  expectResponse: () => boolean;
+  encode: () => Promise<EncoderLike>;
+}
+type ProduceModule = (args: ProduceArgs) => ProduceRequest;
+
+const require = createRequire(import.meta.url);
+/** kafkajs's produce request v3 module, which v4-v7 build on. */
+export const KAFKAJS_PRODUCE_MODULE = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js');
+const Encoder = require('kafkajs/src/protocol/encoder.js') as { prototype: object };
+const Long = require('kafkajs/src/utils/long.js') as {
+  fromValue(v: unknown): { getHighBits(): number; getLowBits(): number };
+};
+const API_KEY = (require('kafkajs/src/protocol/requests/apiKeys.js') as { Produce: number }).Produce;
+const COMPRESSION_NONE = 0;
+const TRANSACTIONAL_ATTRIBUTE = 16;
+const MAGIC_BYTE = 2;
+const TWO_32 = 2 ** 32;
+
+const isBytes = (v: unknown): v is Bytes => typeof v === 'string' || Buffer.isBuffer(v);
+const isOptionalBytes = (v: unknown): v is Bytes | null | undefined => v == null || isBytes(v);
+
+/** Whether every part of the request is of a shape this writer handles exactly as kafkajs does. */
+function handled(args: ProduceArgs): boolean {
+  if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return false;
+  if (args.transactionalId != null && typeof args.transactionalId !== 'string') return false;
+  for (const t of args.topicData) {
+    if (typeof t.topic !== 'string') return false;
+    for (const p of t.partitions) {
+      for (const m of p.messages) {
+        if (m.timestamp != null || !isOptionalBytes(m.key) || !isOptionalBytes(m.value)) return false;
+        if (m.headers === undefined) continue;
+        if (m.headers === null || typeof m.headers !== 'object') return false;
+        for (const v of Object.values(m.headers)) {
+          if (Array.isArray(v) ? !v.every(isBytes) : !isBytes(v)) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// Varints as Kafka's records carry them: zigzag, then seven bits a byte, lowest first.
+const zigzag = (v: number): number => (v << 1) ^ (v >> 31);
+function sizeOfVarInt(v: number): number {
+  let u = zigzag(v);
+  let n = 1;
+  while ((u & 0xffffff80) !== 0) {
+    n++;
+    u >>>= 7;
+  }
+  return n;
+}
+function writeVarInt(buf: Buffer, at: number, v: number): number {
+  let u = zigzag(v);
+  while ((u & 0xffffff80) !== 0) {
+    buf[at++] = (u & 0x7f) | 0x80;
+    u >>>= 7;
+  }
+  buf[at++] = u;
+  return at;
+}
+const lengthOf = (v: Bytes): number => (typeof v === 'string' ? Buffer.byteLength(v) : v.length);
+/** A varint length and the bytes, or the length -1 for null. */
+const sizeOfField = (len: number): number => (len < 0 ? 1 : sizeOfVarInt(len) + len);
+function writeBytes(buf: Buffer, at: number, v: Bytes): number {
+  return typeof v === 'string' ? at + buf.write(v, at, 'utf8') : at + v.copy(buf, at);
+}
+function writeInt64(buf: Buffer, at: number, v: unknown): number {
+  const long = Long.fromValue(v);
+  buf.writeInt32BE(long.getHighBits(), at);
+  buf.writeInt32BE(long.getLowBits(), at + 4);
+  return at + 8;
+}
+function writeTimestamp(buf: Buffer, at: number, ms: number): number {
+  buf.writeUInt32BE(Math.floor(ms / TWO_32), at);
+  buf.writeUInt32BE(ms >>> 0, at + 4);
+  return at + 8;
+}
+/** A header list as kafkajs flattens it: an array value gives one header per element. */
+function headerPairs(headers: unknown): [string, Bytes][] {
+  if (headers === undefined) return [];
+  const pairs: [string, Bytes][] = [];
+  for (const [k, v] of Object.entries(headers as Record<string, Bytes | Bytes[]>)) {
+    if (Array.isArray(v)) for (const e of v) pairs.push([k, e]);
+    else pairs.push([k, v]);
+  }
+  return pairs;
+}
+
+// Fixed parts of a partition's entry: partition and record-set size (4 + 4), then the record batch:
+// firstOffset 8, length 4, partitionLeaderEpoch 4, magic 1, CRC 4, and the CRC'd body's header
+// (attributes 2, lastOffsetDelta 4, firstTimestamp 8, maxTimestamp 8, producerId 8, producerEpoch 2,
+// firstSequence 4, record count 4).
+const BATCH_HEAD = 8 + 4 + 4 + 1 + 4;
+const BODY_HEAD = 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
+
+/** The request's bytes, as kafkajs's own v3 module would write them for a request `handled` accepts. */
+export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): Buffer {
+  const transactionalId = args.transactionalId ?? null;
+  const producerId = args.producerId ?? -1;
+  const producerEpoch = args.producerEpoch ?? 0;
+  const attributes = COMPRESSION_NONE | (transactionalId ? TRANSACTIONAL_ATTRIBUTE : 0);
+
+  // First pass: every length, in the order the second pass writes. For each record: its body's
+  // size, the key's and the value's byte lengths (-1 for null), then each header's key and value.
+  const lens: number[] = [];
+  const headersOf: [string, Bytes][][] = [];
+  let size = 2 + (transactionalId === null ? 0 : Buffer.byteLength(transactionalId)) + 2 + 4 + 4;
+  for (const t of args.topicData) {
+    size += 2 + Buffer.byteLength(t.topic) + 4;
+    for (const p of t.partitions) {
+      size += 4 + 4 + BATCH_HEAD + BODY_HEAD;
+      for (let i = 0; i < p.messages.length; i++) {
+        const m = p.messages[i] as Message;
+        const at = lens.length;
+        lens.push(0);
+        const key = m.key == null ? -1 : lengthOf(m.key as Bytes);
+        const value = m.value == null ? -1 : lengthOf(m.value as Bytes);
+        lens.push(key, value);
+        const headers = headerPairs(m.headers);
+        headersOf.push(headers);
+        // attributes 1, timestampDelta 1 (a varlong 0: no message carries a timestamp), offsetDelta.
+        let body = 1 + 1 + sizeOfVarInt(i) + sizeOfField(key) + sizeOfField(value) + sizeOfVarInt(headers.length);
+        for (const [hk, hv] of headers) {
+          const kl = Buffer.byteLength(hk);
+          const vl = lengthOf(hv);
+          lens.push(kl, vl);
+          body += sizeOfVarInt(kl) + kl + sizeOfVarInt(vl) + vl;
+        }
+        lens[at] = body;
+        size += sizeOfVarInt(body) + body;
+      }
+    }
+  }
+
+  const buf = Buffer.allocUnsafe(size);
+  let at = 0;
+  let li = 0;
+  let hi = 0;
+  if (transactionalId === null) {
+    at = buf.writeInt16BE(-1, at);
+  } else {
+    at = buf.writeInt16BE(Buffer.byteLength(transactionalId), at);
+    at = writeBytes(buf, at, transactionalId);
+  }
+  at = buf.writeInt16BE(args.acks, at);
+  at = buf.writeInt32BE(args.timeout, at);
+  at = buf.writeInt32BE(args.topicData.length, at);
+  for (const t of args.topicData) {
+    at = buf.writeInt16BE(Buffer.byteLength(t.topic), at);
+    at = writeBytes(buf, at, t.topic);
+    at = buf.writeInt32BE(t.partitions.length, at);
+    for (const p of t.partitions) {
+      const ms = now();
+      at = buf.writeInt32BE(p.partition, at);
+      const recordSetSizeAt = at;
+      at += 4;
+      const recordSetStart = at;
+      at = writeInt64(buf, at, 0); // firstOffset
+      const batchLengthAt = at;
+      at += 4;
+      const batchStart = at;
+      at = buf.writeInt32BE(0, at); // partitionLeaderEpoch
+      at = buf.writeInt8(MAGIC_BYTE, at);
+      const crcAt = at;
+      at += 4;
+      const bodyStart = at;
+      at = buf.writeInt16BE(attributes, at);
+      at = buf.writeInt32BE(p.messages.length - 1, at); // lastOffsetDelta
+      at = writeTimestamp(buf, at, ms); // firstTimestamp
+      at = writeTimestamp(buf, at, ms); // maxTimestamp
+      at = writeInt64(buf, at, producerId);
+      at = buf.writeInt16BE(producerEpoch, at);
+      at = buf.writeInt32BE(p.firstSequence ?? 0, at);
+      at = buf.writeInt32BE(p.messages.length, at);
+      for (let i = 0; i < p.messages.length; i++) {
+        const m = p.messages[i] as Message;
+        at = writeVarInt(buf, at, lens[li++] as number);
+        buf[at++] = 0; // attributes
+        buf[at++] = 0; // timestampDelta
+        at = writeVarInt(buf, at, i);
+        const key = lens[li++] as number;
+        at = writeVarInt(buf, at, key);
+        if (key >= 0) at = writeBytes(buf, at, m.key as Bytes);
+        const value = lens[li++] as number;
+        at = writeVarInt(buf, at, value);
+        if (value >= 0) at = writeBytes(buf, at, m.value as Bytes);
+        const headers = headersOf[hi++] as [string, Bytes][];
+        at = writeVarInt(buf, at, headers.length);
+        for (const [hk, hv] of headers) {
+          at = writeVarInt(buf, at, lens[li++] as number);
+          at = writeBytes(buf, at, hk);
+          at = writeVarInt(buf, at, lens[li++] as number);
+          at = writeBytes(buf, at, hv);
+        }
+      }
+      buf.writeUInt32BE(crc32c(buf.subarray(bodyStart, at)), crcAt);
+      buf.writeInt32BE(at - batchStart, batchLengthAt);
+      buf.writeInt32BE(at - recordSetStart, recordSetSizeAt);
+    }
+  }
+  if (at !== size) throw new Error(`produce request measured ${size} bytes but wrote ${at}`);
+  return buf;
+}
+
+/** kafkajs's Encoder holding `buf`, as the network layer expects `encode()` to return. */
+function asEncoder(buf: Buffer): EncoderLike {
+  return Object.assign(Object.create(Encoder.prototype) as EncoderLike, { buf, offset: buf.length });
+}
+
+const INSTALLED = Symbol.for('switchyard.kafkajs.produce-v3');
+type Marked = ProduceModule & { [INSTALLED]?: true };
+
+/** kafkajs's own produce v3 module, for the requests this writer leaves to it. */
+export const kafkajsProduce: ProduceModule = (() => {
+  const cached = require.cache[KAFKAJS_PRODUCE_MODULE];
+  const own = (cached?.exports as Marked | undefined) ?? (require(KAFKAJS_PRODUCE_MODULE) as Marked);
+  return own[INSTALLED] ? (own as unknown as { kafkajs: ProduceModule }).kafkajs : own;
+})();
+
+/** The module installed in kafkajs's produce v3 module's place. */
+export const produceRequest: Marked & { kafkajs: ProduceModule } = Object.assign(
+  (args: ProduceArgs): ProduceRequest => {
+    if (!handled(args)) return kafkajsProduce(args);
+    return {
+      apiKey: API_KEY,
+      apiVersion: 3,
+      apiName: 'Produce',
+      expectResponse: () => args.acks !== 0,
+      encode: async () => asEncoder(encodeProduce(args)),
+    };
+  },
+  { kafkajs: kafkajsProduce, [INSTALLED]: true as const },
+);
+
+/** The kafkajs whose bytes this writer reproduces; another keeps its own encoder (and the tests say so). */
+export const KAFKAJS_VERSION = '2.2.4';
+const version = (require('kafkajs/package.json') as { version: string }).version;
+const entry = require.cache[KAFKAJS_PRODUCE_MODULE];
+if (version !== KAFKAJS_VERSION) {
+  process.emitWarning(`kafkajs ${version} is not ${KAFKAJS_VERSION}: shared/src/kafka/kafkajs-produce.ts not installed`, {
+    code: 'SWITCHYARD_KAFKAJS_PRODUCE',
+  });
+} else if (entry && !(entry.exports as Marked)[INSTALLED]) {
+  // The later versions take v3's module when they load; one already loaded keeps kafkajs's.
+  for (const v of [4, 5, 6, 7]) {
+    if (require.cache[require.resolve(`kafkajs/src/protocol/requests/produce/v${v}/request.js`)]) {
+      process.emitWarning(`kafkajs produce v${v} was loaded before shared/src/kafka/kafkajs-produce.ts: not replaced`, {
+        code: 'SWITCHYARD_KAFKAJS_PRODUCE',
+      });
+    }
+  }
+  entry.exports = produceRequest;
+}
