@@ -5,7 +5,7 @@ import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import type { DeliveryInput } from '../src/sender.ts';
 import { createEgressAgent, parseAllowList } from '../src/webhook/egress.ts';
-import { createWebhookSender } from '../src/webhook/sender.ts';
+import { createWebhookSender, responseBody } from '../src/webhook/sender.ts';
 import { startReceiver } from '@switchyard/shared/testing/index.ts';
 
 const agent = createEgressAgent({ allow: parseAllowList(['127.0.0.0/8']), connectTimeoutMs: 1000 });
@@ -118,6 +118,77 @@ t.test('responses: failures keep status and body; bodies are capped; Retry-After
   rx.respond(() => ({ status: 302, headers: { location: 'http://10.0.0.1/' } }));
   const redirect = await sender.deliver(input(rx.url, { secret }));
   t.match(redirect, { status: 'success', code: '302' }, 'redirects are not followed; a 3xx is the answer');
+});
+
+t.test('a response body is recorded parsed when it is JSON, else as the text it was', async (t) => {
+  // What the sender recorded before it skipped text that cannot be JSON: parse, or keep the text.
+  const reference = (text: string): unknown => {
+    try {
+      return text ? JSON.parse(text) : '';
+    } catch {
+      return text;
+    }
+  };
+  const fixed = [
+    ...['', ' ', '\n', 'ok', 'OK', 'Accepted', 'nul', 'tru', 'fals', '{', '[', '-', '"', '"open', '1.', '01', '.5', '+1', 'NaN', 'ok {}'],
+    ...['\ufeff{}', '\u00a0{}', '\v[]', '\f1', '<html></html>', '{"a":1} trailing', '[1,]'],
+    ...['{}', '[]', '""', '"ok"', '0', '-1', '1.5e3', 'true', 'false', 'null', ' \t\r\n{"a":[1,{"b":null}]} \n', '[1,"x",false]'],
+  ];
+  const alphabet = [
+    ' ',
+    '\t',
+    '\n',
+    '\r',
+    '\u00a0',
+    '{',
+    '}',
+    '[',
+    ']',
+    '"',
+    ':',
+    ',',
+    '-',
+    '0',
+    '1',
+    'e',
+    '.',
+    't',
+    'r',
+    'u',
+    'f',
+    'a',
+    'l',
+    's',
+    'n',
+    'o',
+    'k',
+    'x',
+  ];
+  const random = Array.from({ length: 20_000 }, () =>
+    Array.from({ length: Math.floor(Math.random() * 8) }, () => alphabet[Math.floor(Math.random() * alphabet.length)]).join(''),
+  );
+  const differ = [...fixed, ...random].filter(
+    (text) =>
+      JSON.stringify(responseBody(text)) !== JSON.stringify(reference(text)) || typeof responseBody(text) !== typeof reference(text),
+  );
+  t.same(differ, [], 'the same as parsing every body, for every input');
+  t.ok(
+    random.some((text) => typeof reference(text) !== 'string' && text.trim() !== ''),
+    'the random inputs include JSON',
+  );
+
+  const rx = await startReceiver(t);
+  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
+  for (const [body, recorded] of [
+    ['ok', 'ok'],
+    [' [1, 2] ', [1, 2]],
+    ['"ok"', 'ok'],
+    ['{"broken"', '{"broken"'],
+  ] as const) {
+    rx.respond(() => ({ status: 200, body }));
+    const out = await sender.deliver(input(rx.url, { secret }));
+    t.same(out.response_data, { status: 200, body: recorded }, `answered ${JSON.stringify(body)}`);
+  }
 });
 
 t.test('network failures are failed attempts with a reason', async (t) => {
