@@ -1,7 +1,7 @@
 // The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts and
-// kafkajs-produce.ts, a fix to its internals, a faster CRC and a one-pass produce request writer,
-// which load with it). Services talk to Kafka through the narrow
-// Bus interface, which the embedded mode implements too, so service code is the same in both modes.
+// kafkajs-produce.ts: a fix to its internals, a faster CRC and a one-pass produce request writer,
+// which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
+// mode implements too, so service code is the same in both modes.
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import './kafkajs-idle-poll.ts';
