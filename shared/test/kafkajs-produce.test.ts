@@ -17,7 +17,7 @@ import {
 import { uniqueName } from '../src/testing/index.ts';
 
 const require = createRequire(import.meta.url);
-const Long = require('kafkajs/src/utils/long.js') as { fromInt(v: number): unknown; fromValue(v: unknown): unknown };
+const Long = require('kafkajs/src/utils/long.js') as { fromInt(v: number): unknown };
 
 /** What a request's encode() gives, as the bytes the network layer sends. */
 async function bytesOf(r: ProduceRequest): Promise<Buffer> {
@@ -99,10 +99,14 @@ t.test('the bytes are those kafkajs writes, for any request of the shape the ser
   for (let i = 0; i < 300; i++) {
     const args = randomArgs();
     const ours = encodeProduce(args, () => now);
-    if (!ours.equals(await kafkajsBytes(args, now))) mismatches++;
+    if (!ours?.equals(await kafkajsBytes(args, now))) mismatches++;
   }
   t.equal(mismatches, 0, 'none of 300 random requests differs');
-  t.same([...encodeProduce(SMALL, () => 1_700_000_000_123)], [...(await kafkajsBytes(SMALL, 1_700_000_000_123))], 'one small record');
+  t.same(
+    [...(encodeProduce(SMALL, () => 1_700_000_000_123) ?? [])],
+    [...(await kafkajsBytes(SMALL, 1_700_000_000_123))],
+    'one small record',
+  );
 });
 
 t.test('the request object matches kafkajs’s, and its encode() returns a kafkajs Encoder', async (t) => {
@@ -140,6 +144,7 @@ t.test('requests of any other shape go to kafkajs’s own encoder', async (t) =>
     ['a Uint8Array value', one({ key: 'k', value: new Uint8Array([1, 2]) })],
   ] as const) {
     const ours = produceRequest(args);
+    t.equal(encodeProduce(args), null, `${name}: not a shape this writer reproduces`);
     t.notOk(encodesHere(ours), `${name}: kafkajs's request`);
     const [a, b] = await pinned(1_700_000_000_000, async () => [await bytesOf(ours), await bytesOf(kafkajsProduce(args))]);
     t.ok(a.equals(b), `${name}: kafkajs's bytes`);

@@ -8,8 +8,10 @@
 // change 33). The result is the same, and the broker checks every batch's CRC.
 //
 // kafkajs's RecordBatch loads its CRC module when the first produce request is encoded, so this
-// module puts its function into the require cache in that module's place before then. Remove it if
-// kafkajs computes the CRC natively.
+// module puts its function into the require cache in that module's place before then. The services'
+// produce requests are written by kafkajs-produce.ts, which calls crc32c itself; the copy in
+// kafkajs's place serves the requests left to kafkajs's own encoder. Remove it if kafkajs computes
+// the CRC natively.
 import { createRequire, Module } from 'node:module';
 
 const POLY = 0x82f63b78; // Castagnoli, reflected

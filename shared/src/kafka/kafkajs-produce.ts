@@ -72,26 +72,6 @@ const TWO_32 = 2 ** 32;
 const isBytes = (v: unknown): v is Bytes => typeof v === 'string' || Buffer.isBuffer(v);
 const isOptionalBytes = (v: unknown): v is Bytes | null | undefined => v == null || isBytes(v);
 
-/** Whether every part of the request is of a shape this writer handles exactly as kafkajs does. */
-function handled(args: ProduceArgs): boolean {
-  if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return false;
-  if (args.transactionalId != null && typeof args.transactionalId !== 'string') return false;
-  for (const t of args.topicData) {
-    if (typeof t.topic !== 'string') return false;
-    for (const p of t.partitions) {
-      for (const m of p.messages) {
-        if (m.timestamp != null || !isOptionalBytes(m.key) || !isOptionalBytes(m.value)) return false;
-        if (m.headers === undefined) continue;
-        if (m.headers === null || typeof m.headers !== 'object') return false;
-        for (const v of Object.values(m.headers)) {
-          if (Array.isArray(v) ? !v.every(isBytes) : !isBytes(v)) return false;
-        }
-      }
-    }
-  }
-  return true;
-}
-
 // Varints as Kafka's records carry them: zigzag, then seven bits a byte, lowest first.
 const zigzag = (v: number): number => (v << 1) ^ (v >> 31);
 function sizeOfVarInt(v: number): number {
@@ -129,13 +109,24 @@ function writeTimestamp(buf: Buffer, at: number, ms: number): number {
   buf.writeUInt32BE(ms >>> 0, at + 4);
   return at + 8;
 }
-/** A header list as kafkajs flattens it: an array value gives one header per element. */
-function headerPairs(headers: unknown): [string, Bytes][] {
+/**
+ * A header list as kafkajs flattens it (an array value gives one header per element), or null when
+ * a value is neither a string nor a Buffer.
+ */
+function headerPairs(headers: unknown): [string, Bytes][] | null {
   if (headers === undefined) return [];
+  if (headers === null || typeof headers !== 'object') return null;
   const pairs: [string, Bytes][] = [];
-  for (const [k, v] of Object.entries(headers as Record<string, Bytes | Bytes[]>)) {
-    if (Array.isArray(v)) for (const e of v) pairs.push([k, e]);
-    else pairs.push([k, v]);
+  for (const [k, v] of Object.entries(headers)) {
+    if (!Array.isArray(v)) {
+      if (!isBytes(v)) return null;
+      pairs.push([k, v]);
+      continue;
+    }
+    for (const e of v) {
+      if (!isBytes(e)) return null;
+      pairs.push([k, e]);
+    }
   }
   return pairs;
 }
@@ -147,30 +138,40 @@ function headerPairs(headers: unknown): [string, Bytes][] {
 const BATCH_HEAD = 8 + 4 + 4 + 1 + 4;
 const BODY_HEAD = 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
 
-/** The request's bytes, as kafkajs's own v3 module would write them for a request `handled` accepts. */
-export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): Buffer {
-  const transactionalId = args.transactionalId ?? null;
-  const producerId = args.producerId ?? -1;
-  const producerEpoch = args.producerEpoch ?? 0;
-  const attributes = COMPRESSION_NONE | (transactionalId ? TRANSACTIONAL_ATTRIBUTE : 0);
+/** A request measured: its size and, in the order they are written, the lengths and headers. */
+interface Measured {
+  size: number;
+  /** For each record: its body's size, the key's and the value's byte lengths (-1 for null), then each header's key and value. */
+  lens: number[];
+  headersOf: [string, Bytes][][];
+}
 
-  // First pass: every length, in the order the second pass writes. For each record: its body's
-  // size, the key's and the value's byte lengths (-1 for null), then each header's key and value.
+/**
+ * The request measured, or null when some part of it is of a shape this writer does not reproduce
+ * (compression, a message timestamp, a key, value or header that is neither a string nor a Buffer).
+ */
+function measure(args: ProduceArgs): Measured | null {
+  if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return null;
+  const transactionalId = args.transactionalId ?? null;
+  if (transactionalId !== null && typeof transactionalId !== 'string') return null;
   const lens: number[] = [];
   const headersOf: [string, Bytes][][] = [];
   let size = 2 + (transactionalId === null ? 0 : Buffer.byteLength(transactionalId)) + 2 + 4 + 4;
   for (const t of args.topicData) {
+    if (typeof t.topic !== 'string') return null;
     size += 2 + Buffer.byteLength(t.topic) + 4;
     for (const p of t.partitions) {
       size += 4 + 4 + BATCH_HEAD + BODY_HEAD;
       for (let i = 0; i < p.messages.length; i++) {
         const m = p.messages[i] as Message;
+        if (m.timestamp != null || !isOptionalBytes(m.key) || !isOptionalBytes(m.value)) return null;
+        const headers = headerPairs(m.headers);
+        if (headers === null) return null;
         const at = lens.length;
         lens.push(0);
-        const key = m.key == null ? -1 : lengthOf(m.key as Bytes);
-        const value = m.value == null ? -1 : lengthOf(m.value as Bytes);
+        const key = m.key == null ? -1 : lengthOf(m.key);
+        const value = m.value == null ? -1 : lengthOf(m.value);
         lens.push(key, value);
-        const headers = headerPairs(m.headers);
         headersOf.push(headers);
         // attributes 1, timestampDelta 1 (a varlong 0: no message carries a timestamp), offsetDelta.
         let body = 1 + 1 + sizeOfVarInt(i) + sizeOfField(key) + sizeOfField(value) + sizeOfVarInt(headers.length);
@@ -185,7 +186,15 @@ export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): 
       }
     }
   }
+  return { size, lens, headersOf };
+}
 
+/** The bytes of a measured request, as kafkajs's own v3 module writes them. */
+function write(args: ProduceArgs, { size, lens, headersOf }: Measured, now: () => number): Buffer {
+  const transactionalId = args.transactionalId ?? null;
+  const producerId = args.producerId ?? -1;
+  const producerEpoch = args.producerEpoch ?? 0;
+  const attributes = COMPRESSION_NONE | (transactionalId ? TRANSACTIONAL_ATTRIBUTE : 0);
   const buf = Buffer.allocUnsafe(size);
   let at = 0;
   let li = 0;
@@ -256,6 +265,12 @@ export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): 
   return buf;
 }
 
+/** The request's bytes as kafkajs's own v3 module writes them, or null for a shape left to kafkajs. */
+export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): Buffer | null {
+  const measured = measure(args);
+  return measured && write(args, measured, now);
+}
+
 /** kafkajs's Encoder holding `buf`, as the network layer expects `encode()` to return. */
 function asEncoder(buf: Buffer): EncoderLike {
   return Object.assign(Object.create(Encoder.prototype) as EncoderLike, { buf, offset: buf.length });
@@ -274,20 +289,21 @@ export const kafkajsProduce: ProduceModule = (() => {
 /** The module installed in kafkajs's produce v3 module's place. */
 export const produceRequest: Marked & { kafkajs: ProduceModule } = Object.assign(
   (args: ProduceArgs): ProduceRequest => {
-    if (!handled(args)) return kafkajsProduce(args);
+    const measured = measure(args);
+    if (!measured) return kafkajsProduce(args);
     return {
       apiKey: API_KEY,
       apiVersion: 3,
       apiName: 'Produce',
       expectResponse: () => args.acks !== 0,
-      encode: async () => asEncoder(encodeProduce(args)),
+      encode: async () => asEncoder(write(args, measured, Date.now)),
     };
   },
   { kafkajs: kafkajsProduce, [INSTALLED]: true as const },
 );
 
 /** The kafkajs whose bytes this writer reproduces; another keeps its own encoder (and the tests say so). */
-export const KAFKAJS_VERSION = '2.2.4';
+const KAFKAJS_VERSION = '2.2.4';
 const version = (require('kafkajs/package.json') as { version: string }).version;
 const entry = require.cache[KAFKAJS_PRODUCE_MODULE];
 if (version !== KAFKAJS_VERSION) {
