@@ -61,6 +61,7 @@ const { values: opt } = parseArgs({
     source: { type: 'boolean', default: false },
     'services-root': { type: 'string' },
     'hang-origin': { type: 'string', default: 'separate' },
+    pause: { type: 'string', multiple: true, default: [] },
     help: { type: 'boolean', default: false },
     render: { type: 'string' },
   },
@@ -104,7 +105,9 @@ if (opt.help) {
   --services-root DIR    run the services of another checkout (bench/tree.sh <ref> DIR), for A/B runs
   --render FILE.json     rewrite the .md and .svg of an earlier result
   --hang-origin O        separate (default): hanging destinations on 127.0.0.2, another origin for the
-                         sender's connection pool, as another host; shared: same origin as the healthy ones`);
+                         sender's connection pool, as another host; shared: same origin as the healthy ones
+  --pause SVC@AT+FOR     stop a service (SIGSTOP) AT seconds into every phase's load for FOR seconds, then
+                         resume it (SIGCONT): a consumer made to fall behind, e.g. --pause attempts@20+15 (repeatable)`);
   process.exit(0);
 }
 
@@ -152,6 +155,18 @@ const serviceEnv: Record<string, string> = {
 const nodeFlags = opt['node-flag'] as string[];
 for (const f of nodeFlags)
   if (!f.startsWith('--')) throw new Error(`--node-flag wants a flag such as --node-flag=--single-threaded-gc, got ${f}`);
+// A service stopped mid-load falls behind as a consumer does after a long pause (a stalled disk, a
+// stop-the-world collection, a host that froze): what it holds while catching up is the measure.
+interface Pause {
+  service: string;
+  atS: number;
+  forS: number;
+}
+const pauses: Pause[] = (opt.pause as string[]).map((p) => {
+  const m = /^(gateway|router|sender|attempts)@(\d+(?:\.\d+)?)\+(\d+(?:\.\d+)?)$/.exec(p);
+  if (!m) throw new Error(`--pause wants SERVICE@AT+FOR (seconds into the load), e.g. attempts@20+15; got ${p}`);
+  return { service: m[1] as string, atS: Number(m[2]), forS: Number(m[3]) };
+});
 const date = new Date().toISOString().slice(0, 10);
 const label = opt.label ?? `${date}-${opt.scenario === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
 const outDir = opt.out as string;
@@ -358,6 +373,41 @@ interface Ctx {
 
 let current: Deployment | null = null;
 
+/**
+ * Stops `p.service` at `p.atS` s into the load and resumes it `p.forS` s later. Returns what undoes it
+ * at once (the phase's end comes first when the load is shorter): a stopped process would not stop.
+ */
+function schedulePause(p: Pause, dep: Deployment, phase: string, notes: string[]): () => void {
+  const pid = dep.services.find((s) => s.name === p.service)?.child.pid;
+  if (!pid) throw new Error(`--pause: no ${p.service} process`);
+  let stopped = false;
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // Exited meanwhile: the phase reports the crash.
+    }
+  };
+  const cont = () => {
+    if (!stopped) return;
+    stopped = false;
+    signal('SIGCONT');
+    log(`${phase}: ${p.service} resumed`);
+  };
+  const stopTimer = setTimeout(() => {
+    stopped = true;
+    signal('SIGSTOP');
+    log(`${phase}: ${p.service} stopped for ${p.forS} s`);
+  }, p.atS * 1000);
+  const contTimer = setTimeout(cont, (p.atS + p.forS) * 1000);
+  notes.push(`${p.service} stopped (SIGSTOP) ${p.atS}-${p.atS + p.forS} s into the load`);
+  return () => {
+    clearTimeout(stopTimer);
+    clearTimeout(contTimer);
+    cont();
+  };
+}
+
 async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   const name = `${def.scenario}/${def.phase}`;
   const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
@@ -376,6 +426,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   });
   current = dep;
   const notes: string[] = [];
+  const undoPauses: Array<() => void> = [];
   let profileWindow: { from: number; to: number } | null = null;
   let result: PhaseResult | null = null;
   const db = new pg.Client({ connectionString: dep.env.DATABASE_URL });
@@ -437,6 +488,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     });
     holder.load = load;
     const loadStart = Date.now();
+    for (const p of pauses) undoPauses.push(schedulePause(p, dep, name, notes));
     const windowFrom = loadStart + warmupS * 1000;
     const windowTo = loadStart + durationS * 1000;
     profileWindow = { from: windowFrom, to: windowTo };
@@ -629,6 +681,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     );
     return result;
   } finally {
+    for (const undo of undoPauses.splice(0)) undo();
     await db.end().catch(() => {});
     log(`${name}: stopping services`);
     await dep.stop();

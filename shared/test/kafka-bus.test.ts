@@ -6,9 +6,8 @@ import t from 'tap';
 import {
   type Bus,
   createKafkaBus,
+  BOUNDED_FETCH,
   DEFAULT_MAX_MESSAGE_BYTES,
-  DELAYED_FETCH_MAX_BYTES,
-  DELAYED_FETCH_MAX_BYTES_PER_PARTITION,
   DELAYED_FETCH_MAX_WAIT_MS,
   type InRecord,
   splitBySize,
@@ -193,6 +192,76 @@ t.test('a batch consumer gets the partitions of one fetch in one call, each part
   }
 });
 
+t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about that size, a larger record whole', async (t) => {
+  const topic: TopicDef = { name: 'backlog', key: 'k', description: 'a backlog of ~1 KB records' };
+  const { bus, producer } = await busWithTopic(t, topic);
+  // 400 records of ~1 KB over both partitions, ten a send (record batches of ~5 KB), and one of
+  // 100 KB in the middle: a backlog the consumer finds when it starts.
+  const n = 401;
+  const big = 200;
+  const value = (i: number) => ({ i, pad: 'x'.repeat(i === big ? 100 * 1024 : 1000) });
+  const sends = [
+    ...Array.from({ length: 20 }, (_, s) => Array.from({ length: 10 }, (_, j) => s * 10 + j)),
+    [big],
+    ...Array.from({ length: 20 }, (_, s) => Array.from({ length: 10 }, (_, j) => big + 1 + s * 10 + j)),
+  ];
+  for (const ids of sends) {
+    await producer.send(
+      topic,
+      ids.map((i) => ({ key: `k${i}`, value: value(i) })),
+    );
+  }
+  const limit = { total: 32 * 1024, perPartition: 8 * 1024 };
+  /** The value bytes of each handleBatch call, and the records in the order handled. */
+  const callsOf = async (fetchMaxBytes?: typeof limit) => {
+    const calls: Array<{ bytes: number; values: number[]; records: InRecord<{ i: number }>[] }> = [];
+    await bus.consume<{ i: number; pad: string }>({
+      groupId: uniqueName('backlog'),
+      topics: [topic],
+      ...(fetchMaxBytes ? { fetchMaxBytes } : {}),
+      handleBatch: async (rs) =>
+        void calls.push({
+          bytes: rs.reduce((sum, r) => sum + JSON.stringify(r.value).length, 0),
+          values: rs.map((r) => r.value.i),
+          records: rs,
+        }),
+    });
+    await waitFor('the whole backlog', () => calls.reduce((sum, c) => sum + c.values.length, 0) >= n, 30_000);
+    return calls;
+  };
+  const bounded = await callsOf(limit);
+  const unbounded = await callsOf();
+  const overLimit = bounded.filter((c) => c.bytes > limit.total && !c.values.includes(big));
+  t.same(
+    overLimit.map((c) => c.bytes),
+    [],
+    `every call without the large record within ${limit.total} bytes (${bounded.length} calls)`,
+  );
+  t.ok(
+    bounded.some((c) => c.values.includes(big)),
+    'the record larger than the fetch limit came through',
+  );
+  t.ok(bounded.length >= 12, `the backlog took many fetches: ${bounded.length}`);
+  t.ok(
+    unbounded.some((c) => c.bytes > limit.total * 4),
+    `without the limit a call holds more: ${Math.max(...unbounded.map((c) => c.bytes))} bytes`,
+  );
+  const handled = bounded.flatMap((c) => c.records);
+  t.same(
+    handled.map((r) => r.value.i).sort((a, b) => a - b),
+    Array.from({ length: n }, (_, i) => i),
+    'each record once',
+  );
+  for (const p of [0, 1]) {
+    const offsets = handled.filter((r) => r.partition === p).map((r) => Number(r.offset));
+    t.same(
+      offsets,
+      [...offsets].sort((a, b) => a - b),
+      `partition ${p} in order`,
+    );
+  }
+});
+
 t.test('delayed consumer: a record is released soon after it is due, not after a fetch wait', async (t) => {
   const { bus, producer } = await busWithTopic(t, TIER);
   const late: number[] = [];
@@ -231,8 +300,8 @@ t.test('delayed consumer: records larger than its fetch limits are released, eac
   });
   // One partition: small records around one over the per-partition limit and one over the whole
   // fetch's (each still under the topics' record batch limit), each sent as its own batch.
-  const sizes = [1, DELAYED_FETCH_MAX_BYTES_PER_PARTITION * 2, 1, DELAYED_FETCH_MAX_BYTES * 1.5, 1];
-  t.ok(DELAYED_FETCH_MAX_BYTES * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
+  const sizes = [1, BOUNDED_FETCH.perPartition * 2, 1, BOUNDED_FETCH.total * 1.5, 1];
+  t.ok(BOUNDED_FETCH.total * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
   for (const [i, bytes] of sizes.entries()) {
     await producer.send(TIER, [{ key: 'same', value: { i, pad: 'x'.repeat(bytes) } }]);
   }

@@ -97,6 +97,17 @@ export interface ConsumeOptions<T> {
    * delivery path (attempts), a few ms on it (the router).
    */
   batchWaitMs?: number;
+  /**
+   * What one fetch may bring back, in all and per partition (default: kafkajs's 10 MiB and 1 MiB).
+   * A handleBatch consumer decodes every record of a fetch at once, so while it is behind this is
+   * what it holds; BOUNDED_FETCH keeps that to a few MB.
+   */
+  fetchMaxBytes?: FetchMaxBytes;
+}
+
+export interface FetchMaxBytes {
+  total: number;
+  perPartition: number;
 }
 
 interface PartitionState {
@@ -211,8 +222,7 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  * with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change 34). A
  * record batch larger than either still comes back whole, alone (Kafka's fetch rules since KIP-74).
  */
-export const DELAYED_FETCH_MAX_BYTES = 2 * 1024 * 1024;
-export const DELAYED_FETCH_MAX_BYTES_PER_PARTITION = 256 * 1024;
+export const BOUNDED_FETCH: FetchMaxBytes = { total: 2 * 1024 * 1024, perPartition: 256 * 1024 };
 
 /**
  * Longest a delayed consumer's fetch waits for data (kafkajs's default: 5 s). A resumed partition
@@ -375,7 +385,11 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         sessionTimeout: 45_000,
         rebalanceTimeout: 60_000,
         heartbeatInterval: 3_000,
-        ...(o.batchWaitMs ? { minBytes: 1_048_576, maxWaitTimeInMs: o.batchWaitMs } : {}),
+        // A fetch bounded below the wait's minimum would always wait it out.
+        ...(o.batchWaitMs
+          ? { minBytes: Math.min(1_048_576, (o.fetchMaxBytes?.total ?? Infinity) / 2), maxWaitTimeInMs: o.batchWaitMs }
+          : {}),
+        ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes.total, maxBytesPerPartition: o.fetchMaxBytes.perPartition } : {}),
       });
       const log = opts.log.child({ group: o.groupId });
       const partitions = new Map<string, PartitionState>();
@@ -501,8 +515,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
         sessionTimeout: 45_000,
-        maxBytes: DELAYED_FETCH_MAX_BYTES,
-        maxBytesPerPartition: DELAYED_FETCH_MAX_BYTES_PER_PARTITION,
+        maxBytes: BOUNDED_FETCH.total,
+        maxBytesPerPartition: BOUNDED_FETCH.perPartition,
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
