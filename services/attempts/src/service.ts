@@ -4,7 +4,7 @@
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import type { BusConsumer, FetchMaxBytes } from '@switchyard/shared/kafka/index.ts';
+import { type BusConsumer, fetchLimit } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -18,10 +18,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const producer = await rt.bus.producer();
   // Behind, each consumer holds about one fetch of records decoded at once; kafkajs's 10 MiB default
   // took the service to 235 MB catching up (bench/results/2026-11-22-analysis.md, change 39).
-  const fetchMaxBytes: FetchMaxBytes = {
-    total: config.ATTEMPTS_FETCH_MAX_BYTES,
-    perPartition: Math.floor(config.ATTEMPTS_FETCH_MAX_BYTES / 8),
-  };
+  const fetchMaxBytes = fetchLimit(config.ATTEMPTS_FETCH_MAX_BYTES);
   const onHealth = createAlerts({
     threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
     autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,

@@ -238,6 +238,14 @@ export const SETTINGS = {
     description:
       'Longest the router lets a fetch of published events fill before routing it (its fetch wait): at low and middling load fewer, larger batches, so fewer database round trips and produce requests downstream, for up to this much more publish-to-delivery latency; publishers never wait for it. 0: route what each fetch brings.',
   },
+  ROUTER_FETCH_MAX_BYTES: {
+    kind: 'integer',
+    default: '2097152',
+    minimum: 65536,
+    maximum: 104857600,
+    description:
+      'Bytes one fetch of published events may bring back to a router, an eighth of it per partition (kafkajs would take 10 MiB). Behind, a router holds one fetch of events and every delivery record they expand to at once.',
+  },
   ATTEMPTS_BATCH_WAIT_MS: {
     kind: 'integer',
     default: '200',

@@ -222,7 +222,12 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  * with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change 34). A
  * record batch larger than either still comes back whole, alone (Kafka's fetch rules since KIP-74).
  */
-export const BOUNDED_FETCH: FetchMaxBytes = { total: 2 * 1024 * 1024, perPartition: 256 * 1024 };
+export const BOUNDED_FETCH: FetchMaxBytes = fetchLimit(2 * 1024 * 1024);
+
+/** A fetch limit of `total` bytes in all and an eighth of it per partition. */
+export function fetchLimit(total: number): FetchMaxBytes {
+  return { total, perPartition: Math.floor(total / 8) };
+}
 
 /**
  * Longest a delayed consumer's fetch waits for data (kafkajs's default: 5 s). A resumed partition
