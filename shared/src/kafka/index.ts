@@ -100,7 +100,8 @@ export interface ConsumeOptions<T> {
   /**
    * What one fetch may bring back, in all and per partition (default: kafkajs's 10 MiB and 1 MiB).
    * A handleBatch consumer decodes every record of a fetch at once, so while it is behind this is
-   * what it holds; BOUNDED_FETCH keeps that to a few MB.
+   * what it holds; BOUNDED_FETCH keeps that to a few MB. The embedded bus has no fetch and reads at
+   * most 1,000 records or 1 MiB of a partition at a time whatever this says.
    */
   fetchMaxBytes?: FetchMaxBytes;
 }
@@ -392,7 +393,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         heartbeatInterval: 3_000,
         // A fetch bounded below the wait's minimum would always wait it out.
         ...(o.batchWaitMs
-          ? { minBytes: Math.min(1_048_576, (o.fetchMaxBytes?.total ?? Infinity) / 2), maxWaitTimeInMs: o.batchWaitMs }
+          ? { minBytes: Math.min(1_048_576, Math.floor((o.fetchMaxBytes?.total ?? Infinity) / 2)), maxWaitTimeInMs: o.batchWaitMs }
           : {}),
         ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes.total, maxBytesPerPartition: o.fetchMaxBytes.perPartition } : {}),
       });
