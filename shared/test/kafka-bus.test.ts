@@ -9,6 +9,8 @@ import {
   BOUNDED_FETCH,
   DEFAULT_MAX_MESSAGE_BYTES,
   DELAYED_FETCH_MAX_WAIT_MS,
+  type FetchMaxBytes,
+  fetchLimit,
   type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
@@ -211,9 +213,9 @@ t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about th
       ids.map((i) => ({ key: `k${i}`, value: value(i) })),
     );
   }
-  const limit = { total: 32 * 1024, perPartition: 8 * 1024 };
+  const limit = fetchLimit(32 * 1024);
   /** The value bytes of each handleBatch call, and the records in the order handled. */
-  const callsOf = async (fetchMaxBytes?: typeof limit) => {
+  const callsOf = async (fetchMaxBytes?: FetchMaxBytes) => {
     const calls: Array<{ bytes: number; values: number[]; records: InRecord<{ i: number }>[] }> = [];
     await bus.consume<{ i: number; pad: string }>({
       groupId: uniqueName('backlog'),

@@ -391,9 +391,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         sessionTimeout: 45_000,
         rebalanceTimeout: 60_000,
         heartbeatInterval: 3_000,
-        // A fetch bounded below the wait's minimum would always wait it out.
+        // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
         ...(o.batchWaitMs
-          ? { minBytes: Math.min(1_048_576, Math.floor((o.fetchMaxBytes?.total ?? Infinity) / 2)), maxWaitTimeInMs: o.batchWaitMs }
+          ? {
+              minBytes: o.fetchMaxBytes ? Math.min(1_048_576, Math.floor(o.fetchMaxBytes.total / 2)) : 1_048_576,
+              maxWaitTimeInMs: o.batchWaitMs,
+            }
           : {}),
         ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes.total, maxBytesPerPartition: o.fetchMaxBytes.perPartition } : {}),
       });
