@@ -33,6 +33,11 @@ import { type Deployment, deploy, type Infra, SERVICES, type ServiceName, startI
 import { EMPTY_SUMMARY, fmtInt, round, sleep, summarize, type Summary } from './lib/stats.ts';
 
 const SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency'] as const;
+// The pipeline's CPU per delivery counts the services and the stores they write to, not the
+// receiver or the load generator, which a real deployment does not run.
+const STORES = ['kafka', 'postgres'] as const;
+type StoreName = (typeof STORES)[number];
+const PIPELINE_PROCESSES: readonly string[] = [...SERVICES, ...STORES];
 type ScenarioName = (typeof SCENARIOS)[number];
 
 const { values: opt } = parseArgs({
@@ -466,8 +471,8 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     const tracked: Tracked[] = [
       ...dep.services.map((s) => ({ name: s.name, pids: () => (s.child.pid ? [s.child.pid] : []) })),
       { name: 'receiver', pids: () => (ctx.rx.child.pid ? [ctx.rx.child.pid] : []) },
-      { name: 'kafka', pids: ctx.infra.kafkaPids },
-      { name: 'postgres', pids: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend) },
+      { name: 'kafka' satisfies StoreName, pids: ctx.infra.kafkaPids },
+      { name: 'postgres' satisfies StoreName, pids: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend) },
       { name: 'bench', pids: () => [process.pid] },
     ];
     const sampler = new ProcSampler(tracked);
@@ -537,9 +542,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       if (now - lastPrint >= progressEvery) {
         const dt = (now - prev.t) / 1000;
         const procs = sampler.samples.at(-1)?.procs ?? {};
-        const cpu = ['gateway', 'router', 'sender', 'attempts', 'receiver', 'kafka', 'postgres', 'bench']
-          .map((n) => `${n.slice(0, 3)} ${Math.round(procs[n]?.cpuPct ?? 0)}`)
-          .join(' ');
+        const cpu = tracked.map(({ name }) => `${name.slice(0, 3)} ${Math.round(procs[name]?.cpuPct ?? 0)}`).join(' ');
         const phaseClock = loadEnd
           ? `drain ${Math.round((now - drainStart) / 1000)}s`
           : `${Math.round((now - loadStart) / 1000)}s/${durationS}s`;
@@ -618,10 +621,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       });
     }
     const machine = sampler.summary(windowFrom, windowTo);
-    const pipelineCpu = ['gateway', 'router', 'sender', 'attempts', 'kafka', 'postgres'].reduce(
-      (sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0),
-      0,
-    );
+    const pipelineCpu = PIPELINE_PROCESSES.reduce((sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0), 0);
     if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
     if (final.received.ok === 0) notes.push('nothing was delivered');
 
