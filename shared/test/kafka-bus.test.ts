@@ -6,11 +6,10 @@ import t from 'tap';
 import {
   type Bus,
   createKafkaBus,
-  BOUNDED_FETCH,
+  BOUNDED_FETCH_BYTES,
   DEFAULT_MAX_MESSAGE_BYTES,
   DELAYED_FETCH_MAX_WAIT_MS,
-  type FetchMaxBytes,
-  fetchLimit,
+  fetchLimits,
   type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
@@ -213,9 +212,9 @@ t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about th
       ids.map((i) => ({ key: `k${i}`, value: value(i) })),
     );
   }
-  const limit = fetchLimit(32 * 1024);
+  const limit = 32 * 1024;
   /** The value bytes of each handleBatch call, and the records in the order handled. */
-  const callsOf = async (fetchMaxBytes?: FetchMaxBytes) => {
+  const callsOf = async (fetchMaxBytes?: number) => {
     const calls: Array<{ bytes: number; values: number[]; records: InRecord<{ i: number }>[] }> = [];
     await bus.consume<{ i: number; pad: string }>({
       groupId: uniqueName('backlog'),
@@ -233,11 +232,11 @@ t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about th
   };
   const bounded = await callsOf(limit);
   const unbounded = await callsOf();
-  const overLimit = bounded.filter((c) => c.bytes > limit.total && !c.values.includes(big));
+  const overLimit = bounded.filter((c) => c.bytes > limit && !c.values.includes(big));
   t.same(
     overLimit.map((c) => c.bytes),
     [],
-    `every call without the large record within ${limit.total} bytes (${bounded.length} calls)`,
+    `every call without the large record within ${limit} bytes (${bounded.length} calls)`,
   );
   t.ok(
     bounded.some((c) => c.values.includes(big)),
@@ -245,7 +244,7 @@ t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about th
   );
   t.ok(bounded.length >= 12, `the backlog took many fetches: ${bounded.length}`);
   t.ok(
-    unbounded.some((c) => c.bytes > limit.total * 4),
+    unbounded.some((c) => c.bytes > limit * 4),
     `without the limit a call holds more: ${Math.max(...unbounded.map((c) => c.bytes))} bytes`,
   );
   const handled = bounded.flatMap((c) => c.records);
@@ -302,8 +301,9 @@ t.test('delayed consumer: records larger than its fetch limits are released, eac
   });
   // One partition: small records around one over the per-partition limit and one over the whole
   // fetch's (each still under the topics' record batch limit), each sent as its own batch.
-  const sizes = [1, BOUNDED_FETCH.perPartition * 2, 1, BOUNDED_FETCH.total * 1.5, 1];
-  t.ok(BOUNDED_FETCH.total * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
+  const { maxBytes, maxBytesPerPartition } = fetchLimits(BOUNDED_FETCH_BYTES);
+  const sizes = [1, maxBytesPerPartition * 2, 1, maxBytes * 1.5, 1];
+  t.ok(maxBytes * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
   for (const [i, bytes] of sizes.entries()) {
     await producer.send(TIER, [{ key: 'same', value: { i, pad: 'x'.repeat(bytes) } }]);
   }

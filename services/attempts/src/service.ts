@@ -4,7 +4,7 @@
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import { type BusConsumer, fetchLimit } from '@switchyard/shared/kafka/index.ts';
+import type { BusConsumer } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -16,9 +16,6 @@ export async function start(rt: Runtime): Promise<Service> {
   const store = new PipelineStore(rt.db);
   const health = new HealthStore(rt.db);
   const producer = await rt.bus.producer();
-  // Behind, each consumer holds about one fetch of records decoded at once; kafkajs's 10 MiB default
-  // took the service to 235 MB catching up (bench/results/2026-11-22-analysis.md, change 39).
-  const fetchMaxBytes = fetchLimit(config.ATTEMPTS_FETCH_MAX_BYTES);
   const onHealth = createAlerts({
     threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
     autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
@@ -39,12 +36,15 @@ export async function start(rt: Runtime): Promise<Service> {
     log: logger,
   });
 
+  // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
+  // 10 MiB default took the service to 235 MB catching up (bench/results/2026-11-22-analysis.md,
+  // change 39).
   consumers.push(
     await rt.bus.consume<RoutedRecord>({
       groupId: 'attempts-routed',
       topics: [TOPIC.routed],
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
-      fetchMaxBytes,
+      fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
         await store.storeRouted(records.map((r) => r.value));
       },
@@ -55,7 +55,7 @@ export async function start(rt: Runtime): Promise<Service> {
       groupId: 'attempts',
       topics: [TOPIC.attempts],
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
-      fetchMaxBytes,
+      fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
         const added = await store.storeAttempts(records.map((r) => r.value));
         await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));

@@ -2,7 +2,6 @@
 // a runtime (main.ts: its own process; services/embedded: every service in one process).
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
-import { fetchLimit } from '@switchyard/shared/kafka/index.ts';
 import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -48,7 +47,7 @@ export async function start(rt: Runtime): Promise<Service> {
     topics: [TOPIC.events],
     batchWaitMs: rt.config.ROUTER_BATCH_WAIT_MS,
     // Behind, the router holds a fetch of events and every delivery they expand to at once.
-    fetchMaxBytes: fetchLimit(rt.config.ROUTER_FETCH_MAX_BYTES),
+    fetchMaxBytes: rt.config.ROUTER_FETCH_MAX_BYTES,
     async handleBatch(records) {
       const started = performance.now();
       const { routed, duplicates, deadLetters } = await routeBatch(records);

@@ -98,17 +98,12 @@ export interface ConsumeOptions<T> {
    */
   batchWaitMs?: number;
   /**
-   * What one fetch may bring back, in all and per partition (default: kafkajs's 10 MiB and 1 MiB).
-   * A handleBatch consumer decodes every record of a fetch at once, so while it is behind this is
-   * what it holds; BOUNDED_FETCH keeps that to a few MB. The embedded bus has no fetch and reads at
-   * most 1,000 records or 1 MiB of a partition at a time whatever this says.
+   * Bytes one fetch may bring back, an eighth of it per partition (default: kafkajs's 10 MiB and 1
+   * MiB). A handleBatch consumer decodes every record of a fetch at once, so while it is behind this
+   * is what it holds; BOUNDED_FETCH_BYTES keeps that to a few MB. The embedded bus has no fetch and
+   * reads at most 1,000 records or 1 MiB of a partition at a time whatever this says.
    */
-  fetchMaxBytes?: FetchMaxBytes;
-}
-
-export interface FetchMaxBytes {
-  total: number;
-  perPartition: number;
+  fetchMaxBytes?: number;
 }
 
 interface PartitionState {
@@ -216,18 +211,19 @@ const MERGED_BATCH_MAX_RECORDS = 5_000;
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /**
- * What one fetch of a delayed consumer (the retry tiers) may bring back, in all and per partition
- * (kafkajs's defaults: 10 MiB and 1 MiB). A resumed tier needs only its records now due, and the
- * rest of a fetch is dropped at the next pause, so large fetches only held memory: in the benchmark's
- * hanging phase the sender's largest buffers in flight fell by 15 MB and its peak RSS by 13-26 MB
- * with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change 34). A
- * record batch larger than either still comes back whole, alone (Kafka's fetch rules since KIP-74).
+ * What one fetch of a delayed consumer (the retry tiers) may bring back, an eighth of it per
+ * partition (kafkajs's defaults: 10 MiB and 1 MiB). A resumed tier needs only its records now due,
+ * and the rest of a fetch is dropped at the next pause, so large fetches only held memory: in the
+ * benchmark's hanging phase the sender's largest buffers in flight fell by 15 MB and its peak RSS by
+ * 13-26 MB with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change
+ * 34). A record batch larger than either limit still comes back whole, alone (Kafka's fetch rules
+ * since KIP-74).
  */
-export const BOUNDED_FETCH: FetchMaxBytes = fetchLimit(2 * 1024 * 1024);
+export const BOUNDED_FETCH_BYTES = 2 * 1024 * 1024;
 
-/** A fetch limit of `total` bytes in all and an eighth of it per partition. */
-export function fetchLimit(total: number): FetchMaxBytes {
-  return { total, perPartition: Math.floor(total / 8) };
+/** kafkajs's fetch limits for `maxBytes` a fetch: an eighth of it per partition. */
+export function fetchLimits(maxBytes: number): { maxBytes: number; maxBytesPerPartition: number } {
+  return { maxBytes, maxBytesPerPartition: Math.floor(maxBytes / 8) };
 }
 
 /**
@@ -394,11 +390,11 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
         ...(o.batchWaitMs
           ? {
-              minBytes: o.fetchMaxBytes ? Math.min(1_048_576, Math.floor(o.fetchMaxBytes.total / 2)) : 1_048_576,
+              minBytes: o.fetchMaxBytes ? Math.min(1_048_576, Math.floor(o.fetchMaxBytes / 2)) : 1_048_576,
               maxWaitTimeInMs: o.batchWaitMs,
             }
           : {}),
-        ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes.total, maxBytesPerPartition: o.fetchMaxBytes.perPartition } : {}),
+        ...(o.fetchMaxBytes ? fetchLimits(o.fetchMaxBytes) : {}),
       });
       const log = opts.log.child({ group: o.groupId });
       const partitions = new Map<string, PartitionState>();
@@ -524,8 +520,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
         sessionTimeout: 45_000,
-        maxBytes: BOUNDED_FETCH.total,
-        maxBytesPerPartition: BOUNDED_FETCH.perPartition,
+        ...fetchLimits(BOUNDED_FETCH_BYTES),
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
