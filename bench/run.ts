@@ -468,11 +468,15 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     await ctx.rx.post('/__bench/reset', {});
     const attempts0 = await attemptCount(db);
 
+    // A Record, so a store added to STORES cannot go unsampled (and count no CPU).
+    const storePids: Record<StoreName, () => number[]> = {
+      kafka: ctx.infra.kafkaPids,
+      postgres: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend),
+    };
     const tracked: Tracked[] = [
       ...dep.services.map((s) => ({ name: s.name, pids: () => (s.child.pid ? [s.child.pid] : []) })),
       { name: 'receiver', pids: () => (ctx.rx.child.pid ? [ctx.rx.child.pid] : []) },
-      { name: 'kafka' satisfies StoreName, pids: ctx.infra.kafkaPids },
-      { name: 'postgres' satisfies StoreName, pids: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend) },
+      ...STORES.map((name) => ({ name, pids: storePids[name] })),
       { name: 'bench', pids: () => [process.pid] },
     ];
     const sampler = new ProcSampler(tracked);
