@@ -6,10 +6,9 @@ import t from 'tap';
 import {
   type Bus,
   createKafkaBus,
-  BOUNDED_FETCH_BYTES,
   DEFAULT_MAX_MESSAGE_BYTES,
+  DELAYED_FETCH_LIMITS,
   DELAYED_FETCH_MAX_WAIT_MS,
-  fetchLimits,
   type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
@@ -263,6 +262,39 @@ t.test('a batch consumer with fetchMaxBytes takes a backlog in calls of about th
   }
 });
 
+t.test('a batch consumer with fetchMaxBytes reads one busy partition up to the whole limit a fetch', async (t) => {
+  // One destination's attempts, one tenant's events: everything on one partition. A fetch that gave
+  // a partition only a share of its limit capped such a consumer at that share a round trip.
+  const topic: TopicDef = { name: 'hot', key: 'k', description: 'one busy partition' };
+  const { bus, producer } = await busWithTopic(t, topic);
+  const n = 300;
+  for (let s = 0; s < n / 10; s++) {
+    await producer.send(
+      topic,
+      Array.from({ length: 10 }, (_, j) => ({ key: 'same', value: { i: s * 10 + j, pad: 'x'.repeat(1000) } })),
+    );
+  }
+  const limit = 64 * 1024;
+  const calls: Array<{ bytes: number; values: number[] }> = [];
+  await bus.consume<{ i: number; pad: string }>({
+    groupId: uniqueName('hot'),
+    topics: [topic],
+    fetchMaxBytes: limit,
+    handleBatch: async (rs) =>
+      void calls.push({ bytes: rs.reduce((sum, r) => sum + JSON.stringify(r.value).length, 0), values: rs.map((r) => r.value.i) }),
+  });
+  await waitFor('the whole backlog', () => calls.reduce((sum, c) => sum + c.values.length, 0) >= n, 30_000);
+  const largest = Math.max(...calls.map((c) => c.bytes));
+  // Record batches of ~10 KB: a share of an eighth (8 KiB) would bring one batch a fetch.
+  t.ok(largest > limit / 2, `one fetch brought ${largest} bytes of the one partition (limit ${limit})`);
+  t.ok(largest <= limit, `and no more than the limit`);
+  t.same(
+    calls.flatMap((c) => c.values),
+    Array.from({ length: n }, (_, i) => i),
+    'each record once, in order',
+  );
+});
+
 t.test('delayed consumer: a record is released soon after it is due, not after a fetch wait', async (t) => {
   const { bus, producer } = await busWithTopic(t, TIER);
   const late: number[] = [];
@@ -301,7 +333,7 @@ t.test('delayed consumer: records larger than its fetch limits are released, eac
   });
   // One partition: small records around one over the per-partition limit and one over the whole
   // fetch's (each still under the topics' record batch limit), each sent as its own batch.
-  const { maxBytes, maxBytesPerPartition } = fetchLimits(BOUNDED_FETCH_BYTES);
+  const { maxBytes, maxBytesPerPartition } = DELAYED_FETCH_LIMITS;
   const sizes = [1, maxBytesPerPartition * 2, 1, maxBytes * 1.5, 1];
   t.ok(maxBytes * 1.5 < DEFAULT_MAX_MESSAGE_BYTES - 1024, 'the largest record fits a batch');
   for (const [i, bytes] of sizes.entries()) {

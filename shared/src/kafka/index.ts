@@ -98,10 +98,14 @@ export interface ConsumeOptions<T> {
    */
   batchWaitMs?: number;
   /**
-   * Bytes one fetch may bring back, an eighth of it per partition (default: kafkajs's 10 MiB and 1
-   * MiB). A handleBatch consumer decodes every record of a fetch at once, so while it is behind this
-   * is what it holds; BOUNDED_FETCH_BYTES keeps that to a few MB. The embedded bus has no fetch and
-   * reads at most 1,000 records or 1 MiB of a partition at a time whatever this says.
+   * Bytes one fetch may bring back, from one partition or several (default: kafkajs's 10 MiB a
+   * fetch and 1 MiB a partition). A handleBatch consumer decodes every record of a fetch at once, so
+   * while it is behind this is what it holds. One partition may fill the whole fetch: a smaller
+   * share would cap what one busy partition (one tenant's events, one destination's attempts) is
+   * read at, a share a round trip, whatever the consumer could do (an eighth held the attempts
+   * service to ~1,460 attempts/s of one destination; analysis, "Twenty-first round"). kafkajs
+   * shuffles the partitions of each fetch request, so none is starved. The embedded bus has no fetch
+   * and reads at most 1,000 records or 1 MiB of a partition at a time whatever this says.
    */
   fetchMaxBytes?: number;
 }
@@ -221,10 +225,8 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  */
 export const BOUNDED_FETCH_BYTES = 2 * 1024 * 1024;
 
-/** kafkajs's fetch limits for `maxBytes` a fetch: an eighth of it per partition. */
-export function fetchLimits(maxBytes: number): { maxBytes: number; maxBytesPerPartition: number } {
-  return { maxBytes, maxBytesPerPartition: Math.floor(maxBytes / 8) };
-}
+/** kafkajs's fetch limits for a delayed consumer: BOUNDED_FETCH_BYTES, an eighth of it a partition. */
+export const DELAYED_FETCH_LIMITS = { maxBytes: BOUNDED_FETCH_BYTES, maxBytesPerPartition: BOUNDED_FETCH_BYTES / 8 } as const;
 
 /**
  * Longest a delayed consumer's fetch waits for data (kafkajs's default: 5 s). A resumed partition
@@ -394,7 +396,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               maxWaitTimeInMs: o.batchWaitMs,
             }
           : {}),
-        ...(o.fetchMaxBytes ? fetchLimits(o.fetchMaxBytes) : {}),
+        ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes, maxBytesPerPartition: o.fetchMaxBytes } : {}),
       });
       const log = opts.log.child({ group: o.groupId });
       const partitions = new Map<string, PartitionState>();
@@ -520,7 +522,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
         sessionTimeout: 45_000,
-        ...fetchLimits(BOUNDED_FETCH_BYTES),
+        ...DELAYED_FETCH_LIMITS,
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
