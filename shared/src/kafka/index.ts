@@ -215,7 +215,7 @@ const MERGED_BATCH_MAX_RECORDS = 5_000;
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /**
- * What one fetch of a delayed consumer (the retry tiers) may bring back, an eighth of it per
+ * kafkajs's fetch limits for a delayed consumer (the retry tiers): 2 MiB a fetch, an eighth of it a
  * partition (kafkajs's defaults: 10 MiB and 1 MiB). A resumed tier needs only its records now due,
  * and the rest of a fetch is dropped at the next pause, so large fetches only held memory: in the
  * benchmark's hanging phase the sender's largest buffers in flight fell by 15 MB and its peak RSS by
@@ -223,10 +223,7 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  * 34). A record batch larger than either limit still comes back whole, alone (Kafka's fetch rules
  * since KIP-74).
  */
-export const BOUNDED_FETCH_BYTES = 2 * 1024 * 1024;
-
-/** kafkajs's fetch limits for a delayed consumer: BOUNDED_FETCH_BYTES, an eighth of it a partition. */
-export const DELAYED_FETCH_LIMITS = { maxBytes: BOUNDED_FETCH_BYTES, maxBytesPerPartition: BOUNDED_FETCH_BYTES / 8 } as const;
+export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPartition: 256 * 1024 } as const;
 
 /**
  * Longest a delayed consumer's fetch waits for data (kafkajs's default: 5 s). A resumed partition
