@@ -50,6 +50,33 @@ export function childrenOf(parent: number): number[] {
   return out;
 }
 
+/**
+ * Time this process's threads spent runnable but waiting for a CPU, and how many times they were put
+ * on one, summed over its threads (`/proc/PID/task/TID/schedstat`: on-CPU ns, run-queue wait ns,
+ * timeslices). On a machine shared by every process of the benchmark this is the delay a hop adds
+ * without spending any CPU of its own.
+ */
+function readSched(pid: number): { waitNs: number; runs: number } {
+  let waitNs = 0;
+  let runs = 0;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return { waitNs, runs };
+  }
+  for (const tid of tids) {
+    try {
+      const [, wait = '0', slices = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
+      waitNs += Number(wait);
+      runs += Number(slices);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return { waitNs, runs };
+}
+
 function readSystemCpu(): { busy: number; total: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
   const f = line.trim().split(/\s+/).slice(1).map(Number);
@@ -73,6 +100,10 @@ export interface ProcPoint {
   /** CPU since the previous sample, in percent of one core. */
   cpuPct: number;
   rssMb: number;
+  /** Run-queue wait of all its threads since the previous sample, ms per second. */
+  waitMsPerS?: number;
+  /** Times its threads were put on a CPU since the previous sample, per second. */
+  runsPerS?: number;
 }
 
 export interface Sample {
@@ -92,6 +123,10 @@ export interface ProcSummary {
   hwmMb: number;
   /** RSS when sampling started (the services idle after start-up and one probe event). */
   rssStartMb: number;
+  /** Run-queue wait of all its threads, ms per second of the window (absent in older results). */
+  waitMsPerS?: number;
+  /** That wait divided by the times its threads were put on a CPU: the average delay of a wake-up, µs. */
+  waitUsPerRun?: number;
 }
 
 export interface WindowSummary {
@@ -110,6 +145,7 @@ export class ProcSampler {
   readonly samples: Sample[] = [];
   private readonly tracked: Tracked[];
   private readonly last = new Map<number, number>();
+  private readonly lastSched = new Map<number, { waitNs: number; runs: number }>();
   private lastSys = readSystemCpu();
   private lastT = performance.now();
   private readonly hwm = new Map<string, number>();
@@ -141,18 +177,32 @@ export class ProcSampler {
       let ticks = 0;
       let rssKb = 0;
       let hwmKb = 0;
+      let waitNs = 0;
+      let runs = 0;
       for (const pid of tr.pids()) {
         const st = readStat(pid);
         if (!st) continue;
         const prev = this.last.get(pid);
         ticks += prev === undefined ? (prime ? 0 : st.ticks) : st.ticks - prev;
         this.last.set(pid, st.ticks);
+        const sc = readSched(pid);
+        const prevSc = this.lastSched.get(pid);
+        if (prevSc) {
+          waitNs += sc.waitNs - prevSc.waitNs;
+          runs += sc.runs - prevSc.runs;
+        }
+        this.lastSched.set(pid, sc);
         const m = readMem(pid);
         rssKb += m.rssKb;
         hwmKb = Math.max(hwmKb, m.hwmKb);
       }
       this.hwm.set(tr.name, Math.max(this.hwm.get(tr.name) ?? 0, hwmKb));
-      procs[tr.name] = { cpuPct: dt > 0 ? (ticks / CLK_TCK / dt) * 100 : 0, rssMb: rssKb / 1024 };
+      procs[tr.name] = {
+        cpuPct: dt > 0 ? (ticks / CLK_TCK / dt) * 100 : 0,
+        rssMb: rssKb / 1024,
+        waitMsPerS: dt > 0 ? waitNs / 1e6 / dt : 0,
+        runsPerS: dt > 0 ? runs / dt : 0,
+      };
       if (prime) this.rssStart.set(tr.name, rssKb / 1024);
     }
     const sysTotal = sys.total - this.lastSys.total;
@@ -174,6 +224,8 @@ export class ProcSampler {
     for (const tr of this.tracked) {
       const cpu = w.map((s) => s.procs[tr.name]?.cpuPct ?? 0);
       const rss = w.map((s) => s.procs[tr.name]?.rssMb ?? 0);
+      const waitMs = avg(w.map((s) => s.procs[tr.name]?.waitMsPerS ?? 0));
+      const runs = avg(w.map((s) => s.procs[tr.name]?.runsPerS ?? 0));
       procs[tr.name] = {
         cpuAvgPct: r1(avg(cpu)),
         cpuMaxPct: r1(Math.max(0, ...cpu)),
@@ -181,6 +233,8 @@ export class ProcSampler {
         rssMaxMb: r1(Math.max(0, ...rss)),
         hwmMb: r1((this.hwm.get(tr.name) ?? 0) / 1024),
         rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
+        waitMsPerS: r1(waitMs),
+        waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
       };
       tracked += avg(cpu);
     }

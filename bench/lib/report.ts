@@ -346,6 +346,26 @@ export function markdown(r: RunResult, svgName: string): string {
       '`bench` is the runner itself: load generator, bare ceiling loop and monitoring.',
   );
   L.push('');
+  if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.waitMsPerS !== undefined))) {
+    L.push('## Waiting for a CPU (run-queue wait of all its threads, ms per second · average µs per wake-up)');
+    L.push('');
+    L.push(`| scenario | ${names.join(' | ')} |`);
+    L.push(`|---|${names.map(() => '---:').join('|')}|`);
+    for (const p of r.phases) {
+      const cells = names.map((n) => {
+        const s = p.machine.procs[n];
+        return s?.waitMsPerS !== undefined ? `${Math.round(s.waitMsPerS)} · ${s.waitUsPerRun ?? 0}` : '';
+      });
+      L.push(`| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} |`);
+    }
+    L.push('');
+    L.push(
+      "From each thread's `/proc/PID/task/TID/schedstat`: the time it was ready to run while every core was taken. " +
+        'Every process here shares the same cores, so a hop that waits adds its wait to publish→receive without spending CPU of its own; ' +
+        '1,000 ms per second is one thread always waiting.',
+    );
+    L.push('');
+  }
   const maxRate = r.phases.filter((p) => p.targetRate === null);
   if (maxRate.length) {
     L.push(`## CPU per delivery against the throughput target (ms of CPU per delivery, full-speed phases)`);

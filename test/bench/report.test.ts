@@ -100,3 +100,18 @@ t.test('a phase under the budget has nothing in bold, and a run of fixed-rate ph
   const fixed = run.phases.filter((p) => p.targetRate !== null);
   t.notMatch(markdown({ ...run, phases: fixed }, 'x.svg'), /## CPU per delivery/);
 });
+
+t.test('run-queue wait is tabled per process when recorded, and older results render without it', async (t) => {
+  const run = recorded('2026-11-23-all-seventh-rerun');
+  t.notMatch(markdown(run, 'x.svg'), /Waiting for a CPU/, 'a result from before the measurement has no such table');
+  const phases = run.phases.map((p) => ({
+    ...p,
+    machine: {
+      ...p.machine,
+      procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, waitMsPerS: 412.4, waitUsPerRun: 865 }])),
+    },
+  }));
+  const md = markdown({ ...run, phases }, 'x.svg');
+  t.match(md, /## Waiting for a CPU/);
+  t.match(md, /\| single \/ main \| 412 · 865 \|/, "each phase's row carries wait ms/s and µs per wake-up");
+});

@@ -1,0 +1,43 @@
+// The benchmark's process sampler reads how long a process's threads waited for a CPU: with more
+// spinning processes than cores, the spinners together must wait about one core's worth of time.
+// (Linux only, as the benchmark is.)
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { cores, ProcSampler } from '../../bench/lib/proc.ts';
+
+t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
+  const n = cores() + 1;
+  const spinners = Array.from({ length: n }, () =>
+    spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' }),
+  );
+  t.teardown(() => {
+    for (const c of spinners) c.kill('SIGKILL');
+  });
+  await sleep(300);
+  const sampler = new ProcSampler(spinners.map((c, i) => ({ name: `spin${i}`, pids: () => [c.pid as number] })));
+  const from = Date.now();
+  sampler.start(250);
+  await sleep(2000);
+  sampler.stop();
+  const summary = sampler.summary(from, Date.now());
+  const waits = Object.values(summary.procs).map((s) => s.waitMsPerS ?? 0);
+  const total = waits.reduce((a, b) => a + b, 0);
+  // n spinners on n - 1 cores: one of them is always waiting, 1,000 ms per second in all; more when
+  // other work shares the machine, and never more than each of them waiting all the time.
+  t.ok(total > 400 && total <= n * 1000 * 1.1, `together they waited ${Math.round(total)} ms per second`);
+  for (const s of Object.values(summary.procs)) t.ok((s.waitUsPerRun ?? 0) > 0, 'each wake-up waited on average');
+});
+
+t.test('a process that sleeps waits for a CPU hardly at all', async (t) => {
+  const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
+  t.teardown(() => sleeper.kill('SIGKILL'));
+  await sleep(300);
+  const sampler = new ProcSampler([{ name: 'sleeper', pids: () => [sleeper.pid as number] }]);
+  const from = Date.now();
+  sampler.start(250);
+  await sleep(1000);
+  sampler.stop();
+  const s = sampler.summary(from, Date.now()).procs.sleeper;
+  t.ok(s !== undefined && (s.waitMsPerS ?? -1) >= 0 && (s.waitMsPerS ?? 1e9) < 100, `waited ${s?.waitMsPerS} ms per second`);
+});
