@@ -95,3 +95,21 @@ t.test('a child logger’s bindings are redacted the same way', async (t) => {
   t.equal(line(1).group, 'g');
   t.notMatch(JSON.stringify(lines), /child_secret|child_token/);
 });
+
+t.test('a line logged to stdout is written before the call returns: a process killed straight after loses none', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const logModule = fileURLToPath(new URL('../src/log.ts', import.meta.url));
+  // 2,000 lines, then SIGKILL from the same tick: nothing queued for later survives a kill.
+  const script = `
+    const { createLogger } = await import(${JSON.stringify(logModule)});
+    const log = createLogger('kill-test');
+    for (let i = 0; i < 2000; i++) log.info({ i }, 'attempt');
+    process.kill(process.pid, 'SIGKILL');
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  t.equal(r.signal, 'SIGKILL', 'the child was killed, not ended');
+  const lines = r.stdout.split('\n').filter(Boolean);
+  t.equal(lines.length, 2000, 'every line logged before the kill reached stdout');
+  t.same(JSON.parse(lines.at(-1) as string).i, 1999);
+});
