@@ -51,30 +51,27 @@ export function childrenOf(parent: number): number[] {
 }
 
 /**
- * Time this process's threads spent runnable but waiting for a CPU, and how many times they were put
- * on one, summed over its threads (`/proc/PID/task/TID/schedstat`: on-CPU ns, run-queue wait ns,
- * timeslices). On a machine shared by every process of the benchmark this is the delay a hop adds
- * without spending any CPU of its own.
+ * Run-queue wait and times put on a CPU of each thread of a process, by thread id
+ * (`/proc/PID/task/TID/schedstat`: on-CPU ns, run-queue wait ns, timeslices). On a machine shared by
+ * every process of the benchmark this wait is the delay a hop adds without spending CPU of its own.
  */
-function readSched(pid: number): { waitNs: number; runs: number } {
-  let waitNs = 0;
-  let runs = 0;
+function readThreadSched(pid: number): Map<number, { waitNs: number; runs: number }> {
+  const out = new Map<number, { waitNs: number; runs: number }>();
   let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return { waitNs, runs };
+    return out;
   }
   for (const tid of tids) {
     try {
       const [, wait = '0', slices = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
-      waitNs += Number(wait);
-      runs += Number(slices);
+      out.set(Number(tid), { waitNs: Number(wait), runs: Number(slices) });
     } catch {
       // The thread ended between the listing and the read.
     }
   }
-  return { waitNs, runs };
+  return out;
 }
 
 function readSystemCpu(): { busy: number; total: number } {
@@ -101,9 +98,9 @@ export interface ProcPoint {
   cpuPct: number;
   rssMb: number;
   /** Run-queue wait of all its threads since the previous sample, ms per second. */
-  waitMsPerS?: number;
+  waitMsPerS: number;
   /** Times its threads were put on a CPU since the previous sample, per second. */
-  runsPerS?: number;
+  runsPerS: number;
 }
 
 export interface Sample {
@@ -145,7 +142,8 @@ export class ProcSampler {
   readonly samples: Sample[] = [];
   private readonly tracked: Tracked[];
   private readonly last = new Map<number, number>();
-  private readonly lastSched = new Map<number, { waitNs: number; runs: number }>();
+  /** By thread id: a sum per process would fall, and read negative, whenever one of its threads ended. */
+  private lastSched = new Map<number, { waitNs: number; runs: number }>();
   private lastSys = readSystemCpu();
   private lastT = performance.now();
   private readonly hwm = new Map<string, number>();
@@ -173,6 +171,7 @@ export class ProcSampler {
     const dt = (t - this.lastT) / 1000;
     const sys = readSystemCpu();
     const procs: Record<string, ProcPoint> = {};
+    const sched = new Map<number, { waitNs: number; runs: number }>();
     for (const tr of this.tracked) {
       let ticks = 0;
       let rssKb = 0;
@@ -185,13 +184,13 @@ export class ProcSampler {
         const prev = this.last.get(pid);
         ticks += prev === undefined ? (prime ? 0 : st.ticks) : st.ticks - prev;
         this.last.set(pid, st.ticks);
-        const sc = readSched(pid);
-        const prevSc = this.lastSched.get(pid);
-        if (prevSc) {
-          waitNs += sc.waitNs - prevSc.waitNs;
-          runs += sc.runs - prevSc.runs;
+        for (const [tid, th] of readThreadSched(pid)) {
+          // A thread first seen after the first sample started since the previous one: all of it counts.
+          const prevTh = this.lastSched.get(tid) ?? (prime ? th : { waitNs: 0, runs: 0 });
+          waitNs += th.waitNs - prevTh.waitNs;
+          runs += th.runs - prevTh.runs;
+          sched.set(tid, th);
         }
-        this.lastSched.set(pid, sc);
         const m = readMem(pid);
         rssKb += m.rssKb;
         hwmKb = Math.max(hwmKb, m.hwmKb);
@@ -205,6 +204,7 @@ export class ProcSampler {
       };
       if (prime) this.rssStart.set(tr.name, rssKb / 1024);
     }
+    this.lastSched = sched;
     const sysTotal = sys.total - this.lastSys.total;
     const systemPct = sysTotal > 0 ? ((sys.busy - this.lastSys.busy) / sysTotal) * 100 * cores() : 0;
     this.lastSys = sys;

@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { createLogger } from '../src/log.ts';
 
@@ -97,8 +99,6 @@ t.test('a child logger’s bindings are redacted the same way', async (t) => {
 });
 
 t.test('a line logged to stdout is written before the call returns: a process killed straight after loses none', async (t) => {
-  const { spawnSync } = await import('node:child_process');
-  const { fileURLToPath } = await import('node:url');
   const logModule = fileURLToPath(new URL('../src/log.ts', import.meta.url));
   // 2,000 lines, then SIGKILL from the same tick: nothing queued for later survives a kill.
   const script = `

@@ -41,3 +41,33 @@ t.test('a process that sleeps waits for a CPU hardly at all', async (t) => {
   const s = sampler.summary(from, Date.now()).procs.sleeper;
   t.ok(s !== undefined && (s.waitMsPerS ?? -1) >= 0 && (s.waitMsPerS ?? 1e9) < 100, `waited ${s?.waitMsPerS} ms per second`);
 });
+
+t.test('threads that end between samples do not take their wait out of the others', async (t) => {
+  // Short-lived spinning worker threads in one process, on a machine kept busy: each one that ends
+  // had waited, and a per-process sum of its threads would fall by that much.
+  const n = cores() + 1;
+  const spin = 'const end = Date.now() + 20000; while (Date.now() < end);';
+  const others = Array.from({ length: n }, () => spawn(process.execPath, ['-e', spin], { stdio: 'ignore' }));
+  const churn = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const { Worker } = require('node:worker_threads');
+       const one = () => new Worker('const e = Date.now() + 150; while (Date.now() < e);', { eval: true }).on('exit', one);
+       one(); one();
+       setTimeout(() => process.exit(0), 20000);`,
+    ],
+    { stdio: 'ignore' },
+  );
+  t.teardown(() => {
+    for (const c of [...others, churn]) c.kill('SIGKILL');
+  });
+  await sleep(300);
+  const sampler = new ProcSampler([{ name: 'churn', pids: () => [churn.pid as number] }]);
+  sampler.start(100);
+  await sleep(2500);
+  sampler.stop();
+  const waits = sampler.samples.map((s) => s.procs.churn?.waitMsPerS ?? 0);
+  t.ok(Math.max(...waits) > 0, 'its threads waited');
+  t.ok(Math.min(...waits) >= 0, `no sample read a negative wait (lowest ${Math.min(...waits).toFixed(1)} ms/s)`);
+});
