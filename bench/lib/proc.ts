@@ -124,6 +124,8 @@ export interface ProcSummary {
   waitMsPerS?: number;
   /** That wait divided by the times its threads were put on a CPU: the average delay of a wake-up, µs. */
   waitUsPerRun?: number;
+  /** Times its threads were put on a CPU, per second of the window: its wake-ups (absent before 2026-11-24's twenty-third round). */
+  runsPerS?: number;
 }
 
 export interface WindowSummary {
@@ -235,6 +237,7 @@ export class ProcSampler {
         rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
         waitMsPerS: r1(waitMs),
         waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
+        runsPerS: Math.round(runs),
       };
       tracked += avg(cpu);
     }

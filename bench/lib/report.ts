@@ -347,14 +347,16 @@ export function markdown(r: RunResult, svgName: string): string {
   );
   L.push('');
   if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.waitMsPerS !== undefined))) {
-    L.push('## Waiting for a CPU (run-queue wait of all its threads, ms per second · average µs per wake-up)');
+    L.push('## Waiting for a CPU (run-queue wait of all its threads, ms per second · average µs per wake-up · wake-ups per second)');
     L.push('');
     L.push(`| scenario | ${names.join(' | ')} |`);
     L.push(`|---|${names.map(() => '---:').join('|')}|`);
     for (const p of r.phases) {
       const cells = names.map((n) => {
         const s = p.machine.procs[n];
-        return s?.waitMsPerS !== undefined ? `${Math.round(s.waitMsPerS)} · ${s.waitUsPerRun ?? 0}` : '';
+        if (s?.waitMsPerS === undefined) return '';
+        const cell = `${Math.round(s.waitMsPerS)} · ${s.waitUsPerRun ?? 0}`;
+        return s.runsPerS === undefined ? cell : `${cell} · ${s.runsPerS.toLocaleString('en-US')}`;
       });
       L.push(`| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} |`);
     }
@@ -362,7 +364,7 @@ export function markdown(r: RunResult, svgName: string): string {
     L.push(
       "From each thread's `/proc/PID/task/TID/schedstat`: the time it was ready to run while every core was taken. " +
         'Every process here shares the same cores, so a hop that waits adds its wait to publish→receive without spending CPU of its own; ' +
-        '1,000 ms per second is one thread always waiting.',
+        '1,000 ms per second is one thread always waiting. Wake-ups count every time one of its threads was put on a CPU (results before the twenty-third round have only the first two figures).',
     );
     L.push('');
   }

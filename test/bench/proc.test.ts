@@ -27,6 +27,8 @@ t.test('more busy processes than cores: their run-queue wait is counted', async 
   // other work shares the machine, and never more than each of them waiting all the time.
   t.ok(total > 400 && total <= n * 1000 * 1.1, `together they waited ${Math.round(total)} ms per second`);
   for (const s of Object.values(summary.procs)) t.ok((s.waitUsPerRun ?? 0) > 0, 'each wake-up waited on average');
+  // Each spinner is put back on a CPU at every scheduler tick it loses, so at least a few times a second.
+  for (const s of Object.values(summary.procs)) t.ok((s.runsPerS ?? 0) > 2, `put on a CPU ${s.runsPerS} times a second`);
 });
 
 t.test('a process that sleeps waits for a CPU hardly at all', async (t) => {
@@ -40,6 +42,32 @@ t.test('a process that sleeps waits for a CPU hardly at all', async (t) => {
   sampler.stop();
   const s = sampler.summary(from, Date.now()).procs.sleeper;
   t.ok(s !== undefined && (s.waitMsPerS ?? -1) >= 0 && (s.waitMsPerS ?? 1e9) < 100, `waited ${s?.waitMsPerS} ms per second`);
+});
+
+t.test('wake-ups per second count how often a process is put on a CPU', async (t) => {
+  // A timer every 10 ms wakes the main thread about 100 times a second; a process asleep for the
+  // whole window hardly at all.
+  const ticker = spawn(process.execPath, ['-e', 'setInterval(() => {}, 10); setTimeout(() => process.exit(0), 20000)'], {
+    stdio: 'ignore',
+  });
+  const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
+  t.teardown(() => {
+    ticker.kill('SIGKILL');
+    sleeper.kill('SIGKILL');
+  });
+  await sleep(500);
+  const sampler = new ProcSampler([
+    { name: 'ticker', pids: () => [ticker.pid as number] },
+    { name: 'sleeper', pids: () => [sleeper.pid as number] },
+  ]);
+  const from = Date.now();
+  sampler.start(250);
+  await sleep(2000);
+  sampler.stop();
+  const procs = sampler.summary(from, Date.now()).procs;
+  const ticks = procs.ticker?.runsPerS ?? 0;
+  t.ok(ticks >= 60 && ticks <= 400, `the ticker woke ${ticks} times a second`);
+  t.ok((procs.sleeper?.runsPerS ?? 1e9) < 20, `the sleeper woke ${procs.sleeper?.runsPerS} times a second`);
 });
 
 t.test('threads that end between samples do not take their wait out of the others', async (t) => {

@@ -114,4 +114,16 @@ t.test('run-queue wait is tabled per process when recorded, and older results re
   const md = markdown({ ...run, phases }, 'x.svg');
   t.match(md, /## Waiting for a CPU/);
   t.match(md, /\| single \/ main \| 412 · 865 \|/, "each phase's row carries wait ms/s and µs per wake-up");
+  const counted = phases.map((p) => ({
+    ...p,
+    machine: {
+      ...p.machine,
+      procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, runsPerS: 1477 }])),
+    },
+  }));
+  t.match(
+    markdown({ ...run, phases: counted }, 'x.svg'),
+    /\| single \/ main \| 412 · 865 · 1,477 \|/,
+    'and wake-ups per second once recorded',
+  );
 });
