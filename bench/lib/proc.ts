@@ -55,8 +55,13 @@ export function childrenOf(parent: number): number[] {
  * (`/proc/PID/task/TID/schedstat`: on-CPU ns, run-queue wait ns, timeslices). On a machine shared by
  * every process of the benchmark this wait is the delay a hop adds without spending CPU of its own.
  */
-function readThreadSched(pid: number): Map<number, { waitNs: number; runs: number }> {
-  const out = new Map<number, { waitNs: number; runs: number }>();
+interface ThreadSched {
+  waitNs: number;
+  runs: number;
+}
+
+function readThreadSched(pid: number): Map<number, ThreadSched> {
+  const out = new Map<number, ThreadSched>();
   let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
@@ -145,7 +150,7 @@ export class ProcSampler {
   private readonly tracked: Tracked[];
   private readonly last = new Map<number, number>();
   /** By thread id: a sum per process would fall, and read negative, whenever one of its threads ended. */
-  private lastSched = new Map<number, { waitNs: number; runs: number }>();
+  private lastSched = new Map<number, ThreadSched>();
   private lastSys = readSystemCpu();
   private lastT = performance.now();
   private readonly hwm = new Map<string, number>();
@@ -173,7 +178,7 @@ export class ProcSampler {
     const dt = (t - this.lastT) / 1000;
     const sys = readSystemCpu();
     const procs: Record<string, ProcPoint> = {};
-    const sched = new Map<number, { waitNs: number; runs: number }>();
+    const sched = new Map<number, ThreadSched>();
     for (const tr of this.tracked) {
       let ticks = 0;
       let rssKb = 0;

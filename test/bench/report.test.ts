@@ -14,6 +14,7 @@ import {
   slowPhases,
   slowPhasesNote,
 } from '../../bench/lib/report.ts';
+import type { ProcSummary } from '../../bench/lib/proc.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 const recorded = (label: string) => JSON.parse(readFileSync(join(ROOT, 'bench/results', `${label}.json`), 'utf8')) as RunResult;
@@ -104,25 +105,22 @@ t.test('a phase under the budget has nothing in bold, and a run of fixed-rate ph
 t.test('run-queue wait is tabled per process when recorded, and older results render without it', async (t) => {
   const run = recorded('2026-11-23-all-seventh-rerun');
   t.notMatch(markdown(run, 'x.svg'), /Waiting for a CPU/, 'a result from before the measurement has no such table');
-  const phases = run.phases.map((p) => ({
-    ...p,
-    machine: {
-      ...p.machine,
-      procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, waitMsPerS: 412.4, waitUsPerRun: 865 }])),
-    },
-  }));
-  const md = markdown({ ...run, phases }, 'x.svg');
+  // The same run as if every process's summary had carried these figures.
+  const withProcFields = (fields: Partial<ProcSummary>): RunResult => ({
+    ...run,
+    phases: run.phases.map((p) => ({
+      ...p,
+      machine: {
+        ...p.machine,
+        procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, ...fields }])),
+      },
+    })),
+  });
+  const md = markdown(withProcFields({ waitMsPerS: 412.4, waitUsPerRun: 865 }), 'x.svg');
   t.match(md, /## Waiting for a CPU/);
   t.match(md, /\| single \/ main \| 412 · 865 \|/, "each phase's row carries wait ms/s and µs per wake-up");
-  const counted = phases.map((p) => ({
-    ...p,
-    machine: {
-      ...p.machine,
-      procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, runsPerS: 1477 }])),
-    },
-  }));
   t.match(
-    markdown({ ...run, phases: counted }, 'x.svg'),
+    markdown(withProcFields({ waitMsPerS: 412.4, waitUsPerRun: 865, runsPerS: 1477 }), 'x.svg'),
     /\| single \/ main \| 412 · 865 · 1,477 \|/,
     'and wake-ups per second once recorded',
   );
