@@ -51,6 +51,7 @@ const { values: opt } = parseArgs({
     payload: { type: 'string', default: '256' },
     backlog: { type: 'string', default: '5000' },
     'max-rate': { type: 'string' },
+    'broker-warmup': { type: 'string' },
     'latency-fraction': { type: 'string', default: '0.25' },
     'ceiling-seconds': { type: 'string' },
     'ceiling-concurrency': { type: 'string', default: '64' },
@@ -94,6 +95,8 @@ if (opt.help) {
   --payload BYTES    size of each event's data (default 256)
   --backlog N        max-rate phases hold publishing while more than N deliveries are outstanding (default 5000)
   --max-rate N       events/s the latency scenario takes as 100% when 'single' is not in this run
+  --broker-warmup S  seconds of single's load through a deployment of its own before the first phase,
+                     unmeasured, so the broker's JIT has compiled its request paths (default 30; 0 with --quick)
   --latency-fraction F   share of the maximum rate for the latency scenario (default 0.25)
   --ceiling-seconds S    length of each bare ceiling run (default 20; 5 with --quick)
   --profile          run the services under node --cpu-prof and summarise the profiles
@@ -119,6 +122,8 @@ if (opt.help) {
 const quick = opt.quick as boolean;
 const durationS = Number(opt.duration ?? (quick ? 10 : 60));
 const warmupS = Math.min(quick ? 2 : 10, Math.floor(durationS * 0.2));
+const brokerWarmupS = Number(opt['broker-warmup'] ?? (quick ? 0 : 30));
+if (!(brokerWarmupS >= 0)) throw new Error(`--broker-warmup wants seconds (0 for none), got ${opt['broker-warmup']}`);
 const via = opt.via as Via;
 if (!['http', 'batch', 'kafka'].includes(via)) throw new Error(`--via must be http, batch or kafka`);
 const concurrency = Number(opt.concurrency ?? (via === 'http' ? 64 : 8));
@@ -416,22 +421,85 @@ function schedulePause(p: Pause, dep: Deployment, phase: string, notes: string[]
   };
 }
 
-async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
-  const name = `${def.scenario}/${def.phase}`;
-  const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
-  if (def.rate !== 'max' && !ctx.maxRate) throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
-  log(`${name}: ${def.title}; starting services`);
-  const dep = await deploy({
+/** The services of one phase, on a fresh database and topic prefix; `profileDir`: under --cpu-prof. */
+function deployServices(ctx: Ctx, label: string, profileDir: string | undefined): Promise<Deployment> {
+  return deploy({
     infra: ctx.infra,
     dir: ctx.logsDir,
-    label: `${def.scenario}-${def.phase}`,
+    label,
     logLevel: opt['log-level'] as string,
-    ...(ctx.profileDir ? { profileDir: ctx.profileDir } : {}),
+    ...(profileDir ? { profileDir } : {}),
     ...(opt['services-root'] ? { servicesRoot: opt['services-root'] } : {}),
     ...(ctx.built ? { built: ctx.built } : {}),
     env: serviceEnv,
     nodeFlags,
   });
+}
+
+/**
+ * The load of a phase: at `ratePerSec`, or (null) as fast as accepted while fewer than the backlog cap
+ * of deliveries are outstanding (`received`: deliveries so far, as the caller last read them).
+ */
+function startPhaseLoad(
+  dep: Deployment,
+  ctx: Ctx,
+  built: Built,
+  o: { ratePerSec: number | null; durationMs: number; received: () => number },
+): LoadHandle {
+  const holder: { load?: LoadHandle } = {};
+  const load = startLoad({
+    via,
+    gatewayUrl: dep.gatewayUrl,
+    apiKey: dep.apiKey,
+    kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 },
+    pick: (n) => ({ tenant_id: built.tenants[n % built.tenants.length] as string, topic: 'bench.event' }),
+    ...(o.ratePerSec ? { ratePerSec: o.ratePerSec } : {}),
+    concurrency,
+    batchSize,
+    durationMs: o.durationMs,
+    payloadBytes,
+    ...(o.ratePerSec ? {} : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - o.received() < backlogCap }),
+  });
+  holder.load = load;
+  return load;
+}
+
+/**
+ * Single's load through a deployment of its own, unmeasured, before the first phase. The services
+ * start afresh for every phase and warm up in its first seconds; the broker runs through the whole
+ * run, and a cold one (a JVM) spent its first 20-25 s of load compiling its request paths, half of
+ * them inside the first phase's window (twenty-fourth round).
+ */
+async function warmBroker(ctx: Ctx, seconds: number): Promise<void> {
+  log(`broker warm-up: ${seconds} s of single's load, unmeasured; starting services`);
+  const dep = await deployServices(ctx, 'broker-warmup', undefined);
+  current = dep;
+  try {
+    const built = await buildTopology(dep, ctx.rx, (phasesOf('single')[0] as PhaseDef).topology);
+    let received = 0;
+    const load = startPhaseLoad(dep, ctx, built, { ratePerSec: null, durationMs: seconds * 1000, received: () => received });
+    let loadDone = false;
+    const result = load.done.finally(() => {
+      loadDone = true;
+    });
+    while (!loadDone) {
+      await Promise.race([dep.crashed, sleep(250)]);
+      received = (await ctx.rx.stats()).received.ok;
+    }
+    const r = await result;
+    log(`broker warm-up done: ${fmtInt(r.eventsAccepted)} events published, ${fmtInt(received)} delivered`);
+  } finally {
+    await dep.stop();
+    current = null;
+  }
+}
+
+async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
+  const name = `${def.scenario}/${def.phase}`;
+  const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
+  if (def.rate !== 'max' && !ctx.maxRate) throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
+  log(`${name}: ${def.title}; starting services`);
+  const dep = await deployServices(ctx, `${def.scenario}-${def.phase}`, ctx.profileDir);
   current = dep;
   const notes: string[] = [];
   const undoPauses: Array<() => void> = [];
@@ -483,22 +551,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     sampler.start(1000);
 
     let received = 0;
-    const tenants = built.tenants;
-    const holder: { load?: LoadHandle } = {};
-    const load = startLoad({
-      via,
-      gatewayUrl: dep.gatewayUrl,
-      apiKey: dep.apiKey,
-      kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 },
-      pick: (n) => ({ tenant_id: tenants[n % tenants.length] as string, topic: 'bench.event' }),
-      ...(targetRate ? { ratePerSec: targetRate } : {}),
-      concurrency,
-      batchSize,
-      durationMs: durationS * 1000,
-      payloadBytes,
-      ...(targetRate ? {} : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - received < backlogCap }),
-    });
-    holder.load = load;
+    const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: durationS * 1000, received: () => received });
     const loadStart = Date.now();
     for (const p of pauses) undoPauses.push(schedulePause(p, dep, name, notes));
     const windowFrom = loadStart + warmupS * 1000;
@@ -783,6 +836,7 @@ async function main(): Promise<void> {
       ceiling,
       maxRate: opt['max-rate'] ? Number(opt['max-rate']) : null,
     };
+    if (brokerWarmupS > 0) await warmBroker(ctx, brokerWarmupS);
     const phases: PhaseResult[] = [];
     for (const s of chosen) {
       for (const def of phasesOf(s)) {
@@ -854,6 +908,7 @@ async function main(): Promise<void> {
         logLevel: opt['log-level'] as string,
         serviceEnv,
         nodeFlags,
+        brokerWarmupS,
       },
       ceiling: { start: ceilingStart, end: ceilingEnd },
       phases,

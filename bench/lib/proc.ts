@@ -56,11 +56,21 @@ export function childrenOf(parent: number): number[] {
  * every process of the benchmark this wait is the delay a hop adds without spending CPU of its own.
  */
 interface ThreadSched {
+  cpuNs: number;
   waitNs: number;
   runs: number;
+  /** A JIT compiler thread (see isJitThread). */
+  jit: boolean;
 }
 
-function readThreadSched(pid: number): Map<number, ThreadSched> {
+/**
+ * HotSpot names its compiler threads "C1 CompilerThread0", "C2 CompilerThread1"... (the kernel keeps
+ * 15 characters). Their CPU is a JVM warming up: the broker compiling its request paths.
+ */
+export const isJitThread = (comm: string): boolean => /^C[12] CompilerThre/.test(comm);
+
+/** `known`: the previous sample's threads; a thread id not among them (new, or reused) has its name read. */
+function readThreadSched(pid: number, known: ReadonlyMap<number, ThreadSched>): Map<number, ThreadSched> {
   const out = new Map<number, ThreadSched>();
   let tids: string[];
   try {
@@ -70,8 +80,9 @@ function readThreadSched(pid: number): Map<number, ThreadSched> {
   }
   for (const tid of tids) {
     try {
-      const [, wait = '0', slices = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
-      out.set(Number(tid), { waitNs: Number(wait), runs: Number(slices) });
+      const [cpu = '0', wait = '0', slices = '0'] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ');
+      const jit = known.get(Number(tid))?.jit ?? isJitThread(readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8'));
+      out.set(Number(tid), { cpuNs: Number(cpu), waitNs: Number(wait), runs: Number(slices), jit });
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -106,6 +117,8 @@ export interface ProcPoint {
   waitMsPerS: number;
   /** Times its threads were put on a CPU since the previous sample, per second. */
   runsPerS: number;
+  /** CPU of its JIT compiler threads since the previous sample, ms per second (a JVM's; 0 for Node). */
+  jitMsPerS: number;
 }
 
 export interface Sample {
@@ -131,6 +144,8 @@ export interface ProcSummary {
   waitUsPerRun?: number;
   /** Times its threads were put on a CPU, per second of the window: its wake-ups (absent before 2026-11-24's twenty-third round). */
   runsPerS?: number;
+  /** CPU of its JIT compiler threads, ms per second of the window (absent before 2026-11-25's twenty-fourth round). */
+  jitMsPerS?: number;
 }
 
 export interface WindowSummary {
@@ -185,17 +200,19 @@ export class ProcSampler {
       let hwmKb = 0;
       let waitNs = 0;
       let runs = 0;
+      let jitNs = 0;
       for (const pid of tr.pids()) {
         const st = readStat(pid);
         if (!st) continue;
         const prev = this.last.get(pid);
         ticks += prev === undefined ? (prime ? 0 : st.ticks) : st.ticks - prev;
         this.last.set(pid, st.ticks);
-        for (const [tid, th] of readThreadSched(pid)) {
+        for (const [tid, th] of readThreadSched(pid, this.lastSched)) {
           // A thread first seen after the first sample started since the previous one: all of it counts.
-          const prevTh = this.lastSched.get(tid) ?? (prime ? th : { waitNs: 0, runs: 0 });
+          const prevTh = this.lastSched.get(tid) ?? (prime ? th : { cpuNs: 0, waitNs: 0, runs: 0 });
           waitNs += th.waitNs - prevTh.waitNs;
           runs += th.runs - prevTh.runs;
+          if (th.jit) jitNs += th.cpuNs - prevTh.cpuNs;
           sched.set(tid, th);
         }
         const m = readMem(pid);
@@ -208,6 +225,7 @@ export class ProcSampler {
         rssMb: rssKb / 1024,
         waitMsPerS: dt > 0 ? waitNs / 1e6 / dt : 0,
         runsPerS: dt > 0 ? runs / dt : 0,
+        jitMsPerS: dt > 0 ? jitNs / 1e6 / dt : 0,
       };
       if (prime) this.rssStart.set(tr.name, rssKb / 1024);
     }
@@ -233,6 +251,7 @@ export class ProcSampler {
       const rss = w.map((s) => s.procs[tr.name]?.rssMb ?? 0);
       const waitMs = avg(w.map((s) => s.procs[tr.name]?.waitMsPerS ?? 0));
       const runs = avg(w.map((s) => s.procs[tr.name]?.runsPerS ?? 0));
+      const jitMs = avg(w.map((s) => s.procs[tr.name]?.jitMsPerS ?? 0));
       procs[tr.name] = {
         cpuAvgPct: r1(avg(cpu)),
         cpuMaxPct: r1(Math.max(0, ...cpu)),
@@ -243,6 +262,7 @@ export class ProcSampler {
         waitMsPerS: r1(waitMs),
         waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
         runsPerS: Math.round(runs),
+        jitMsPerS: r1(jitMs),
       };
       tracked += avg(cpu);
     }

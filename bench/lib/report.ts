@@ -118,6 +118,8 @@ export interface RunResult {
     serviceEnv: Record<string, string>;
     /** Absent in results written before the option existed. */
     nodeFlags?: string[];
+    /** Seconds of single's load before the first phase, unmeasured (absent before the twenty-fourth round). */
+    brokerWarmupS?: number;
   };
   ceiling: { start: CeilingResult | null; end: CeilingResult | null };
   phases: PhaseResult[];
@@ -365,6 +367,26 @@ export function markdown(r: RunResult, svgName: string): string {
       "From each thread's `/proc/PID/task/TID/schedstat`: the time it was ready to run while every core was taken. " +
         'Every process here shares the same cores, so a hop that waits adds its wait to publish→receive without spending CPU of its own; ' +
         '1,000 ms per second is one thread always waiting. Wake-ups count every time one of its threads was put on a CPU (results before the twenty-third round have only the first two figures).',
+    );
+    L.push('');
+  }
+  const jitProcs = names.filter((n) => r.phases.some((p) => (p.machine.procs[n]?.jitMsPerS ?? 0) > 0));
+  if (jitProcs.length || m.brokerWarmupS !== undefined) {
+    L.push('## JIT compilation (CPU of JIT compiler threads, ms per second of the window)');
+    L.push('');
+    if (jitProcs.length) {
+      L.push(`| scenario | ${jitProcs.join(' | ')} |`);
+      L.push(`|---|${jitProcs.map(() => '---:').join('|')}|`);
+      for (const p of r.phases)
+        L.push(`| ${p.scenario} / ${p.phase} | ${jitProcs.map((n) => p.machine.procs[n]?.jitMsPerS ?? '').join(' | ')} |`);
+      L.push('');
+    }
+    L.push(
+      "HotSpot's C1 and C2 compiler threads, read by name from `/proc/PID/task/TID/comm`: Kafka's broker compiling its request paths. " +
+        'The services start afresh for every phase and warm up within its first seconds; the broker runs through the whole run and a cold one compiles for its first 20-25 s of load. ' +
+        (m.brokerWarmupS
+          ? `Before the first phase ${m.brokerWarmupS} s of single's load ran through a deployment of its own, unmeasured (\`--broker-warmup\`).`
+          : '**No broker warm-up in this run: the first phase measured a cold broker.**'),
     );
     L.push('');
   }

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { cores, ProcSampler } from '../../bench/lib/proc.ts';
+import { cores, isJitThread, ProcSampler } from '../../bench/lib/proc.ts';
 
 t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
   const n = cores() + 1;
@@ -84,4 +84,42 @@ t.test('threads that end between samples do not take their wait out of the other
   const waits = sampler.samples.map((s) => s.procs.churn?.waitMsPerS ?? 0);
   t.ok(Math.max(...waits) > 0, 'its threads waited');
   t.ok(Math.min(...waits) >= 0, `no sample read a negative wait (lowest ${Math.min(...waits).toFixed(1)} ms/s)`);
+});
+
+t.test("a JVM's JIT compiler threads are told apart by name: their CPU is counted on its own", async (t) => {
+  t.ok(isJitThread('C2 CompilerThre') && isJitThread('C1 CompilerThre'), "HotSpot's compiler threads, as the kernel keeps their names");
+  t.notOk(isJitThread('data-plane-kafk') || isJitThread('node') || isJitThread('GC Thread#0'), 'other threads are not');
+  // A worker thread that takes a compiler thread's name and spins, next to one that spins under its own.
+  const spinAs = (name: string) =>
+    spawn(
+      process.execPath,
+      [
+        '-e',
+        `const { Worker } = require('node:worker_threads');
+         new Worker(\`require('node:fs').writeFileSync('/proc/thread-self/comm', ${JSON.stringify(name)});
+           const end = Date.now() + 20000; while (Date.now() < end);\`, { eval: true });
+         setTimeout(() => process.exit(0), 20000);`,
+      ],
+      { stdio: 'ignore' },
+    );
+  const jit = spinAs('C2 CompilerThread0');
+  const plain = spinAs('spinner');
+  t.teardown(() => {
+    jit.kill('SIGKILL');
+    plain.kill('SIGKILL');
+  });
+  await sleep(500);
+  const sampler = new ProcSampler([
+    { name: 'jit', pids: () => [jit.pid as number] },
+    { name: 'plain', pids: () => [plain.pid as number] },
+  ]);
+  const from = Date.now();
+  sampler.start(250);
+  await sleep(2000);
+  sampler.stop();
+  const { jit: j, plain: p } = sampler.summary(from, Date.now()).procs;
+  // The spinning thread is most of the process's CPU, whatever share of a core the machine leaves it.
+  t.ok((j?.jitMsPerS ?? 0) > 100, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
+  t.ok((j?.jitMsPerS ?? 0) >= (j?.cpuAvgPct ?? 0) * 10 * 0.8 - 50, `most of the process's ${j?.cpuAvgPct}% of a core`);
+  t.equal(p?.jitMsPerS, 0, 'a thread of another name: none');
 });

@@ -125,3 +125,25 @@ t.test('run-queue wait is tabled per process when recorded, and older results re
     'and wake-ups per second once recorded',
   );
 });
+
+t.test("the broker's JIT compilation is tabled when recorded, with the warm-up the run had", async (t) => {
+  const run = recorded('2026-11-23-all-seventh-rerun');
+  t.notMatch(markdown(run, 'x.svg'), /JIT compilation/, 'a result from before the measurement has no such section');
+  const withJit = (brokerWarmupS: number): RunResult => ({
+    ...run,
+    meta: { ...run.meta, brokerWarmupS },
+    phases: run.phases.map((p, i) => ({
+      ...p,
+      machine: {
+        ...p.machine,
+        procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, jitMsPerS: n === 'kafka' ? 100 + i : 0 }])),
+      },
+    })),
+  });
+  const md = markdown(withJit(30), 'x.svg');
+  t.match(md, /## JIT compilation/);
+  t.match(md, /\| scenario \| kafka \|\n/, 'only the processes that compiled have a column');
+  t.match(md, /\| single \/ main \| 100 \|/, "each phase's row carries its ms per second");
+  t.match(md, /Before the first phase 30 s of single's load ran/, 'the warm-up is named');
+  t.match(markdown(withJit(0), 'x.svg'), /\*\*No broker warm-up in this run/, 'and its absence is flagged');
+});
