@@ -1,10 +1,26 @@
 // The benchmark's process sampler reads how long a process's threads waited for a CPU: with more
 // spinning processes than cores, the spinners together must wait about one core's worth of time.
-// (Linux only, as the benchmark is.)
-import { spawn } from 'node:child_process';
+// And it counts the CPU of a JVM's JIT compiler threads apart, by their names. (Linux only, as the
+// benchmark is.)
+import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { cores, isJitThread, ProcSampler } from '../../bench/lib/proc.ts';
+import type { Teardown } from '@switchyard/shared/testing/index.ts';
+import { cores, isJitThread, type ProcSummary, ProcSampler } from '../../bench/lib/proc.ts';
+
+/** Samples each named process for 2 s, half a second after it started; kills them at the test's end. */
+async function sampleEach(t: Teardown, procs: Record<string, ChildProcess>): Promise<Record<string, ProcSummary | undefined>> {
+  t.teardown(() => {
+    for (const c of Object.values(procs)) c.kill('SIGKILL');
+  });
+  await sleep(500);
+  const sampler = new ProcSampler(Object.entries(procs).map(([name, c]) => ({ name, pids: () => [c.pid as number] })));
+  const from = Date.now();
+  sampler.start(250);
+  await sleep(2000);
+  sampler.stop();
+  return sampler.summary(from, Date.now()).procs;
+}
 
 t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
   const n = cores() + 1;
@@ -36,20 +52,7 @@ t.test('a sleeping process hardly waits or wakes; a 10 ms timer wakes about 100 
     stdio: 'ignore',
   });
   const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
-  t.teardown(() => {
-    ticker.kill('SIGKILL');
-    sleeper.kill('SIGKILL');
-  });
-  await sleep(500);
-  const sampler = new ProcSampler([
-    { name: 'ticker', pids: () => [ticker.pid as number] },
-    { name: 'sleeper', pids: () => [sleeper.pid as number] },
-  ]);
-  const from = Date.now();
-  sampler.start(250);
-  await sleep(2000);
-  sampler.stop();
-  const { ticker: tick, sleeper: s } = sampler.summary(from, Date.now()).procs;
+  const { ticker: tick, sleeper: s } = await sampleEach(t, { ticker, sleeper });
   t.ok(s !== undefined && (s.waitMsPerS ?? -1) >= 0 && (s.waitMsPerS ?? 1e9) < 100, `the sleeper waited ${s?.waitMsPerS} ms per second`);
   t.ok((s?.runsPerS ?? 1e9) < 20, `the sleeper woke ${s?.runsPerS} times a second`);
   const ticks = tick?.runsPerS ?? 0;
@@ -102,22 +105,7 @@ t.test("a JVM's JIT compiler threads are told apart by name: their CPU is counte
       ],
       { stdio: 'ignore' },
     );
-  const jit = spinAs('C2 CompilerThread0');
-  const plain = spinAs('spinner');
-  t.teardown(() => {
-    jit.kill('SIGKILL');
-    plain.kill('SIGKILL');
-  });
-  await sleep(500);
-  const sampler = new ProcSampler([
-    { name: 'jit', pids: () => [jit.pid as number] },
-    { name: 'plain', pids: () => [plain.pid as number] },
-  ]);
-  const from = Date.now();
-  sampler.start(250);
-  await sleep(2000);
-  sampler.stop();
-  const { jit: j, plain: p } = sampler.summary(from, Date.now()).procs;
+  const { jit: j, plain: p } = await sampleEach(t, { jit: spinAs('C2 CompilerThread0'), plain: spinAs('spinner') });
   // The spinning thread is most of the process's CPU, whatever share of a core the machine leaves it.
   t.ok((j?.jitMsPerS ?? 0) > 100, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
   t.ok((j?.jitMsPerS ?? 0) >= (j?.cpuAvgPct ?? 0) * 10 * 0.8 - 50, `most of the process's ${j?.cpuAvgPct}% of a core`);
