@@ -467,8 +467,8 @@ function startPhaseLoad(
 /**
  * Single's load through a deployment of its own, unmeasured, before the first phase. The services
  * start afresh for every phase and warm up in its first seconds; the broker runs through the whole
- * run, and a cold one (a JVM) spent its first 20-25 s of load compiling its request paths, half of
- * them inside the first phase's window (twenty-fourth round).
+ * run, and a cold one (a JVM) spent its first 20-25 s of load compiling its request paths, about
+ * half of that inside the first phase's window (twenty-fourth round).
  */
 async function warmBroker(ctx: Ctx, seconds: number): Promise<void> {
   log(`broker warm-up: ${seconds} s of single's load, unmeasured; starting services`);
