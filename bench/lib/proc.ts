@@ -51,8 +51,8 @@ export function childrenOf(parent: number): number[] {
 }
 
 /**
- * Run-queue wait and times put on a CPU of each thread of a process, by thread id
- * (`/proc/PID/task/TID/schedstat`: on-CPU ns, run-queue wait ns, timeslices). On a machine shared by
+ * On-CPU time, run-queue wait and times put on a CPU of one thread, from
+ * `/proc/PID/task/TID/schedstat` (on-CPU ns, run-queue wait ns, timeslices). On a machine shared by
  * every process of the benchmark this wait is the delay a hop adds without spending CPU of its own.
  */
 interface ThreadSched {

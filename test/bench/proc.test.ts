@@ -8,7 +8,7 @@ import t from 'tap';
 import type { Teardown } from '@switchyard/shared/testing/index.ts';
 import { cores, isJitThread, type ProcSummary, ProcSampler } from '../../bench/lib/proc.ts';
 
-/** Samples each named process for 2 s, half a second after it started; kills them at the test's end. */
+/** Samples each named process for 2 s, half a second after they started; kills them at the test's end. */
 async function sampleEach(t: Teardown, procs: Record<string, ChildProcess>): Promise<Record<string, ProcSummary | undefined>> {
   t.teardown(() => {
     for (const c of Object.values(procs)) c.kill('SIGKILL');
@@ -24,27 +24,16 @@ async function sampleEach(t: Teardown, procs: Record<string, ChildProcess>): Pro
 
 t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
   const n = cores() + 1;
-  const spinners = Array.from({ length: n }, () =>
-    spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' }),
-  );
-  t.teardown(() => {
-    for (const c of spinners) c.kill('SIGKILL');
-  });
-  await sleep(300);
-  const sampler = new ProcSampler(spinners.map((c, i) => ({ name: `spin${i}`, pids: () => [c.pid as number] })));
-  const from = Date.now();
-  sampler.start(250);
-  await sleep(2000);
-  sampler.stop();
-  const summary = sampler.summary(from, Date.now());
-  const waits = Object.values(summary.procs).map((s) => s.waitMsPerS ?? 0);
+  const spin = () => spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' });
+  const procs = Object.values(await sampleEach(t, Object.fromEntries(Array.from({ length: n }, (_, i) => [`spin${i}`, spin()]))));
+  const waits = procs.map((s) => s?.waitMsPerS ?? 0);
   const total = waits.reduce((a, b) => a + b, 0);
   // n spinners on n - 1 cores: one of them is always waiting, 1,000 ms per second in all; more when
   // other work shares the machine, and never more than each of them waiting all the time.
   t.ok(total > 400 && total <= n * 1000 * 1.1, `together they waited ${Math.round(total)} ms per second`);
-  for (const s of Object.values(summary.procs)) t.ok((s.waitUsPerRun ?? 0) > 0, 'each wake-up waited on average');
+  for (const s of procs) t.ok((s?.waitUsPerRun ?? 0) > 0, 'each wake-up waited on average');
   // Each spinner is put back on a CPU at every scheduler tick it loses, so at least a few times a second.
-  for (const s of Object.values(summary.procs)) t.ok((s.runsPerS ?? 0) > 2, `put on a CPU ${s.runsPerS} times a second`);
+  for (const s of procs) t.ok((s?.runsPerS ?? 0) > 2, `put on a CPU ${s?.runsPerS} times a second`);
 });
 
 t.test('a sleeping process hardly waits or wakes; a 10 ms timer wakes about 100 times a second', async (t) => {

@@ -19,6 +19,18 @@ import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 const recorded = (label: string) => JSON.parse(readFileSync(join(ROOT, 'bench/results', `${label}.json`), 'utf8')) as RunResult;
 
+/** A recorded run as if every process's summary had carried other figures (`fields` per process and phase index). */
+const withProcFields = (run: RunResult, fields: (name: string, phase: number) => Partial<ProcSummary>): RunResult => ({
+  ...run,
+  phases: run.phases.map((p, i) => ({
+    ...p,
+    machine: {
+      ...p.machine,
+      procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, ...fields(n, i) }])),
+    },
+  })),
+});
+
 t.test('a run whose first phases met a slow host names them, in the summary too', async (t) => {
   const run = recorded('2026-11-23-all-seventh');
   const { median, slow } = slowPhases(run);
@@ -105,22 +117,17 @@ t.test('a phase under the budget has nothing in bold, and a run of fixed-rate ph
 t.test('run-queue wait is tabled per process when recorded, and older results render without it', async (t) => {
   const run = recorded('2026-11-23-all-seventh-rerun');
   t.notMatch(markdown(run, 'x.svg'), /Waiting for a CPU/, 'a result from before the measurement has no such table');
-  // The same run as if every process's summary had carried these figures.
-  const withProcFields = (fields: Partial<ProcSummary>): RunResult => ({
-    ...run,
-    phases: run.phases.map((p) => ({
-      ...p,
-      machine: {
-        ...p.machine,
-        procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, ...fields }])),
-      },
-    })),
-  });
-  const md = markdown(withProcFields({ waitMsPerS: 412.4, waitUsPerRun: 865 }), 'x.svg');
+  const md = markdown(
+    withProcFields(run, () => ({ waitMsPerS: 412.4, waitUsPerRun: 865 })),
+    'x.svg',
+  );
   t.match(md, /## Waiting for a CPU/);
   t.match(md, /\| single \/ main \| 412 · 865 \|/, "each phase's row carries wait ms/s and µs per wake-up");
   t.match(
-    markdown(withProcFields({ waitMsPerS: 412.4, waitUsPerRun: 865, runsPerS: 1477 }), 'x.svg'),
+    markdown(
+      withProcFields(run, () => ({ waitMsPerS: 412.4, waitUsPerRun: 865, runsPerS: 1477 })),
+      'x.svg',
+    ),
     /\| single \/ main \| 412 · 865 · 1,477 \|/,
     'and wake-ups per second once recorded',
   );
@@ -129,17 +136,8 @@ t.test('run-queue wait is tabled per process when recorded, and older results re
 t.test("the broker's JIT compilation is tabled when recorded, with the warm-up the run had", async (t) => {
   const run = recorded('2026-11-23-all-seventh-rerun');
   t.notMatch(markdown(run, 'x.svg'), /JIT compilation/, 'a result from before the measurement has no such section');
-  const withJit = (brokerWarmupS: number): RunResult => ({
-    ...run,
-    meta: { ...run.meta, brokerWarmupS },
-    phases: run.phases.map((p, i) => ({
-      ...p,
-      machine: {
-        ...p.machine,
-        procs: Object.fromEntries(Object.entries(p.machine.procs).map(([n, s]) => [n, { ...s, jitMsPerS: n === 'kafka' ? 100 + i : 0 }])),
-      },
-    })),
-  });
+  const jit = withProcFields(run, (n, i) => ({ jitMsPerS: n === 'kafka' ? 100 + i : 0 }));
+  const withJit = (brokerWarmupS: number): RunResult => ({ ...jit, meta: { ...jit.meta, brokerWarmupS } });
   const md = markdown(withJit(30), 'x.svg');
   t.match(md, /## JIT compilation/);
   t.match(md, /\| scenario \| kafka \|\n/, 'only the processes that compiled have a column');
