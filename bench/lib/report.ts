@@ -1,5 +1,6 @@
 // Result types of a benchmark run, and the Markdown summary and SVG chart written from them.
 import type { CeilingResult } from '../load.ts';
+import { isHangingPhase } from './keep.ts';
 import type { ProfileSummary } from './profile.ts';
 import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
@@ -120,13 +121,18 @@ export interface RunResult {
     nodeFlags?: string[];
     /** Seconds of single's load before the first phase, unmeasured (absent before the twenty-fourth round). */
     brokerWarmupS?: number;
+    /** Pairs of hanging's phases run (--hanging-pairs; absent before the twenty-fifth round: one). */
+    hangingPairs?: number;
   };
   ceiling: { start: CeilingResult | null; end: CeilingResult | null };
   phases: PhaseResult[];
   derived: {
     maxRatePerSec: number | null;
     latencyRatePerSec: number | null;
+    /** The keep ratio: the mean of hangingPairRatios. */
     hangingHealthyRatio: number | null;
+    /** hanging ÷ healthy per pair of phases, in run order (absent before the twenty-fifth round). */
+    hangingPairRatios?: number[];
   };
   targets: Target[];
 }
@@ -215,7 +221,7 @@ export function chartSvg(r: RunResult): string {
     bar(
       `${p.scenario}${p.phase === 'main' ? '' : ` / ${p.phase}`}`,
       p.delivery.deliveredPerSec,
-      p.phase === 'hanging' ? '#e57373' : '#4c8bf5',
+      isHangingPhase(p.phase) ? '#e57373' : '#4c8bf5',
       `delivered (${pct(p.ceilingRatio)} of ceiling)`,
       barH,
     );

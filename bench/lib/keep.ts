@@ -1,0 +1,56 @@
+// The `hanging` scenario's keep ratio: the throughput per healthy destination while a fifth of the
+// destinations hang, over the same with all healthy. One pair of one-minute phases also reads the
+// host's drift between them (79-115% for the same code on a slower host), so `--hanging-pairs N`
+// repeats the pair in the order healthy, hanging, hanging, healthy, ... (ABBA): a drift steady over
+// the run pushes odd and even pairs in opposite directions, and their mean cancels it.
+import type { PhaseResult } from './report.ts';
+import { round } from './stats.ts';
+
+export type HangingKind = 'healthy' | 'hanging';
+
+export interface HangingPhase {
+  kind: HangingKind;
+  /** `healthy` and `hanging` for the first pair (as in every result), `healthy-2`, `hanging-2`, ... after. */
+  phase: string;
+  pair: number;
+}
+
+/** The phases of `pairs` pairs in run order. */
+export function hangingPhases(pairs: number): HangingPhase[] {
+  if (!Number.isInteger(pairs) || pairs < 1) throw new Error(`--hanging-pairs wants a whole number ≥ 1, got ${pairs}`);
+  const out: HangingPhase[] = [];
+  for (let pair = 1; pair <= pairs; pair++) {
+    const kinds: HangingKind[] = pair % 2 ? ['healthy', 'hanging'] : ['hanging', 'healthy'];
+    for (const kind of kinds) out.push({ kind, pair, phase: phaseName(kind, pair) });
+  }
+  return out;
+}
+
+/** Whether a phase of the `hanging` scenario is one with hanging destinations (`hanging`, `hanging-2`, ...). */
+export function isHangingPhase(phase: string): boolean {
+  return /^hanging(-\d+)?$/.test(phase);
+}
+
+export interface Keep {
+  /** Per pair, in run order: hanging ÷ healthy, per healthy destination. */
+  ratios: number[];
+  /** Their mean: the figure held against the target. */
+  mean: number;
+}
+
+/** The keep ratio of the `hanging` scenario's complete pairs, or null without one. */
+export function keepOf(phases: readonly PhaseResult[]): Keep | null {
+  const perDest = (phase: string) =>
+    phases.find((p) => p.scenario === 'hanging' && p.phase === phase)?.delivery.perDestinationPerSec ?? null;
+  const ratios: number[] = [];
+  for (let pair = 1; ; pair++) {
+    const healthy = perDest(phaseName('healthy', pair));
+    const hanging = perDest(phaseName('hanging', pair));
+    if (healthy === null || hanging === null) break;
+    ratios.push(round(hanging / Math.max(1e-9, healthy), 3));
+  }
+  if (!ratios.length) return null;
+  return { ratios, mean: round(ratios.reduce((a, b) => a + b, 0) / ratios.length, 3) };
+}
+
+const phaseName = (kind: HangingKind, pair: number) => (pair === 1 ? kind : `${kind}-${pair}`);
