@@ -53,7 +53,7 @@ const { values: opt } = parseArgs({
     backlog: { type: 'string', default: '5000' },
     'max-rate': { type: 'string' },
     'broker-warmup': { type: 'string' },
-    'hanging-pairs': { type: 'string', default: '1' },
+    'hanging-pairs': { type: 'string' },
     'latency-fraction': { type: 'string', default: '0.25' },
     'ceiling-seconds': { type: 'string' },
     'ceiling-concurrency': { type: 'string', default: '64' },
@@ -100,7 +100,8 @@ if (opt.help) {
   --broker-warmup S  seconds of single's load through a deployment of its own before the first phase,
                      unmeasured, so the broker's JIT has compiled its request paths (default 30; 0 with --quick)
   --hanging-pairs N  run hanging's two phases N times, ordered healthy, hanging, hanging, healthy, ...;
-                     keep is the mean of the pairs' ratios, each listed (default 1; a pair adds ~3 min)
+                     keep is the mean of the pairs' ratios, each listed (default 2; 1 with --quick;
+                     a pair takes ~2.6 min; an even N cancels a steady drift of the host)
   --latency-fraction F   share of the maximum rate for the latency scenario (default 0.25)
   --ceiling-seconds S    length of each bare ceiling run (default 20; 5 with --quick)
   --profile          run the services under node --cpu-prof and summarise the profiles
@@ -128,7 +129,8 @@ const durationS = Number(opt.duration ?? (quick ? 10 : 60));
 const warmupS = Math.min(quick ? 2 : 10, Math.floor(durationS * 0.2));
 const brokerWarmupS = Number(opt['broker-warmup'] ?? (quick ? 0 : 30));
 if (!(brokerWarmupS >= 0)) throw new Error(`--broker-warmup wants seconds (0 for none), got ${opt['broker-warmup']}`);
-const hangingPairs = Number(opt['hanging-pairs']);
+// One pair's ratio also reads the host's drift between its two minutes (twenty-fifth round).
+const hangingPairs = Number(opt['hanging-pairs'] ?? (quick ? 1 : 2));
 const hangingRun = hangingPhases(hangingPairs);
 const via = opt.via as Via;
 if (!['http', 'batch', 'kafka'].includes(via)) throw new Error(`--via must be http, batch or kafka`);
