@@ -883,7 +883,8 @@ async function main(): Promise<void> {
     const healthy = find('hanging', 'healthy');
     const hanging = find('hanging', 'hanging');
     if (keep && healthy && hanging) {
-      const pc = (x: number) => `${(x * 100).toFixed(0)}%`;
+      // One decimal: 0.899 read as "90%" beside "NOT met".
+      const pc = (x: number) => `${(x * 100).toFixed(1)}%`;
       targets.push({
         target: 'healthy destinations keep ≥ 90% of their throughput while 20% hang',
         measured:
