@@ -7,7 +7,10 @@ import { hangingPhases, isHangingPhase, keepOf } from '../../bench/lib/keep.ts';
 import { chartSvg, type PhaseResult, type RunResult } from '../../bench/lib/report.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
-const baseline = JSON.parse(readFileSync(join(ROOT, 'bench/results/baseline.json'), 'utf8')) as RunResult;
+const recorded = (label: string) => JSON.parse(readFileSync(join(ROOT, 'bench/results', `${label}.json`), 'utf8')) as RunResult;
+// Full runs with one pair of phases (before the option) and with two.
+const onePair = recorded('2026-11-25-warm-rerun');
+const twoPairs = recorded('2026-11-25-twenty-fifth-rerun');
 
 /** A phase of the hanging scenario with only what the keep ratio reads. */
 const phase = (name: string, perDestinationPerSec: number) =>
@@ -31,10 +34,18 @@ t.test('hanging phases are told from the healthy ones by name', async (t) => {
 });
 
 t.test('one pair reads as recorded results always have', async (t) => {
-  const keep = keepOf(baseline.phases);
-  t.same(keep?.ratios, [baseline.derived.hangingHealthyRatio]);
-  t.equal(keep?.mean, baseline.derived.hangingHealthyRatio);
-  t.equal(keepOf(baseline.phases.filter((p) => p.phase !== 'hanging')), null, 'no complete pair, no ratio');
+  const keep = keepOf(onePair.phases);
+  t.same(keep?.ratios, [onePair.derived.hangingHealthyRatio]);
+  t.equal(keep?.mean, onePair.derived.hangingHealthyRatio);
+  t.equal(keepOf(onePair.phases.filter((p) => p.phase !== 'hanging')), null, 'no complete pair, no ratio');
+});
+
+t.test('a recorded run of two pairs: each ratio, and their mean as the keep figure', async (t) => {
+  const keep = keepOf(twoPairs.phases);
+  t.same(keep?.ratios, twoPairs.derived.hangingPairRatios);
+  t.equal(keep?.ratios.length, 2);
+  t.equal(keep?.mean, twoPairs.derived.hangingHealthyRatio);
+  t.match(twoPairs.targets.find((x) => x.target.startsWith('healthy destinations keep'))?.measured, /the mean of 2 pairs/);
 });
 
 t.test('the mean of two pairs cancels most of a drift that one pair reads as a loss', async (t) => {
@@ -54,9 +65,10 @@ t.test('the mean of two pairs cancels most of a drift that one pair reads as a l
 
 t.test('the chart colours every hanging phase', async (t) => {
   const hangingColour = (r: RunResult) => chartSvg(r).split('#e57373').length - 1;
-  const extra = baseline.phases
+  const extra = onePair.phases
     .filter((p) => p.scenario === 'hanging')
     .reverse()
     .map((p) => ({ ...p, phase: `${p.phase}-2` }));
-  t.equal(hangingColour({ ...baseline, phases: [...baseline.phases, ...extra] }), hangingColour(baseline) + 1);
+  t.equal(hangingColour({ ...onePair, phases: [...onePair.phases, ...extra] }), hangingColour(onePair) + 1);
+  t.equal(hangingColour(twoPairs), hangingColour(onePair) + 1, 'a recorded run of two pairs');
 });
