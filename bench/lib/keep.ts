@@ -2,7 +2,8 @@
 // destinations hang, over the same with all healthy. One pair of one-minute phases also reads the
 // host's drift between them (79-115% for the same code on a slower host), so `--hanging-pairs N`
 // repeats the pair in the order healthy, hanging, hanging, healthy, ... (ABBA): a drift steady over
-// the run pushes odd and even pairs in opposite directions, and their mean cancels it.
+// the run pushes odd and even pairs in opposite directions, and with an even N their mean cancels
+// most of it.
 import type { PhaseResult } from './report.ts';
 import { round } from './stats.ts';
 
