@@ -24,6 +24,7 @@ import {
   chartSvg,
   markdown,
   type PhaseResult,
+  readRunResult,
   slowPhasesNote,
   type RunResult,
   type SeriesPoint,
@@ -79,7 +80,7 @@ if (opt.render) {
   // Rewrites the Markdown summary and the chart of an earlier results JSON (after a report change).
   const file = opt.render;
   const base = file.replace(/\.json$/, '');
-  const r = JSON.parse(readFileSync(file, 'utf8')) as RunResult;
+  const r = readRunResult(file);
   writeFileSync(`${base}.svg`, chartSvg(r));
   writeFileSync(`${base}.md`, markdown(r, `${basename(base)}.svg`));
   console.log(`${base}.md and .svg rewritten`);

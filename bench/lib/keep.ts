@@ -13,7 +13,6 @@ export interface HangingPhase {
   kind: HangingKind;
   /** `healthy` and `hanging` for the first pair (as in every result), `healthy-2`, `hanging-2`, ... after. */
   phase: string;
-  pair: number;
 }
 
 /** The phases of `pairs` pairs in run order. */
@@ -22,7 +21,7 @@ export function hangingPhases(pairs: number): HangingPhase[] {
   const out: HangingPhase[] = [];
   for (let pair = 1; pair <= pairs; pair++) {
     const kinds: HangingKind[] = pair % 2 ? ['healthy', 'hanging'] : ['hanging', 'healthy'];
-    for (const kind of kinds) out.push({ kind, pair, phase: phaseName(kind, pair) });
+    for (const kind of kinds) out.push({ kind, phase: phaseName(kind, pair) });
   }
   return out;
 }

@@ -1,4 +1,5 @@
 // Result types of a benchmark run, and the Markdown summary and SVG chart written from them.
+import { readFileSync } from 'node:fs';
 import type { CeilingResult } from '../load.ts';
 import { isHangingPhase } from './keep.ts';
 import type { ProfileSummary } from './profile.ts';
@@ -136,6 +137,9 @@ export interface RunResult {
   };
   targets: Target[];
 }
+
+/** A results JSON the runner wrote (bench/results/*.json). */
+export const readRunResult = (file: string): RunResult => JSON.parse(readFileSync(file, 'utf8')) as RunResult;
 
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => (x >= 100 ? n0(x) : x.toFixed(1));

@@ -1,8 +1,6 @@
 // The benchmark's Postgres statement table (--pg-statements): read from a real server's
 // pg_stat_statements (the test cluster loads it as the benchmark's does), the runner's own queries
 // left out, and rendered per second and per row.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import {
@@ -14,7 +12,8 @@ import {
   statementsMarkdown,
 } from '../../bench/lib/pg-statements.ts';
 import { markdown, type RunResult } from '../../bench/lib/report.ts';
-import { createTestDatabase, ROOT, type Teardown } from '@switchyard/shared/testing/index.ts';
+import { createTestDatabase, type Teardown } from '@switchyard/shared/testing/index.ts';
+import { recorded } from './recorded.ts';
 
 async function connect(t: Teardown): Promise<pg.Client> {
   const db = new pg.Client({ connectionString: await createTestDatabase(t) });
@@ -105,7 +104,7 @@ t.test('the table gives shares, rates, cost per call and per row', async (t) => 
 });
 
 t.test('the summary has the section only for phases that read statements', async (t) => {
-  const run = JSON.parse(readFileSync(join(ROOT, 'bench/results/2026-11-23-baseline-rerun-3.json'), 'utf8')) as RunResult;
+  const run = recorded('2026-11-23-baseline-rerun-3');
   t.notMatch(markdown(run, 'x.svg'), /## Postgres statements/);
   const phase = run.phases[1] as RunResult['phases'][number];
   phase.pgStatements = sample;

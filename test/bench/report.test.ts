@@ -2,8 +2,6 @@
 // one whose first phases ran while the host was slow, and its rerun straight after, which did not.
 // And the summary names the node flags the services ran with, and reads the throughput target as CPU
 // per delivery.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
 import {
   CEILING_SHARE_TARGET,
@@ -15,9 +13,7 @@ import {
   slowPhasesNote,
 } from '../../bench/lib/report.ts';
 import type { ProcSummary } from '../../bench/lib/proc.ts';
-import { ROOT } from '@switchyard/shared/testing/index.ts';
-
-const recorded = (label: string) => JSON.parse(readFileSync(join(ROOT, 'bench/results', `${label}.json`), 'utf8')) as RunResult;
+import { recorded } from './recorded.ts';
 
 /** A recorded run as if every process's summary had carried other figures (`fields` per process and phase index). */
 const withProcFields = (run: RunResult, fields: (name: string, phase: number) => Partial<ProcSummary>): RunResult => ({
