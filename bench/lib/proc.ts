@@ -27,14 +27,25 @@ function readStat(pid: number): PidStat | null {
   }
 }
 
-function readMem(pid: number): { rssKb: number; hwmKb: number } {
+interface Mem {
+  rssKb: number;
+  hwmKb: number;
+  /** Resident anonymous memory: the process's own (heaps, buffers, stacks). */
+  anonKb: number;
+  /**
+   * Resident pages of mapped files: for a Node service mostly the node binary's code, which the
+   * page cache shares with every other process running the same binary.
+   */
+  fileKb: number;
+}
+
+function readMem(pid: number): Mem {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const rss = /VmRSS:\s+(\d+)/.exec(s);
-    const hwm = /VmHWM:\s+(\d+)/.exec(s);
-    return { rssKb: Number(rss?.[1] ?? 0), hwmKb: Number(hwm?.[1] ?? 0) };
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
+    return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
   } catch {
-    return { rssKb: 0, hwmKb: 0 };
+    return { rssKb: 0, hwmKb: 0, anonKb: 0, fileKb: 0 };
   }
 }
 
@@ -113,6 +124,9 @@ export interface ProcPoint {
   /** CPU since the previous sample, in percent of one core. */
   cpuPct: number;
   rssMb: number;
+  /** The anonymous and file-backed parts of rssMb (absent before 2026-11-25's twenty-sixth round). */
+  rssAnonMb?: number;
+  rssFileMb?: number;
   /** Run-queue wait of all its threads since the previous sample, ms per second. */
   waitMsPerS: number;
   /** Times its threads were put on a CPU since the previous sample, per second. */
@@ -138,6 +152,12 @@ export interface ProcSummary {
   hwmMb: number;
   /** RSS when sampling started (the services idle after start-up and one probe event). */
   rssStartMb: number;
+  /**
+   * The sample of highest RSS split in two: anonymous memory (the process's own) and resident pages
+   * of mapped files (mostly the node binary, shared with the other services). Absent before
+   * 2026-11-25's twenty-sixth round.
+   */
+  rssAtMax?: { anonMb: number; fileMb: number };
   /** Run-queue wait of all its threads, ms per second of the window (absent in older results). */
   waitMsPerS?: number;
   /** That wait divided by the times its threads were put on a CPU: the average delay of a wake-up, µs. */
@@ -198,6 +218,8 @@ export class ProcSampler {
       let ticks = 0;
       let rssKb = 0;
       let hwmKb = 0;
+      let anonKb = 0;
+      let fileKb = 0;
       let waitNs = 0;
       let runs = 0;
       let jitNs = 0;
@@ -217,12 +239,16 @@ export class ProcSampler {
         }
         const m = readMem(pid);
         rssKb += m.rssKb;
+        anonKb += m.anonKb;
+        fileKb += m.fileKb;
         hwmKb = Math.max(hwmKb, m.hwmKb);
       }
       this.hwm.set(tr.name, Math.max(this.hwm.get(tr.name) ?? 0, hwmKb));
       procs[tr.name] = {
         cpuPct: dt > 0 ? (ticks / CLK_TCK / dt) * 100 : 0,
         rssMb: rssKb / 1024,
+        rssAnonMb: anonKb / 1024,
+        rssFileMb: fileKb / 1024,
         waitMsPerS: dt > 0 ? waitNs / 1e6 / dt : 0,
         runsPerS: dt > 0 ? runs / dt : 0,
         jitMsPerS: dt > 0 ? jitNs / 1e6 / dt : 0,
@@ -249,6 +275,10 @@ export class ProcSampler {
     for (const tr of this.tracked) {
       const cpu = w.map((s) => s.procs[tr.name]?.cpuPct ?? 0);
       const rss = w.map((s) => s.procs[tr.name]?.rssMb ?? 0);
+      const atMax = w.reduce<ProcPoint | undefined>((best, s) => {
+        const p = s.procs[tr.name];
+        return p && (!best || p.rssMb > best.rssMb) ? p : best;
+      }, undefined);
       const waitMs = avg(w.map((s) => s.procs[tr.name]?.waitMsPerS ?? 0));
       const runs = avg(w.map((s) => s.procs[tr.name]?.runsPerS ?? 0));
       const jitMs = avg(w.map((s) => s.procs[tr.name]?.jitMsPerS ?? 0));
@@ -259,6 +289,7 @@ export class ProcSampler {
         rssMaxMb: r1(Math.max(0, ...rss)),
         hwmMb: r1((this.hwm.get(tr.name) ?? 0) / 1024),
         rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
+        ...(atMax ? { rssAtMax: { anonMb: r1(atMax.rssAnonMb ?? 0), fileMb: r1(atMax.rssFileMb ?? 0) } } : {}),
         waitMsPerS: r1(waitMs),
         waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
         runsPerS: Math.round(runs),

@@ -358,6 +358,26 @@ export function markdown(r: RunResult, svgName: string): string {
       '`bench` is the runner itself: load generator, bare ceiling loop and monitoring.',
   );
   L.push('');
+  if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.rssAtMax !== undefined))) {
+    L.push('## Memory at the highest sample (RSS MB = anonymous + file-backed)');
+    L.push('');
+    L.push(`| scenario | ${names.join(' | ')} |`);
+    L.push(`|---|${names.map(() => '---:').join('|')}|`);
+    for (const p of r.phases) {
+      const cells = names.map((n) => {
+        const s = p.machine.procs[n];
+        return s?.rssAtMax ? `${Math.round(s.rssMaxMb)} = ${Math.round(s.rssAtMax.anonMb)} + ${Math.round(s.rssAtMax.fileMb)}` : '';
+      });
+      L.push(`| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} |`);
+    }
+    L.push('');
+    L.push(
+      '"anonymous" is the process\'s own memory (V8\'s heap, buffers, the C heap, stacks); "file-backed" is resident pages of mapped files, for a Node service mostly the node binary\'s code, ' +
+        'which the page cache holds once for all the processes running it. The RSS target counts both. ' +
+        "Postgres's figures are sums over its processes, and the rest of its RSS is shared memory (its buffers), counted once per process that touched it.",
+    );
+    L.push('');
+  }
   if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.waitMsPerS !== undefined))) {
     L.push('## Waiting for a CPU (run-queue wait of all its threads, ms per second · average µs per wake-up · wake-ups per second)');
     L.push('');

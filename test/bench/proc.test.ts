@@ -1,7 +1,7 @@
 // The benchmark's process sampler reads how long a process's threads waited for a CPU: with more
 // spinning processes than cores, the spinners together must wait about one core's worth of time.
 // And it counts the CPU of a JVM's JIT compiler threads apart, by their names. (Linux only, as the
-// benchmark is.)
+// benchmark is.) And it splits a process's memory into its own (anonymous) and mapped files.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
@@ -99,4 +99,24 @@ t.test("a JVM's JIT compiler threads are told apart by name: their CPU is counte
   t.ok((j?.jitMsPerS ?? 0) > 100, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
   t.ok((j?.jitMsPerS ?? 0) >= (j?.cpuAvgPct ?? 0) * 10 * 0.8 - 50, `most of the process's ${j?.cpuAvgPct}% of a core`);
   t.equal(p?.jitMsPerS, 0, 'a thread of another name: none');
+});
+
+t.test("a process's own allocations count as anonymous memory; the node binary's pages as file-backed", async (t) => {
+  // 128 MiB written, so resident; a bare node process for comparison.
+  const big = spawn(process.execPath, ['-e', 'const b = Buffer.alloc(128 * 1048576, 1); setTimeout(() => b.length, 20000)'], {
+    stdio: 'ignore',
+  });
+  const bare = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
+  const { big: b, bare: n } = await sampleEach(t, { big, bare });
+  const split = (s: ProcSummary | undefined) => s?.rssAtMax ?? { anonMb: 0, fileMb: 0 };
+  t.ok(split(b).anonMb - split(n).anonMb >= 120, `128 MiB allocated: ${split(b).anonMb} against ${split(n).anonMb} MB anonymous`);
+  t.ok(
+    Math.abs(split(b).fileMb - split(n).fileMb) < 16,
+    `the same binary's pages either way: ${split(b).fileMb} and ${split(n).fileMb} MB`,
+  );
+  t.ok(split(n).fileMb >= 10, `node's own code is resident from a file: ${split(n).fileMb} MB`);
+  for (const s of [b, n]) {
+    const parts = split(s).anonMb + split(s).fileMb;
+    t.ok(s !== undefined && parts <= s.rssMaxMb + 0.2 && parts >= s.rssMaxMb - 2, `the parts make up the RSS: ${parts} of ${s?.rssMaxMb}`);
+  }
 });

@@ -141,3 +141,14 @@ t.test("the broker's JIT compilation is tabled when recorded, with the warm-up t
   t.match(md, /Before the first phase 30 s of single's load ran/, 'the warm-up is named');
   t.match(markdown(withJit(0), 'x.svg'), /\*\*No broker warm-up in this run/, 'and its absence is flagged');
 });
+
+t.test("each process's highest sample is split into anonymous and file-backed memory when recorded", async (t) => {
+  const run = recorded('2026-11-23-all-seventh-rerun');
+  t.notMatch(markdown(run, 'x.svg'), /Memory at the highest sample/, 'a result from before the measurement has no such table');
+  const md = markdown(
+    withProcFields(run, () => ({ rssMaxMb: 171.6, rssAtMax: { anonMb: 121.4, fileMb: 50.2 } })),
+    'x.svg',
+  );
+  t.match(md, /## Memory at the highest sample/);
+  t.match(md, /\| single \/ main \| 172 = 121 \+ 50 \|/, "each phase's row carries the peak and its two parts");
+});
