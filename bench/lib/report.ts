@@ -5,7 +5,7 @@ import { isHangingPhase } from './keep.ts';
 import type { ProfileSummary } from './profile.ts';
 import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
-import type { WindowSummary } from './proc.ts';
+import type { ProcSummary, WindowSummary } from './proc.ts';
 import type { Summary } from './stats.ts';
 
 export interface Topology {
@@ -270,6 +270,15 @@ export function chartSvg(r: RunResult): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">\n<rect width="100%" height="100%" fill="white"/>\n${out.join('\n')}\n</svg>\n`;
 }
 
+/** One row per phase, one column per process; `cell` renders a process's figure ('' where it has none). */
+function phaseTable(r: RunResult, names: string[], cell: (s: ProcSummary | undefined) => string | number): string[] {
+  return [
+    `| scenario | ${names.join(' | ')} |`,
+    `|---|${names.map(() => '---:').join('|')}|`,
+    ...r.phases.map((p) => `| ${p.scenario} / ${p.phase} | ${names.map((n) => cell(p.machine.procs[n])).join(' | ')} |`),
+  ];
+}
+
 export function markdown(r: RunResult, svgName: string): string {
   const m = r.meta;
   const L: string[] = [];
@@ -361,15 +370,11 @@ export function markdown(r: RunResult, svgName: string): string {
   if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.rssAtMax !== undefined))) {
     L.push('## Memory at the highest sample (RSS MB = anonymous + file-backed)');
     L.push('');
-    L.push(`| scenario | ${names.join(' | ')} |`);
-    L.push(`|---|${names.map(() => '---:').join('|')}|`);
-    for (const p of r.phases) {
-      const cells = names.map((n) => {
-        const s = p.machine.procs[n];
-        return s?.rssAtMax ? `${Math.round(s.rssMaxMb)} = ${Math.round(s.rssAtMax.anonMb)} + ${Math.round(s.rssAtMax.fileMb)}` : '';
-      });
-      L.push(`| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} |`);
-    }
+    L.push(
+      ...phaseTable(r, names, (s) =>
+        s?.rssAtMax ? `${Math.round(s.rssMaxMb)} = ${Math.round(s.rssAtMax.anonMb)} + ${Math.round(s.rssAtMax.fileMb)}` : '',
+      ),
+    );
     L.push('');
     L.push(
       '"anonymous" is the process\'s own memory (V8\'s heap, buffers, the C heap, stacks); "file-backed" is resident pages of mapped files, for a Node service mostly the node binary\'s code, ' +
@@ -381,17 +386,13 @@ export function markdown(r: RunResult, svgName: string): string {
   if (r.phases.some((p) => Object.values(p.machine.procs).some((s) => s.waitMsPerS !== undefined))) {
     L.push('## Waiting for a CPU (run-queue wait of all its threads, ms per second · average µs per wake-up · wake-ups per second)');
     L.push('');
-    L.push(`| scenario | ${names.join(' | ')} |`);
-    L.push(`|---|${names.map(() => '---:').join('|')}|`);
-    for (const p of r.phases) {
-      const cells = names.map((n) => {
-        const s = p.machine.procs[n];
+    L.push(
+      ...phaseTable(r, names, (s) => {
         if (s?.waitMsPerS === undefined) return '';
         const cell = `${Math.round(s.waitMsPerS)} · ${s.waitUsPerRun ?? 0}`;
         return s.runsPerS === undefined ? cell : `${cell} · ${s.runsPerS.toLocaleString('en-US')}`;
-      });
-      L.push(`| ${p.scenario} / ${p.phase} | ${cells.join(' | ')} |`);
-    }
+      }),
+    );
     L.push('');
     L.push(
       "From each thread's `/proc/PID/task/TID/schedstat`: the time it was ready to run while every core was taken. " +
@@ -405,10 +406,7 @@ export function markdown(r: RunResult, svgName: string): string {
     L.push('## JIT compilation (CPU of JIT compiler threads, ms per second of the window)');
     L.push('');
     if (jitProcs.length) {
-      L.push(`| scenario | ${jitProcs.join(' | ')} |`);
-      L.push(`|---|${jitProcs.map(() => '---:').join('|')}|`);
-      for (const p of r.phases)
-        L.push(`| ${p.scenario} / ${p.phase} | ${jitProcs.map((n) => p.machine.procs[n]?.jitMsPerS ?? '').join(' | ')} |`);
+      L.push(...phaseTable(r, jitProcs, (s) => s?.jitMsPerS ?? ''));
       L.push('');
     }
     L.push(
