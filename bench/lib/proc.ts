@@ -124,9 +124,9 @@ export interface ProcPoint {
   /** CPU since the previous sample, in percent of one core. */
   cpuPct: number;
   rssMb: number;
-  /** The anonymous and file-backed parts of rssMb (absent before 2026-11-25's twenty-sixth round). */
-  rssAnonMb?: number;
-  rssFileMb?: number;
+  /** The anonymous and file-backed parts of rssMb. */
+  rssAnonMb: number;
+  rssFileMb: number;
   /** Run-queue wait of all its threads since the previous sample, ms per second. */
   waitMsPerS: number;
   /** Times its threads were put on a CPU since the previous sample, per second. */
@@ -289,7 +289,7 @@ export class ProcSampler {
         rssMaxMb: r1(Math.max(0, ...rss)),
         hwmMb: r1((this.hwm.get(tr.name) ?? 0) / 1024),
         rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
-        ...(atMax ? { rssAtMax: { anonMb: r1(atMax.rssAnonMb ?? 0), fileMb: r1(atMax.rssFileMb ?? 0) } } : {}),
+        ...(atMax ? { rssAtMax: { anonMb: r1(atMax.rssAnonMb), fileMb: r1(atMax.rssFileMb) } } : {}),
         waitMsPerS: r1(waitMs),
         waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
         runsPerS: Math.round(runs),
