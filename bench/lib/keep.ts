@@ -36,21 +36,25 @@ export interface Keep {
   ratios: number[];
   /** Their mean: the figure held against the target. */
   mean: number;
+  /** The first pair's deliveries per healthy destination per second, which a one-pair summary names. */
+  first: { healthy: number; hanging: number };
 }
 
 /** The keep ratio of the `hanging` scenario's complete pairs, or null without one. */
 export function keepOf(phases: readonly PhaseResult[]): Keep | null {
   const perDest = (phase: string) =>
     phases.find((p) => p.scenario === 'hanging' && p.phase === phase)?.delivery.perDestinationPerSec ?? null;
-  const ratios: number[] = [];
+  const pairs: Keep['first'][] = [];
   for (let pair = 1; ; pair++) {
     const healthy = perDest(phaseName('healthy', pair));
     const hanging = perDest(phaseName('hanging', pair));
     if (healthy === null || hanging === null) break;
-    ratios.push(round(hanging / Math.max(1e-9, healthy), 3));
+    pairs.push({ healthy, hanging });
   }
-  if (!ratios.length) return null;
-  return { ratios, mean: round(ratios.reduce((a, b) => a + b, 0) / ratios.length, 3) };
+  const [first] = pairs;
+  if (!first) return null;
+  const ratios = pairs.map((p) => round(p.hanging / Math.max(1e-9, p.healthy), 3));
+  return { ratios, mean: round(ratios.reduce((a, b) => a + b, 0) / ratios.length, 3), first };
 }
 
 const phaseName = (kind: HangingKind, pair: number) => (pair === 1 ? kind : `${kind}-${pair}`);

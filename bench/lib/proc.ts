@@ -39,11 +39,14 @@ interface Mem {
   fileKb: number;
 }
 
+/** The lines of `/proc/PID/status` read, in kB; one pass over the file per process and sample. */
+const MEM_LINES = /^(VmRSS|VmHWM|RssAnon|RssFile):\s+(\d+)/gm;
+
 function readMem(pid: number): Mem {
   try {
-    const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
-    return { rssKb: kb('VmRSS'), hwmKb: kb('VmHWM'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
+    const kb: Record<string, number> = {};
+    for (const [, field = '', value] of readFileSync(`/proc/${pid}/status`, 'utf8').matchAll(MEM_LINES)) kb[field] = Number(value);
+    return { rssKb: kb.VmRSS ?? 0, hwmKb: kb.VmHWM ?? 0, anonKb: kb.RssAnon ?? 0, fileKb: kb.RssFile ?? 0 };
   } catch {
     return { rssKb: 0, hwmKb: 0, anonKb: 0, fileKb: 0 };
   }

@@ -34,6 +34,11 @@ t.test('one pair reads as recorded results always have', async (t) => {
   const keep = keepOf(onePair.phases);
   t.same(keep?.ratios, [onePair.derived.hangingHealthyRatio]);
   t.equal(keep?.mean, onePair.derived.hangingHealthyRatio);
+  t.match(
+    onePair.targets.find((x) => x.target.startsWith('healthy destinations keep'))?.measured,
+    `(${keep?.first.hanging}/s vs ${keep?.first.healthy}/s per healthy destination)`,
+    "the first pair's rates, as the one-pair summary names them",
+  );
   t.equal(keepOf(onePair.phases.filter((p) => p.phase !== 'hanging')), null, 'no complete pair, no ratio');
 });
 
