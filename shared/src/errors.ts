@@ -16,6 +16,7 @@ export const ERRORS = {
   EVENT_NOT_FOUND: { status: 404, retryable: false, message: 'Event not found.' },
   ATTEMPT_NOT_FOUND: { status: 404, retryable: false, message: 'Attempt not found.' },
   DESTINATION_TYPE_NOT_FOUND: { status: 404, retryable: false, message: 'Destination type not found.' },
+  REQUEST_TIMEOUT: { status: 408, retryable: true, message: 'The request body did not arrive in time.' },
   METHOD_NOT_ALLOWED: { status: 405, retryable: false, message: 'Method not allowed on this route.' },
   VALIDATION_FAILED: { status: 422, retryable: false, message: 'The request is invalid.' },
   TENANT_ID_RESERVED: { status: 422, retryable: false, message: 'This tenant id collides with a fixed path.' },

@@ -4,11 +4,32 @@
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import type { BusConsumer } from '@switchyard/shared/kafka/index.ts';
+import type { BusConsumer, InRecord } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { createAlerts } from './alerts.ts';
+import { writeIsolating } from './isolate.ts';
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Why a record of the routed topic cannot be what our router writes, or null. */
+function malformedRouted(r: InRecord<RoutedRecord>): string | null {
+  if (r.decodeError) return `invalid JSON: ${r.decodeError}`;
+  const v = r.value as unknown;
+  if (!isObject(v) || !isObject(v.event) || !Array.isArray(v.matched_destination_ids) || !Array.isArray(v.skipped_destination_ids))
+    return 'not a routed record';
+  return null;
+}
+
+/** Why a record of the attempts topic cannot be what our senders write, or null. */
+function malformedAttempt(r: InRecord<AttemptRecord>): string | null {
+  if (r.decodeError) return `invalid JSON: ${r.decodeError}`;
+  const v = r.value as unknown;
+  if (!isObject(v) || typeof v.id !== 'string' || (v.response_data !== null && v.response_data !== undefined && !isObject(v.response_data)))
+    return 'not an attempt record';
+  return null;
+}
 
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
@@ -36,6 +57,33 @@ export async function start(rt: Runtime): Promise<Service> {
     log: logger,
   });
 
+  // A record that can never be stored goes here with the reason, so its partition moves on
+  // (docs/architecture.md, "Poison records").
+  let deadLetters = 0;
+  async function deadLetter(r: InRecord<unknown>, reason: string) {
+    await producer.send(TOPIC.storeDeadLetter, [
+      {
+        key: r.key,
+        value: r.raw ?? Buffer.from(JSON.stringify(r.value ?? null)),
+        headers: { 'x-dead-letter-reason': reason.slice(0, 1000), 'x-dead-letter-source': `${r.topic}/${r.partition}/${r.offset}` },
+      },
+    ]);
+    deadLetters++;
+    logger.warn(
+      { topic: r.topic, partition: r.partition, offset: r.offset, reason, outcome: 'dead_letter', dead_letters_total: deadLetters },
+      'record cannot be stored',
+    );
+  }
+  async function takeMalformed<T>(records: InRecord<T>[], why: (r: InRecord<T>) => string | null): Promise<InRecord<T>[]> {
+    const ok: InRecord<T>[] = [];
+    for (const r of records) {
+      const reason = why(r);
+      if (reason) await deadLetter(r as InRecord<unknown>, reason);
+      else ok.push(r);
+    }
+    return ok;
+  }
+
   // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
   // 10 MiB default took the service to 235 MB catching up (bench/results/2026-11-22-analysis.md,
   // change 39).
@@ -46,7 +94,13 @@ export async function start(rt: Runtime): Promise<Service> {
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
-        await store.storeRouted(records.map((r) => r.value));
+        await writeIsolating(await takeMalformed(records, malformedRouted), {
+          write: async (rs) => {
+            await store.storeRouted(rs.map((r) => r.value));
+            return [];
+          },
+          deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
+        });
       },
     }),
   );
@@ -57,7 +111,18 @@ export async function start(rt: Runtime): Promise<Service> {
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
-        const added = await store.storeAttempts(records.map((r) => r.value));
+        const added = await writeIsolating(await takeMalformed(records, malformedAttempt), {
+          write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
+          // An attempt is the record of a delivery that happened: when even its escaped response
+          // cannot be stored (nested too deep, say), it is stored without the response, saying why.
+          repairs: (r) => {
+            const rd = r.value.response_data;
+            if (rd === null) return [];
+            const status = typeof rd.status === 'number' ? { status: rd.status } : {};
+            return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
+          },
+          deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
+        });
         await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
       },
     }),

@@ -4,19 +4,20 @@ import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
-import { AppError } from '@switchyard/shared/errors.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
-import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
+import { registerBodyBudget } from './body-budget.ts';
 import { registerErrorHandling } from './errors.ts';
+import { frameworkErrors, registerInputGuards } from './guards.ts';
+import { withErrorResponses } from './openapi-errors.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
-import { publishRoutes } from './routes/publish.ts';
+import { PUBLISH_BATCH_BODY_LIMIT, publishRoutes } from './routes/publish.ts';
 import { retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { RoutingCache } from './routing-cache.ts';
@@ -64,8 +65,16 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     // Report every validation problem at once; never silently drop or coerce unknown fields away.
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    // Backstop of body-budget.ts's own timer: Node drops a request not received by then.
+    requestTimeout: config.API_BODY_TIMEOUT_MS + 5000,
+    frameworkErrors,
+    // `__proto__` and `constructor` are data like any key: JSON.parse makes them own properties, and
+    // nothing here assigns keys of input onto a plain object (merge-patch.ts defines them).
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
   });
   registerErrorHandling(app);
+  registerInputGuards(app);
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   const routeTable: { method: string; url: string }[] = [];
@@ -102,21 +111,15 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     req.principal = await ctx.auth.authenticate(req.headers.authorization);
   });
 
-  // Request bodies held at once are bounded (by Content-Length, or the route's limit when streamed):
-  // a burst of large publishes is answered 503 rather than growing the heap without end.
-  const bodies = new ByteBudget(config.API_MAX_INFLIGHT_BYTES);
-  app.addHook('onRequest', async (req, reply) => {
-    const length = Number(req.headers['content-length'] ?? 0);
-    const bytes = length > 0 ? length : req.headers['transfer-encoding'] ? (req.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES) : 0;
-    if (bytes === 0) return;
-    if (!bodies.tryTake(bytes)) {
-      void reply.header('retry-after', '1');
-      throw new AppError('SERVICE_UNAVAILABLE', 'The gateway holds as many request bytes as it may; nothing was accepted. Retry shortly.');
-    }
-    reply.raw.once('close', () => bodies.give(bytes));
+  // Request bodies held at once, as their bytes arrive, and how long one may take (body-budget.ts).
+  registerBodyBudget(app, {
+    maxInFlightBytes: config.API_MAX_INFLIGHT_BYTES,
+    bodyTimeoutMs: config.API_BODY_TIMEOUT_MS,
+    bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
   });
 
   await app.register(swagger, {
+    transform: withErrorResponses,
     openapi: {
       openapi: '3.1.0',
       info: {

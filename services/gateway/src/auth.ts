@@ -3,6 +3,8 @@ import { jwtVerify, SignJWT } from 'jose';
 import { AppError } from '@switchyard/shared/errors.ts';
 
 export const TOKEN_TTL_SECONDS = 24 * 60 * 60;
+/** How far a token's `iat` may lie ahead of our clock (clocks of issuers drift a little). */
+export const TOKEN_CLOCK_SKEW_SECONDS = 60;
 const ISSUER = 'switchyard';
 
 /** Who is calling: the operator (admin API key) or one tenant (tenant JWT). */
@@ -26,7 +28,16 @@ export function createAuth(apiKey: string, jwtSecret: string): Auth {
       // Comparing digests keeps the comparison constant-time whatever the token length.
       if (timingSafeEqual(digest(token), keyDigest)) return { kind: 'admin' };
       try {
-        const { payload } = await jwtVerify(token, secret, { algorithms: ['HS256'], issuer: ISSUER });
+        // A tenant token must say when it ends, within the lifetime we issue, and not be issued in the
+        // future: a token without exp (or with a far one) would be a tenant key for ever.
+        const { payload } = await jwtVerify(token, secret, {
+          algorithms: ['HS256'],
+          issuer: ISSUER,
+          requiredClaims: ['exp', 'iat', 'sub'],
+        });
+        const { exp, iat } = payload as { exp: number; iat: number };
+        if (iat > Date.now() / 1000 + TOKEN_CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');
+        if (exp - iat > TOKEN_TTL_SECONDS) throw new Error('token lifetime too long');
         if (typeof payload.sub !== 'string' || !payload.sub) throw new Error('token has no subject');
         return { kind: 'tenant', tenantId: payload.sub };
       } catch {

@@ -2,10 +2,10 @@ import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { mask, validateFields } from '@switchyard/shared/destinations/fields.ts';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
-import { mergePatch } from '@switchyard/shared/merge-patch.ts';
+import { mergePatch, setOwn } from '@switchyard/shared/merge-patch.ts';
 import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
 import { isConfiguredTopic, validateFilter } from '@switchyard/shared/routing/match.ts';
-import { validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
+import { isHeaderName, validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Principal } from './auth.ts';
 
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
@@ -31,6 +31,18 @@ export function checkDestination(
   problems.push(...validateFields(def.credential_fields, d.credentials, 'body.credentials'));
   if (d.filter) problems.push(...validateFilter(d.filter));
   if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
+}
+
+/**
+ * delivery_metadata becomes request headers (and message attributes): names must be HTTP header
+ * names and values free of control characters (CR/LF would inject headers), as for custom_headers.
+ */
+export function checkDeliveryMetadata(dm: Record<string, string | null> | null | undefined, problems: Problem[]): void {
+  for (const [k, v] of Object.entries(dm ?? {})) {
+    if (!isHeaderName(k)) problems.push({ path: `body.delivery_metadata.${k}`, message: 'is not a valid HTTP header name' });
+    else if (typeof v === 'string' && !/^[\t\x20-\x7e\u0080-\uffff]*$/.test(v))
+      problems.push({ path: `body.delivery_metadata.${k}`, message: 'must not contain control characters (no line breaks)' });
+  }
 }
 
 /** Admin-only credential fields (the webhook secrets) may not be set with a tenant token. */
@@ -66,8 +78,8 @@ export function patchedCredentials(existing: Destination, patch: Record<string, 
   const unmasked: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(patch)) {
     const f = def.credential_fields.find((x) => x.key === k);
-    const current = existing.credentials[k];
-    unmasked[k] = f?.sensitive && current !== undefined && v === mask(current) ? current : v;
+    const current = Object.hasOwn(existing.credentials, k) ? existing.credentials[k] : undefined;
+    setOwn(unmasked, k, f?.sensitive && current !== undefined && v === mask(current) ? current : v);
   }
   const rotate = unmasked.rotate_secret === true || unmasked.rotate_secret === 'true';
   delete unmasked.rotate_secret;

@@ -32,7 +32,14 @@ export const SETTINGS = {
     default: '33554432',
     minimum: 1024,
     description:
-      'Bytes of request bodies (by Content-Length) a gateway holds at once; past it, requests get 503 SERVICE_UNAVAILABLE with Retry-After and change nothing. One request always fits. Bounds the memory a burst of large publishes takes (32 MiB: two full batch publishes).',
+      'Bytes of request bodies a gateway holds at once, counted as they arrive; past it, requests get 503 SERVICE_UNAVAILABLE with Retry-After and change nothing. A tenant token holds at most a quarter of it (at least one 16 MiB body). Bounds the memory a burst of large publishes takes (32 MiB: two full batch publishes).',
+  },
+  API_BODY_TIMEOUT_MS: {
+    kind: 'integer',
+    default: '30000',
+    minimum: 100,
+    description:
+      'How long a request body may take to arrive, from the request headers; a slower one is answered 408 REQUEST_TIMEOUT and its connection closed, so slow clients cannot hold the body budget.',
   },
   API_PAGE_MAX_BYTES: {
     kind: 'integer',

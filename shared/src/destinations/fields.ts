@@ -77,7 +77,12 @@ export function maskFields(fields: readonly FieldDef[], values: Record<string, u
   for (const [k, v] of Object.entries(values)) {
     const f = fields.find((x) => x.key === k);
     if (f?.writeOnly) continue;
-    out[k] = f?.sensitive && v !== null && v !== undefined && v !== '' ? mask(v) : v;
+    Object.defineProperty(out, k, {
+      value: f?.sensitive && v !== null && v !== undefined && v !== '' ? mask(v) : v,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
   }
   return out;
 }

@@ -3,6 +3,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { EventRecord } from '../model/index.ts';
 import { matchesTopic } from '../routing/match.ts';
+import { unstorable } from './storable.ts';
 
 const require = createRequire(import.meta.url);
 const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
@@ -22,6 +23,9 @@ export function checkEvent(
   record: { partition: number; offset: string; timestamp: number },
   topics: readonly string[],
 ): EventCheck {
+  // First: Postgres could never store it (NUL, a lone surrogate, nesting past MAX_JSON_DEPTH).
+  const bad = unstorable(value, 'event');
+  if (bad) return { ok: false, reason: `unstorable: ${bad.path} ${bad.message}` };
   if (!validateEvent?.(value)) {
     const why = (validateEvent?.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
     return { ok: false, reason: `schema: ${why}` };

@@ -75,6 +75,12 @@ export const TOPIC = {
     description:
       'Records of the events topic that are not valid events (bad JSON, schema violations), with the reason in the `x-dead-letter-reason` header and the original bytes as value. Written by the router.',
   },
+  storeDeadLetter: {
+    name: 'store.dead-letter',
+    key: 'as received',
+    description:
+      'Records of the routed and attempts topics that the attempts service cannot store however often it tries (a data or constraint error of that record alone), with the reason in the `x-dead-letter-reason` header and the topic, partition and offset they came from in `x-dead-letter-source`. Written by the attempts service.',
+  },
   operatorEvents: {
     name: 'operator-events',
     key: 'destination_id',
@@ -89,6 +95,7 @@ export const TOPIC = {
   retries: TopicDef[];
   routed: TopicDef;
   deadLetter: TopicDef;
+  storeDeadLetter: TopicDef;
   operatorEvents: TopicDef;
 };
 
@@ -99,6 +106,7 @@ export function allTopics(): TopicDef[] {
     TOPIC.attempts,
     TOPIC.routed,
     TOPIC.deadLetter,
+    TOPIC.storeDeadLetter,
     TOPIC.operatorEvents,
     ...Object.values(TOPIC.deliveries),
     ...TOPIC.retries,

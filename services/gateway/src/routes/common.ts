@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { QueryStore } from '@switchyard/shared/db/stores/queries.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
+import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 
@@ -10,7 +11,8 @@ export const TENANT_PREFIXES = ['/api/v1/tenants/:tenant_id', '/api/v1/:tenant_i
 export type TenantReq = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string } }>;
 
 export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
-export const idParam = { type: 'string', minLength: 1, maxLength: 255 } as const;
+/** A tenant, destination or event id (ID_PATTERN: the documented alphabet and length). */
+export const idParam = { type: 'string', minLength: 1, maxLength: 255, pattern: ID_PATTERN } as const;
 
 /** The tenant a request addresses, checked against the caller's credential. */
 export function tenantOf(req: TenantReq): string {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
+import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
 import { mergePatch } from '@switchyard/shared/merge-patch.ts';
@@ -8,6 +9,7 @@ import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
 import {
   checkCredentialRights,
+  checkDeliveryMetadata,
   checkDestination,
   fail,
   initialCredentials,
@@ -30,7 +32,8 @@ const createBody = {
   required: ['type', 'topics'],
   additionalProperties: false,
   properties: {
-    id: { type: 'string', maxLength: 255, pattern: '^[A-Za-z0-9_.:-]*$' },
+    // Empty: one is generated.
+    id: { type: 'string', maxLength: 255, pattern: `^$|${ID_PATTERN}` },
     type: { type: 'string', enum: [...DESTINATION_TYPES] },
     topics: topicsSchema,
     config: { type: 'object' },
@@ -131,6 +134,7 @@ export function destinationRoutes(ctx: Ctx) {
         const credentials = initialCredentials(body.type, body.credentials ?? {});
         const filter = orNullIfEmpty(body.filter);
         checkDestination(body.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
+        checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
         if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
@@ -187,6 +191,7 @@ export function destinationRoutes(ctx: Ctx) {
         // The filter is replaced whole; {} or null clears it.
         const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
         checkDestination(existing.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
+        checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
         const merged = <T>(current: T | null, patch: unknown) =>

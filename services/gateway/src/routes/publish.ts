@@ -2,12 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
+import { MAX_JSON_DEPTH, unstorable } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
-import { requireTenantAccess } from '../auth.ts';
+import { requireAdmin } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { toAppError } from '../errors.ts';
+import { idParam } from './common.ts';
 
 /** Most events one batch publish may carry. */
 export const PUBLISH_BATCH_MAX = 1000;
@@ -18,10 +20,10 @@ export const publishBodySchema = {
   required: ['tenant_id', 'topic', 'data'],
   additionalProperties: false,
   properties: {
-    id: { type: 'string', minLength: 1, maxLength: 255 },
-    tenant_id: { type: 'string', minLength: 1, maxLength: 255 },
+    id: idParam,
+    tenant_id: idParam,
     topic: { type: 'string', minLength: 1, maxLength: 255 },
-    destination_id: { type: 'string', minLength: 1, maxLength: 255 },
+    destination_id: idParam,
     eligible_for_retry: { type: 'boolean', default: true },
     time: { type: 'string', format: 'date-time' },
     metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'number', 'boolean'] } },
@@ -79,7 +81,7 @@ export function publishRoutes(ctx: Ctx) {
         },
       },
       async (req, reply) => {
-        requireTenantAccess(req.principal, req.body.tenant_id);
+        requireAdmin(req.principal);
         const problems = checkTopic(req.body.topic, 'body.topic');
         if (problems.length) throw AppError.validation(problems);
         const result = await ctx.publish(toEvent(req.body), req.body.id !== undefined);
@@ -92,6 +94,8 @@ export function publishRoutes(ctx: Ctx) {
       '/publish/batch',
       {
         bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
+        // One bad event of a batch must not sink the others: each item is checked on its own.
+        config: { ownBodyChecks: true },
         schema: {
           tags: ['publish'],
           summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
@@ -104,9 +108,13 @@ export function publishRoutes(ctx: Ctx) {
         },
       },
       async (req) => {
+        requireAdmin(req.principal);
         const results = await Promise.all(
           req.body.events.map(async (item, i) => {
             try {
+              // Before the schema: nothing unstorable is ever an event (and ajv recurses).
+              const deep = unstorable(item, `body.events[${i}]`, MAX_JSON_DEPTH);
+              if (deep) throw AppError.validation([deep]);
               if (!validateItem(item)) {
                 throw AppError.validation(
                   (validateItem.errors ?? []).map((e) => ({
@@ -116,7 +124,6 @@ export function publishRoutes(ctx: Ctx) {
                 );
               }
               const body = item as PublishBody;
-              requireTenantAccess(req.principal, body.tenant_id);
               const problems = checkTopic(body.topic, `body.events[${i}].topic`);
               if (problems.length) throw AppError.validation(problems);
               return { status: 202, ...(await ctx.publish(toEvent(body), body.id !== undefined)) };

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { escapeUnstorable, jsonTextUnstorable } from '../../events/storable.ts';
 import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
 
 /**
@@ -71,6 +72,13 @@ function deliveryRow(e: RoutedRecord['event'], destinationId: string, status: 'p
   };
 }
 
+/** An attempt row whose response_data can be stored (see storeAttempts). */
+function storableResponse<R extends { response_data: Record<string, unknown> | null }>(row: R): R {
+  if (row.response_data === null) return row;
+  const { value, changed } = escapeUnstorable(row.response_data);
+  return changed ? { ...row, response_data: { ...(value as Record<string, unknown>), escaped: true } } : row;
+}
+
 /**
  * The attempts service's writes: events (from routed records), the per-delivery status rows, and
  * attempts. Every write is one statement per batch and idempotent, so a redelivered batch changes
@@ -127,7 +135,11 @@ export class PipelineStore {
         final: a.final,
         event_received_at: a.event_received_at || null,
       }));
-      const inserted = (await tx.raw(INSERT_ATTEMPTS, [JSON.stringify(rows)])).rows as Array<{ id: string }>;
+      let text = JSON.stringify(rows);
+      // A destination's answer may hold what Postgres cannot store (NUL, a lone surrogate): such a
+      // response is stored with those characters written as \u escapes, and `escaped: true` says so.
+      if (jsonTextUnstorable(text)) text = JSON.stringify(rows.map(storableResponse));
+      const inserted = (await tx.raw(INSERT_ATTEMPTS, [text])).rows as Array<{ id: string }>;
       const fresh = new Set(inserted.map((r) => r.id));
       const added = attempts.filter((a) => fresh.has(a.id));
       // Latest attempt per delivery within the batch decides; a success is never undone.

@@ -1,0 +1,81 @@
+/**
+ * Request bodies held at once. A gateway holds at most API_MAX_INFLIGHT_BYTES of request bodies,
+ * counted as their bytes arrive (not by what Content-Length announces), so a client that announces
+ * a megabyte and sends a byte holds a byte. A tenant credential holds at most a quarter of the
+ * budget (at least one full body), so one tenant's clients cannot fill it for everyone; the admin
+ * key, the operator's own product, may use all of it. A body that is not complete within
+ * API_BODY_TIMEOUT_MS is answered 408 REQUEST_TIMEOUT and its connection closed. Bytes are given
+ * back when the answer goes out. Past the budget: 503 SERVICE_UNAVAILABLE with Retry-After: 1,
+ * nothing changed; one body always fits when nothing else is held.
+ */
+import { Transform } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '@switchyard/shared/errors.ts';
+import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
+
+export interface BodyBudgetOptions {
+  maxInFlightBytes: number;
+  bodyTimeoutMs: number;
+  /** The largest body a route takes (what a tenant may always hold). */
+  bodyLimit: number;
+}
+
+const full = () =>
+  new AppError('SERVICE_UNAVAILABLE', 'The gateway holds as many request bytes as it may; nothing was accepted. Retry shortly.');
+
+export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): void {
+  const bodies = new ByteBudget(o.maxInFlightBytes);
+  const perTenantMax = Math.max(o.bodyLimit, Math.floor(o.maxInFlightBytes / 4));
+  const byTenant = new Map<string, number>();
+
+  app.addHook('preParsing', async (req, reply, payload) => {
+    const length = req.headers['content-length'];
+    if ((length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined) return payload;
+    const tenant = req.principal?.kind === 'tenant' ? req.principal.tenantId : null;
+    let held = 0;
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      bodies.give(held);
+      if (tenant !== null) {
+        const left = (byTenant.get(tenant) ?? 0) - held;
+        if (left > 0) byTenant.set(tenant, left);
+        else byTenant.delete(tenant);
+      }
+    };
+    const refuse = (err: AppError) => {
+      // The rest of the body is never read: the connection cannot carry another request.
+      void reply.header('connection', 'close');
+      if (err.code === 'SERVICE_UNAVAILABLE') void reply.header('retry-after', '1');
+      return err;
+    };
+    const counted = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        const n = chunk.length;
+        const tenantHeld = tenant === null ? 0 : (byTenant.get(tenant) ?? 0);
+        if ((tenant !== null && tenantHeld > 0 && tenantHeld + n > perTenantMax) || !bodies.tryTake(n)) {
+          cb(refuse(full()));
+          return;
+        }
+        held += n;
+        if (tenant !== null) byTenant.set(tenant, tenantHeld + n);
+        cb(null, chunk);
+      },
+      flush(cb) {
+        clearTimeout(timer);
+        cb();
+      },
+    });
+    const timer = setTimeout(() => {
+      counted.destroy(refuse(new AppError('REQUEST_TIMEOUT', `The request body did not arrive within ${o.bodyTimeoutMs} ms.`)));
+    }, o.bodyTimeoutMs);
+    reply.raw.once('close', release);
+    payload.on('error', (err) => counted.destroy(err));
+    // Fastify's body limit reads these: the bytes received so far, as the original stream counts them.
+    return Object.defineProperty(payload.pipe(counted), 'receivedEncodedLength', {
+      get: () => (payload as { receivedEncodedLength?: number }).receivedEncodedLength,
+    });
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * Input guards: what no route should have to think about. Before any route validates its input,
+ * every path parameter, query key and value and JSON body is checked for what can never be stored
+ * or served (U+0000, lone surrogates, nesting past MAX_JSON_DEPTH; shared/src/events/storable.ts),
+ * path ids keep to the documented id alphabet, and a query key the route does not know (or one
+ * nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing changed.
+ * Router-level failures (a path that is not UTF-8 once decoded, an over-long path segment) get the
+ * documented error shape too (frameworkErrors).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
+import { badString, ID_RULE, isValidId, unstorable } from '@switchyard/shared/events/storable.ts';
+
+/** Path parameters that name a tenant, destination or event, held to ID_PATTERN. */
+const ID_PARAMS = new Set(['tenant_id', 'destination_id', 'event_id']);
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route checks its body itself, item by item (batch publish). */
+    ownBodyChecks?: boolean;
+  }
+}
+
+function paramProblems(params: unknown): Problem[] {
+  const problems: Problem[] = [];
+  if (params === null || typeof params !== 'object') return problems;
+  for (const [k, v] of Object.entries(params)) {
+    if (typeof v !== 'string' || v === '') continue;
+    const why = badString(v);
+    if (why) problems.push({ path: `params.${k}`, message: why });
+    else if (ID_PARAMS.has(k) && !isValidId(v)) problems.push({ path: `params.${k}`, message: ID_RULE });
+  }
+  return problems;
+}
+
+/**
+ * Whether a query key names a parameter the route documents: the key itself (`time[gte]`), or the
+ * parameter it lists (`x`, `x[]`, `x[3]` for `x`). A parameter documented with operators
+ * (`time[gte]`) also lets `time` and `time[other]` through: the route says what is wrong with them.
+ * Anything else with brackets (`event_id[x]`, `a[x][y]`) names nothing.
+ */
+function knownKey(key: string, known: Record<string, unknown>): boolean {
+  if (Object.hasOwn(known, key)) return true;
+  const m = /^([^[\]]+)(?:\[(\w*)\])?$/.exec(key);
+  if (!m) return false;
+  const name = m[1] as string;
+  const inner = m[2];
+  if ((inner === undefined || inner === '' || /^\d+$/.test(inner)) && Object.hasOwn(known, name)) return true;
+  return Object.keys(known).some((k) => k.startsWith(`${name}[`));
+}
+
+function queryProblems(query: unknown, known: Record<string, unknown> | undefined): Problem[] {
+  const problems: Problem[] = [];
+  if (query === null || typeof query !== 'object') return problems;
+  for (const [k, v] of Object.entries(query)) {
+    const keyWhy = badString(k);
+    if (keyWhy) {
+      problems.push({ path: `query[${JSON.stringify(k)}]`, message: `name ${keyWhy}` });
+      continue;
+    }
+    if (known && !knownKey(k, known)) {
+      problems.push({ path: `query.${k}`, message: 'is not a parameter of this route' });
+      continue;
+    }
+    for (const x of Array.isArray(v) ? v : [v]) {
+      const why = typeof x === 'string' ? badString(x) : null;
+      if (why) {
+        problems.push({ path: `query.${k}`, message: why });
+        break;
+      }
+    }
+  }
+  return problems;
+}
+
+export function registerInputGuards(app: FastifyInstance): void {
+  app.addHook('preValidation', async (req: FastifyRequest) => {
+    const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined;
+    const problems = [...paramProblems(req.params), ...queryProblems(req.query, schema?.querystring?.properties)];
+    if (!req.routeOptions.config?.ownBodyChecks && req.body !== undefined) {
+      const bad = unstorable(req.body, 'body');
+      if (bad) problems.push(bad);
+    }
+    if (problems.length) throw AppError.validation(problems);
+  });
+}
+
+/** Fastify's `frameworkErrors` option: errors raised by the router, before any route or hook runs. */
+export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  const appErr =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? AppError.validation([{ path: 'params', message: 'a path segment is longer than 256 characters' }])
+      : err.code === 'FST_ERR_BAD_URL'
+        ? new AppError('BAD_REQUEST', 'The path is not valid percent-encoded UTF-8.')
+        : new AppError('BAD_REQUEST');
+  void reply.status(appErr.status).send(errorBody(appErr));
+}
