@@ -29,6 +29,8 @@ export function withErrorResponses({ schema, url, route }: { schema: FastifySche
     if (!(String(status) in responses))
       responses[String(status)] = { description: `An error (docs/errors.md).`, content: { 'application/json': { schema: errorShape } } };
   }
+  // A route that declares no success answer still has one: say so, without a shape.
+  if (!Object.keys(responses).some((k) => k.startsWith('2'))) responses['2xx'] = { description: 'Success.' };
   s.response = responses;
   return { schema: s, url };
 }
