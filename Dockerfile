@@ -37,11 +37,11 @@ WORKDIR /app
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0
 # A 4 MB young generation (V8 grows it to 32 MB under load): peak RSS under load 250-390 -> 130-250 MB
-# per service, with equal or better throughput (bench/results/2026-11-22-analysis.md, "Memory").
+# per service, with equal or better throughput (docs/performance.md, "Service memory").
 # A 1 GiB old generation: far above what any service holds (each bounds its memory in flight), but
 # under 2 GiB V8 grows the heap by 1.3-2x its live data instead of up to 4x: peak RSS (VmHWM) 121-141
 # MB for gateway, router and attempts and 245 MB for the sender, a quarter to a third less, for
-# 5-10% more CPU per delivery ("Fourth round"). Without it: NODE_OPTIONS=--max-semi-space-size=4.
+# 5-10% more CPU per delivery (docs/performance.md, "Heap limit 1024 MiB"). Without it: NODE_OPTIONS=--max-semi-space-size=4.
 # Raise it with API_MAX_INFLIGHT_BYTES / API_PAGE_MAX_BYTES / SENDER_MAX_INFLIGHT_BYTES if you raise
 # those far.
 # The benchmark reads this line and runs the services with it.
@@ -49,13 +49,13 @@ ENV NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=1024"
 # glibc's malloc: allocations from 128 KiB (Kafka fetch responses, large bodies) are mapped and
 # unmapped on their own instead of the dynamic threshold moving them into the C heap, which then
 # could not shrink. The sender's C heap under the hanging benchmark 54 -> 14-21 MB, no CPU cost
-# seen ("Fifth round"). The benchmark reads these lines too.
+# seen (docs/performance.md, "glibc malloc"). The benchmark reads these lines too.
 ENV MALLOC_MMAP_THRESHOLD_=131072
 ENV MALLOC_TRIM_THRESHOLD_=1048576
 # At most two malloc arenas instead of eight per core: V8's and libuv's worker threads otherwise each
 # fill an arena of their own. Peak RSS 4-8 MB lower for gateway, router and attempts in four hanging
-# benchmark runs against four without (the sender's within its spread), no CPU cost seen ("Seventh
-# round"). The benchmark reads it too.
+# benchmark runs against four without (the sender's within its spread), no CPU cost seen (docs/performance.md,
+# "glibc malloc"). The benchmark reads it too.
 ENV MALLOC_ARENA_MAX=2
 # Owned by root and not writable by the user the services run as: they write nothing to disk.
 COPY --from=deps /app /app

@@ -1,4 +1,4 @@
-// npm run build: the services as plain JavaScript in a self-contained tree (default dist/), for
+// npm run build: the services as plain JavaScript in a tree of their own (default dist/), for
 // production images and the benchmark. Development and tests run the TypeScript directly; this is
 // the same transform Node applies when it loads a .ts file (module.stripTypeScriptTypes: types
 // become whitespace, so lines and columns stay), done once ahead of time. What it saves: the type
@@ -8,8 +8,10 @@
 //
 // DIR gets shared/ and services/*/ (package.json, src/ as .js, shared/schemas) and a node_modules/
 // whose @switchyard/* point at DIR's workspaces and everything else at the repository's installed
-// packages, so `node DIR/services/<name>/src/main.js` runs from anywhere. Each workspace's own
-// node_modules (versions npm did not hoist) is linked too.
+// packages, so `node DIR/services/<name>/src/main.js` runs from any working directory. The links
+// are relative, so DIR runs only where it was built relative to the repository's node_modules (the
+// Dockerfile builds it inside the image, after npm ci); it is not a tree to copy elsewhere on its
+// own. Each workspace's own node_modules (versions npm did not hoist) is linked too.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';

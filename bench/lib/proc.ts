@@ -157,17 +157,19 @@ export interface ProcSummary {
   rssStartMb: number;
   /**
    * The sample of highest RSS split in two: anonymous memory (the process's own) and resident pages
-   * of mapped files (mostly the node binary, shared with the other services). Absent before
-   * 2026-11-25's twenty-sixth round.
+   * of mapped files (mostly the node binary, shared with the other services). Absent in results
+   * before 2026-11-25.
    */
   rssAtMax?: { anonMb: number; fileMb: number };
+  /** Highest anonymous memory (RssAnon) over the samples: what the memory target counts (absent in older results). */
+  anonMaxMb?: number;
   /** Run-queue wait of all its threads, ms per second of the window (absent in older results). */
   waitMsPerS?: number;
   /** That wait divided by the times its threads were put on a CPU: the average delay of a wake-up, µs. */
   waitUsPerRun?: number;
-  /** Times its threads were put on a CPU, per second of the window: its wake-ups (absent before 2026-11-24's twenty-third round). */
+  /** Times its threads were put on a CPU, per second of the window: its wake-ups (absent in results before 2026-11-24). */
   runsPerS?: number;
-  /** CPU of its JIT compiler threads, ms per second of the window (absent before 2026-11-25's twenty-fourth round). */
+  /** CPU of its JIT compiler threads, ms per second of the window (absent in results before 2026-11-25). */
   jitMsPerS?: number;
 }
 
@@ -293,6 +295,7 @@ export class ProcSampler {
         hwmMb: r1((this.hwm.get(tr.name) ?? 0) / 1024),
         rssStartMb: r1(this.rssStart.get(tr.name) ?? 0),
         ...(atMax ? { rssAtMax: { anonMb: r1(atMax.rssAnonMb), fileMb: r1(atMax.rssFileMb) } } : {}),
+        anonMaxMb: r1(Math.max(0, ...w.map((s) => s.procs[tr.name]?.rssAnonMb ?? 0))),
         waitMsPerS: r1(waitMs),
         waitUsPerRun: runs > 0 ? Math.round((waitMs * 1000) / runs) : 0,
         runsPerS: Math.round(runs),

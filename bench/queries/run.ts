@@ -45,7 +45,7 @@ const PER_DAY = Math.ceil(ROWS / DAYS);
 const EVENTS_PER_DAY = Math.ceil(PER_DAY / 3);
 const DAY = 86_400_000;
 const TOPICS = ['user.created', 'user.updated', 'order.paid', 'order.refunded', 'invoice.sent'];
-const out = opt.out ?? (ROWS >= 10_000_000 ? 'bench/results/queries.md' : undefined);
+const out = opt.out ?? (ROWS >= 10_000_000 ? 'bench/queries/baseline.md' : undefined);
 
 const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/switchyard';
 const benchUrl = (() => {

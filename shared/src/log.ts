@@ -58,7 +58,7 @@ export function createLogger(service: string, level: string = 'info', destinatio
     },
     // Written on the calling thread: pino's default hands each write to libuv's thread pool, which
     // woke a pool thread and then the event loop again for every line, and on a busy machine those
-    // wake-ups wait for a CPU (bench analysis, change 42). A line is also on its way out once logged,
+    // wake-ups wait for a CPU (docs/performance.md, "Log lines written on the calling thread"). A line is also on its way out once logged,
     // even if the process is killed straight after.
     destination ?? pino.destination({ fd: 1, sync: true }),
   );

@@ -87,7 +87,7 @@ t.test('the throughput target as CPU per delivery: the budget, and each process 
   t.equal(c.procs.sender?.toFixed(3), '0.163');
   t.equal(c.machineMs.toFixed(3), ((single.machine.systemAvgPct * 10) / single.delivery.deliveredPerSec).toFixed(3));
   const md = markdown(run, 'x.svg');
-  t.match(md, /## CPU per delivery against the throughput target/);
+  t.match(md, /## CPU per delivery \(ms of CPU per delivery, full-speed phases\)/);
   t.match(
     md,
     /\| single \/ main \| 2,947 \| 0\.095 \| \*\*0\.658\*\* \| 0\.077 \| \*\*0\.098\*\* \| \*\*0\.163\*\* \|/,

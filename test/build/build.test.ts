@@ -34,7 +34,7 @@ t.test('types are stripped in place and every local import points at its .js fil
   t.notMatch(js, /: number|: string|import type|type C/, 'no type left');
 });
 
-t.test('the built tree is self-contained and starts without type stripping', async (t) => {
+t.test('the built tree resolves its own workspaces and starts without type stripping', async (t) => {
   const out = mkdtempSync(join(tmpdir(), 'sy-build-'));
   t.teardown(() => rmSync(out, { recursive: true, force: true }));
   execFileSync(process.execPath, ['--disable-warning=ExperimentalWarning', join(ROOT, 'infra/build.ts'), '--out', out], { stdio: 'pipe' });

@@ -89,6 +89,25 @@ t.test('embedded mode: the printed example works; SIGKILL after a 202 loses noth
   });
   t.match(attempts[0], { status: 'success', code: '200', event_id: published?.id });
 
+  // Run again as printed: the tenant and the destination stay one each (the destination's fixed id
+  // makes its second create a 409), and the event is published once more.
+  const again = spawnSync('bash', ['-euo', 'pipefail', '-c', example.replaceAll('http://127.0.0.1:8080', rx.url)], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  t.equal(again.status, 0, `the example runs again (stderr: ${again.stderr})`);
+  const [, secondCreate] = again.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.match(secondCreate, { code: 'DESTINATION_EXISTS' }, 'the second create is refused');
+  const listed = await api<Array<{ id: string }>>('GET', '/api/v1/tenants/acme/destinations');
+  t.same(
+    listed.body.map((d) => d.id),
+    [destination?.id],
+    'still one destination',
+  );
+
   // SIGKILL right after the 202s: every accepted event is delivered after a restart.
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) {
@@ -98,7 +117,7 @@ t.test('embedded mode: the printed example works; SIGKILL after a 202 loses noth
   }
   first.child.kill('SIGKILL');
   await new Promise((r) => first.child.once('exit', r));
-  const deliveredBefore = new Set(rx.requests.map((r) => r.headers['x-outpost-event-id'])).size - 1;
+  const deliveredBefore = ids.filter((id) => rx.requests.some((r) => r.headers['x-outpost-event-id'] === id)).length;
 
   const second = await startEmbedded(t, env);
   t.notMatch(second.output(), key, 'the key is not shown again');

@@ -85,8 +85,8 @@ export async function start(rt: Runtime): Promise<Service> {
   }
 
   // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
-  // 10 MiB default took the service to 235 MB catching up (bench/results/2026-11-22-analysis.md,
-  // change 39).
+  // 10 MiB default took the service to 235 MB catching up (docs/performance.md, "Fetch limits per
+  // consumer").
   consumers.push(
     await rt.bus.consume<RoutedRecord>({
       groupId: 'attempts-routed',

@@ -82,11 +82,12 @@ Try it. A webhook receiver that prints what it gets (in another terminal):
 
 node -e 'require("http").createServer((q,s)=>{let b="";q.on("data",c=>b+=c).on("end",()=>{console.log(q.method,q.url,b);s.end("ok")})}).listen(8080,"127.0.0.1")'
 
-Then a tenant, a webhook destination and an event (202), and the attempt it made:
+Then a tenant, a webhook destination and an event (202), and the attempt it made (run again, the
+tenant and destination are kept: the destination has a fixed id, so a second create answers 409):
 
 ${keyShell}
 curl -sw '\\n' -X PUT -H "Authorization: Bearer $KEY" ${url}/api/v1/tenants/acme
-curl -sw '\\n' -X POST -H "Authorization: Bearer $KEY" -H 'content-type: application/json' ${url}/api/v1/tenants/acme/destinations -d '{"type":"webhook","topics":"*","config":{"url":"${hook}"}}'
+curl -sw '\\n' -X POST -H "Authorization: Bearer $KEY" -H 'content-type: application/json' ${url}/api/v1/tenants/acme/destinations -d '{"id":"hello-hook","type":"webhook","topics":"*","config":{"url":"${hook}"}}'
 curl -sw '\\n' -X POST -H "Authorization: Bearer $KEY" -H 'content-type: application/json' ${url}/api/v1/publish -d '{"tenant_id":"acme","topic":"user.created","data":{"id":"u_1"}}'
 sleep 1; curl -sw '\\n' -H "Authorization: Bearer $KEY" ${url}/api/v1/tenants/acme/attempts
 

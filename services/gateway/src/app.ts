@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
@@ -61,9 +61,11 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
-    disableRequestLogging: true,
+    // No per-request lines from fastify (set through its log controller: the top-level option is deprecated).
+    logController: new LogController({ disableRequestLogging: true }),
     // Report every validation problem at once; never silently drop or coerce unknown fields away.
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    // Union types (`type: ['string', 'null']`) are intended: Ajv's strict mode would warn at start.
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, allowUnionTypes: true } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Backstop of body-budget.ts's own timer: Node drops a request not received by then.
     requestTimeout: config.API_BODY_TIMEOUT_MS + 5000,

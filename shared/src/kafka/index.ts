@@ -103,7 +103,7 @@ export interface ConsumeOptions<T> {
    * while it is behind this is what it holds. One partition may fill the whole fetch: a smaller
    * share would cap what one busy partition (one tenant's events, one destination's attempts) is
    * read at, a share a round trip, whatever the consumer could do (an eighth held the attempts
-   * service to ~1,460 attempts/s of one destination; analysis, "Twenty-first round"). kafkajs
+   * service to ~1,460 attempts/s of one destination; docs/performance.md, "Fetch limits per consumer"). kafkajs
    * shuffles the partitions of each fetch request, so none is starved. The embedded bus has no fetch
    * and reads at most 1,000 records or 1 MiB of a partition at a time whatever this says.
    */
@@ -219,8 +219,8 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  * partition (kafkajs's defaults: 10 MiB and 1 MiB). A resumed tier needs only its records now due,
  * and the rest of a fetch is dropped at the next pause, so large fetches only held memory: in the
  * benchmark's hanging phase the sender's largest buffers in flight fell by 15 MB and its peak RSS by
- * 13-26 MB with these, at the same CPU and throughput (bench/results/2026-11-22-analysis.md, change
- * 34). A record batch larger than either limit still comes back whole, alone (Kafka's fetch rules
+ * 13-26 MB with these, at the same CPU and throughput (docs/performance.md, "Fetch limits per
+ * consumer"). A record batch larger than either limit still comes back whole, alone (Kafka's fetch rules
  * since KIP-74).
  */
 export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPartition: 256 * 1024 } as const;
@@ -230,7 +230,7 @@ export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPart
  * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
  * the tiers' other partitions) has returned, or after sleeping this long when every partition is
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; analysis, "Sixteenth round"). The cost: an idle
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most 200 ms a fetch"). The cost: an idle
  * tier consumer asks the broker five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;

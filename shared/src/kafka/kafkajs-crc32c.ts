@@ -4,8 +4,8 @@
 // JavaScript one byte at a time (src/protocol/recordBatch/crc32C). Timed inside the services in the
 // benchmark's `single` scenario, that was 7-8 ns a byte and 20 µs of each delivery, 12.6 of them in
 // the router (its records carry the event). This one reads eight bytes a step through eight tables
-// ("slicing-by-8"): 1.2-1.5 ns a byte there, 3.5 µs a delivery (bench/results/2026-11-22-analysis.md,
-// change 33). The result is the same, and the broker checks every batch's CRC.
+// ("slicing-by-8"): 1.2-1.5 ns a byte there, 3.5 µs a delivery (docs/performance.md,
+// "CRC-32C eight bytes a step"). The result is the same, and the broker checks every batch's CRC.
 //
 // kafkajs's RecordBatch loads its CRC module when the first produce request is encoded, so this
 // module puts its function into the require cache in that module's place before then. The services'

@@ -4,8 +4,8 @@
 // (and each of its varints into another), the records into a batch, the batch into an outer buffer,
 // that into its partition's, its topic's and the request's; each level grows its buffer by doubling
 // and copies the one below into it. In the router's profile these allocations and copies took 11% of
-// its busy time, besides their share of its garbage collection (bench/results/2026-11-22-analysis.md,
-// change 37). This module measures the request first, then writes it into one buffer.
+// its busy time, besides their share of its garbage collection (docs/performance.md, "Produce
+// requests written in one buffer"). This module measures the request first, then writes it into one buffer.
 //
 // The bytes are kafkajs's own (shared/test/kafkajs-produce.test.ts compares them), and the broker
 // checks each batch's CRC. Only what the services send takes this path: no compression, no

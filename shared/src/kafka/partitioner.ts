@@ -7,7 +7,7 @@
 // murmur2 through its Long, a BigInt whose products it never truncates: several BigInts allocated
 // per four key bytes, each longer than the last. Profiled under the benchmark's `tenants` and
 // `hanging` load, that was 5% of the router's busy time and 2% of the sender's, before the garbage
-// collection of those BigInts (bench/results/2026-11-22-analysis.md, change 36). Every operation of
+// collection of those BigInts (docs/performance.md, "Partitioner hash on 32-bit integers"). Every operation of
 // the hash keeps only its low 32 bits, so Math.imul gives the same value (tested against the Java
 // client's figures and against kafkajs's own function).
 import { randomInt } from 'node:crypto';

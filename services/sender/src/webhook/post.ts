@@ -29,7 +29,7 @@ export const DISCARD_MAX_BYTES = 1024 * 1024;
  *
  * Not undici's `request`: that wraps every answer in a Readable stream and an async resource, which
  * a webhook answer (a status and a short body) does not need; a loopback loop measured 27 against
- * 43 µs of CPU per request (bench/results/2026-11-22-analysis.md, twelfth round).
+ * 43 µs of CPU per request (docs/performance.md, "Webhook requests through `dispatch`").
  */
 export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Promise<PostResponse> {
   return new Promise((resolve, reject) => {

@@ -27,7 +27,7 @@ const JSON_START = /^[ \t\n\r]*[{["\-0-9tfn]/;
  * The destination's answer as recorded: parsed when it is JSON, else the text as it came ('' for
  * none). Many receivers answer "ok" or "Accepted"; a failed JSON.parse builds a SyntaxError with a
  * stack trace, about 6% of the sender's busy time in a profile where every answer was "ok"
- * (bench/results/2026-11-22-analysis.md, change 38), so text that cannot be JSON is not tried.
+ * (docs/performance.md, "Response bodies parsed only when they can be JSON"), so text that cannot be JSON is not tried.
  */
 export function responseBody(text: string): unknown {
   if (!text || !JSON_START.test(text)) return text;
