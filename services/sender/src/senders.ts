@@ -8,6 +8,7 @@ import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
+import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
 /** What a type's sender may use: the configuration and the egress policy every connection obeys. */
@@ -27,6 +28,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       headerPrefix: config.WEBHOOK_HEADER_PREFIX,
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
+  sqs: ({ allow }) => createSqsSender({ allow }),
 };
 
 /** The types this build can deliver, in the registry's order. */
