@@ -14,7 +14,7 @@ run=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-test.XXXXXX")
 chmod 755 "$run"
 export KAFKA_PORT=$(free_port) KAFKA_CONTROLLER_PORT=$(free_port) PG_PORT=$(free_port)
 # A SASL listener for the kafka destination type's tests (PLAIN and SCRAM users, infra/kafka/kafka.sh).
-export KAFKA_SASL_PORT=$(free_port) KAFKA_SASL_USERS="switchyard:switchyard-secret"
+export KAFKA_SASL_PORT=$(free_port) KAFKA_SASL_USERS="switchyard:switchyard-secret,conformance:conformance-secret"
 export KAFKA_DATA_DIR="$run/kafka" PG_DATA_DIR="$run/pg" PG_FAST=1
 # pg_stat_statements, as the benchmark's --pg-statements loads it, so its reader is tested for real.
 export PG_STAT_STATEMENTS=1

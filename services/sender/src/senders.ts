@@ -8,6 +8,7 @@ import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
+import { createKafkaSender } from './kafka/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
@@ -29,6 +30,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
+  kafka: ({ allow, config }) => createKafkaSender({ allow, connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
 };
 
 /** The types this build can deliver, in the registry's order. */

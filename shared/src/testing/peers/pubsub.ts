@@ -17,7 +17,7 @@ export interface PubSubPeer {
 function binary(): string {
   const given = process.env.SWITCHYARD_PUBSUB_PEER;
   if (given) return given;
-  const script = fileURLToPath(new URL('../../infra/pubsub/pubsub.sh', import.meta.url));
+  const script = fileURLToPath(new URL('../../../../infra/pubsub/pubsub.sh', import.meta.url));
   return execFileSync('bash', [script, 'install'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
 
