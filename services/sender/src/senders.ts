@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
 import { createKafkaSender } from './kafka/sender.ts';
+import { createServiceBusSender } from './servicebus/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
@@ -30,6 +31,8 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
+  servicebus: ({ allow, config }) =>
+    createServiceBusSender({ allow, operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
   kafka: ({ allow, config }) => createKafkaSender({ allow, connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
 };
 

@@ -13,6 +13,7 @@
  * - attaching a sender link to a queue or topic by name: an unknown name is refused with
  *   `amqp:not-found` (the SDK's MessagingEntityNotFoundError), and a link attached before a valid
  *   token for that entity is refused with `amqp:unauthorized-access`;
+ * - ServerBusy (`com.microsoft:server-busy`) for the entities in `busy`, as a throttled namespace answers;
  * - credit, transfers of single messages and settlement with `accepted`; every message received is
  *   kept (body bytes, content type, message id, application properties). A batch (format
  *   0x80013700, several encoded messages) is rejected: rhea cannot decode it, and the sender sends
@@ -41,6 +42,10 @@ export interface ServiceBusPeer {
   /** A connection string for `@azure/service-bus` (or a destination's credentials). */
   connectionString(opts?: { keyName?: string; key?: string }): string;
   received: ReceivedMessage[];
+  /** Key names and keys of the namespace; change one to rotate it (new put-tokens are checked against it). */
+  keys: Record<string, string>;
+  /** Entities answering every send with ServerBusy (`com.microsoft:server-busy`). */
+  busy: Set<string>;
   /** Resolves with the messages for `entity` once there are at least `n`. */
   waitFor(entity: string, n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   close(): Promise<void>;
@@ -49,7 +54,8 @@ export interface ServiceBusPeer {
 const BATCH_FORMAT = 0x80013700;
 
 export async function startServiceBusPeer(opts: { entities: string[]; keys?: Record<string, string> }): Promise<ServiceBusPeer> {
-  const keys = opts.keys ?? { RootManageSharedAccessKey: 'dGVzdC1rZXk=' };
+  const keys = { ...(opts.keys ?? { RootManageSharedAccessKey: 'dGVzdC1rZXk=' }) };
+  const busy = new Set<string>();
   const entities = new Set(opts.entities);
   const received: ReceivedMessage[] = [];
   const waiters = new Set<() => void>();
@@ -135,6 +141,10 @@ export async function startServiceBusPeer(opts: { entities: string[]; keys?: Rec
       return;
     }
     const entity = entityOf(target);
+    if (busy.has(entity)) {
+      ctx.delivery?.reject({ condition: 'com.microsoft:server-busy', description: `The server is busy; try '${entity}' again in 10 s.` });
+      return;
+    }
     if (ctx.delivery?.format === BATCH_FORMAT) {
       // rhea cannot decode a batch's several data sections; the sender sends one message per delivery.
       ctx.delivery.reject({ condition: 'amqp:not-implemented', description: 'batches are not supported by this test peer' });
@@ -168,6 +178,8 @@ export async function startServiceBusPeer(opts: { entities: string[]; keys?: Rec
   return {
     port,
     received,
+    keys,
+    busy,
     connectionString({ keyName, key } = {}) {
       const name = keyName ?? Object.keys(keys)[0];
       return `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=${name};SharedAccessKey=${key ?? keys[name as string]};UseDevelopmentEmulator=true`;
