@@ -2,7 +2,10 @@ module switchyard.dev/infra/pubsub
 
 go 1.26.0
 
-require cloud.google.com/go/pubsub/v2 v2.9.0
+require (
+	cloud.google.com/go/pubsub/v2 v2.9.0
+	google.golang.org/grpc v1.84.0
+)
 
 require (
 	cloud.google.com/go v0.123.0 // indirect
@@ -33,6 +36,5 @@ require (
 	google.golang.org/api v0.304.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261012220534-4341edf3f941 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941 // indirect
-	google.golang.org/grpc v1.84.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

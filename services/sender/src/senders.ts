@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
 import { createKafkaSender } from './kafka/sender.ts';
+import { createPubSubSender } from './pubsub/sender.ts';
 import { createServiceBusSender } from './servicebus/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
@@ -33,6 +34,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
   sqs: ({ allow }) => createSqsSender({ allow }),
   servicebus: ({ allow, config }) =>
     createServiceBusSender({ allow, operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
+  pubsub: ({ allow, config }) => createPubSubSender({ allow, requestTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
   kafka: ({ allow, config }) => createKafkaSender({ allow, connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
 };
 

@@ -199,7 +199,8 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
           let onAbort = () => {};
           const aborted = new Promise<never>((_, reject) => {
             onAbort = () => reject(signal.reason);
-            signal.addEventListener('abort', onAbort, { once: true });
+            if (signal.aborted) onAbort();
+            else signal.addEventListener('abort', onAbort, { once: true });
           });
           try {
             const meta = await Promise.race([work, aborted]);
