@@ -8,6 +8,8 @@ import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
+import { createKinesisSender } from './kinesis/sender.ts';
+import { createS3Sender } from './s3/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
@@ -29,6 +31,8 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
+  kinesis: ({ config, allow }) => createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
+  s3: ({ allow }) => createS3Sender({ allow }),
 };
 
 /** The types this build can deliver, in the registry's order. */

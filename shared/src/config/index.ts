@@ -283,6 +283,12 @@ export const SETTINGS = {
     minimum: 0,
     description: 'Longest wait a destination may ask for with Retry-After.',
   },
+  KINESIS_METADATA_IN_PAYLOAD: {
+    kind: 'boolean',
+    default: 'true',
+    description:
+      'Kinesis records are {"metadata": {...}, "data": <event data>} (true) or the event data alone (false: Kinesis records have no attributes, so the metadata is not sent).',
+  },
   SENDER_TYPES: {
     kind: 'list',
     default: 'webhook',

@@ -66,6 +66,8 @@ export interface Fixture {
   start(t: Test): Promise<Peer>;
   /** Classes this type cannot be made to show against its peer, each with the reason why (reported, never silent). */
   cannot?: Partial<Record<FailureReason, string>>;
+  /** Type-specific cases (templates, settings), run against the same peer; `deliver` goes through the client cache. */
+  cases?: Record<string, (t: Test, peer: Peer, deliver: (target: Target, event: EventRecord) => Promise<Outcome>) => Promise<void>>;
 }
 
 /** Failure classes every type must show (timeout and connection_refused are provoked by the suite itself). */
@@ -271,6 +273,10 @@ export function conformance(fixture: Fixture): void {
         const out = await cache.deliver(input(newId(target), sampleEvent()));
         t.match(out, { status: 'failed', response_data: { reason } }, JSON.stringify(out.response_data));
       });
+    }
+
+    for (const [name, run] of Object.entries(fixture.cases ?? {})) {
+      await t.test(name, (t) => run(t, peer, (target, event) => cache.deliver(input(target, event))));
     }
 
     await t.test('idle clients are closed, and every client when the cache closes', async (t) => {
