@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
 import { createKinesisSender } from './kinesis/sender.ts';
+import { createRabbitSender } from './rabbitmq/sender.ts';
 import { createS3Sender } from './s3/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
@@ -31,6 +32,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
+  rabbitmq: ({ config, allow }) => createRabbitSender({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 }),
   kinesis: ({ config, allow }) => createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
   s3: ({ allow }) => createS3Sender({ allow }),
 };

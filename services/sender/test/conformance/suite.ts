@@ -33,6 +33,8 @@ export interface FailureCase {
   target: Target;
   /** Also expected of the outcome, for example `retryable: false` or a `retryAfterMs` bound. */
   expect?: Partial<Pick<Outcome, 'retryable' | 'code'>> & { minRetryAfterMs?: number };
+  /** Puts the peer back as it was (run after the case, whatever happened). */
+  cleanup?: () => Promise<void>;
 }
 
 export interface Peer {
@@ -212,7 +214,10 @@ export function conformance(fixture: Fixture): void {
       const before = { ...counts };
       const rotated = await peer.rotate(target);
       t.equal(rotated.id, target.id, 'the same destination');
-      const stale = await cache.deliver(input(target, sampleEvent()));
+      // A new client with the old credentials (a client already connected may stay so: a broker need not drop it).
+      const old = peer.sender.open(target);
+      const stale = await old.deliver({ event: sampleEvent(), deliveryMetadata: DELIVERY_METADATA, signal: AbortSignal.timeout(10_000) });
+      await old.close();
       t.match(stale, { status: 'failed', response_data: { reason: 'unauthorized' } }, 'the old credentials are refused now');
       const fresh = await cache.deliver(input(rotated, sampleEvent()));
       t.match(fresh, { status: 'success' }, `the new ones work at once: ${JSON.stringify(fresh.response_data)}`);
@@ -254,7 +259,8 @@ export function conformance(fixture: Fixture): void {
         continue;
       }
       await t.test(`failure: ${reason}`, async (t) => {
-        const { target, expect } = await provoke(await peer.destination());
+        const { target, expect, cleanup } = await provoke(await peer.destination());
+        if (cleanup) t.teardown(cleanup);
         const out = await cache.deliver(input(newId(target), sampleEvent()));
         t.match(out, { status: 'failed', response_data: { reason } }, JSON.stringify(out.response_data));
         const message = out.response_data?.message;
@@ -269,7 +275,8 @@ export function conformance(fixture: Fixture): void {
     for (const [reason, provoke] of Object.entries(peer.failures)) {
       if (REQUIRED_FAILURES.includes(reason as FailureReason) || !provoke) continue;
       await t.test(`failure: ${reason}`, async (t) => {
-        const { target } = await provoke(await peer.destination());
+        const { target, cleanup } = await provoke(await peer.destination());
+        if (cleanup) t.teardown(cleanup);
         const out = await cache.deliver(input(newId(target), sampleEvent()));
         t.match(out, { status: 'failed', response_data: { reason } }, JSON.stringify(out.response_data));
       });
