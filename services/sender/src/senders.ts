@@ -8,6 +8,7 @@ import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
+import { createGatewaySender } from './gateway/sender.ts';
 import { createKinesisSender } from './kinesis/sender.ts';
 import { createRabbitSender } from './rabbitmq/sender.ts';
 import { createS3Sender } from './s3/sender.ts';
@@ -33,6 +34,13 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
   rabbitmq: ({ config, allow }) => createRabbitSender({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 }),
+  gateway: ({ config, dispatcher }) =>
+    createGatewaySender({
+      dispatcher,
+      baseUrl: config.EVENT_GATEWAY_BASE_URL,
+      headerPrefix: config.WEBHOOK_HEADER_PREFIX,
+      responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
+    }),
   kinesis: ({ config, allow }) => createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
   s3: ({ allow }) => createS3Sender({ allow }),
 };
