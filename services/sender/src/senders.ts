@@ -8,8 +8,12 @@ import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
 import type { TypeSender } from './sender.ts';
+import { createGatewaySender } from './gateway/sender.ts';
 import { createKafkaSender } from './kafka/sender.ts';
+import { createKinesisSender } from './kinesis/sender.ts';
 import { createPubSubSender } from './pubsub/sender.ts';
+import { createRabbitSender } from './rabbitmq/sender.ts';
+import { createS3Sender } from './s3/sender.ts';
 import { createServiceBusSender } from './servicebus/sender.ts';
 import { createSqsSender } from './sqs/sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
@@ -32,8 +36,18 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
   sqs: ({ allow }) => createSqsSender({ allow }),
+  rabbitmq: ({ config, allow }) => createRabbitSender({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 }),
+  gateway: ({ config, dispatcher }) =>
+    createGatewaySender({
+      dispatcher,
+      baseUrl: config.EVENT_GATEWAY_BASE_URL,
+      headerPrefix: config.WEBHOOK_HEADER_PREFIX,
+      responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
+    }),
+  kinesis: ({ config, allow }) => createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
   servicebus: ({ allow, config }) =>
     createServiceBusSender({ allow, operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
+  s3: ({ allow }) => createS3Sender({ allow }),
   pubsub: ({ allow, config }) => createPubSubSender({ allow, requestTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
   kafka: ({ allow, config }) => createKafkaSender({ allow, connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
 };

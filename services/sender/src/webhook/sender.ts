@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { type FailureReason, failed, type TypeSender } from '../sender.ts';
 import { classifyNetworkError } from '../egress.ts';
-import { post } from './post.ts';
+import { post } from '../post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 
 export interface WebhookSenderOptions {

@@ -19,8 +19,6 @@ conformance({
     throttled:
       'Kafka quotas throttle a producer by delaying its responses (throttle_time_ms), never by refusing a produce, so there is no throttling failure to show',
   },
-  sessionsOutliveRotation:
-    'Kafka authenticates connections, and a broker re-authenticates them only with connections.max.reauth.ms set (kafkajs 2.2.4 fails that re-authentication with ILLEGAL_SASL_STATE); a new client with the old password is refused',
   async start(t) {
     const plain = process.env.KAFKA_BROKERS;
     const saslPort = process.env.KAFKA_SASL_PORT;

@@ -14,8 +14,23 @@ export const sqs: DestinationTypeDef = {
   label: 'Amazon SQS',
   description: 'Send events to an Amazon SQS queue.',
   icon: icon('<rect x="3" y="6" width="18" height="12" rx="2"/><path d="M7 12h10"/>'),
-  instructions:
-    '# Amazon SQS\n\nCreate a queue and an IAM user allowed to `sqs:SendMessage` on it. Event metadata becomes message attributes.',
+  instructions: [
+    '# Amazon SQS',
+    '',
+    'Each event is sent as one message: the body is the event `data` as JSON; the metadata (`event-id`, `topic`, `timestamp`, your delivery metadata and the event metadata) is one String message attribute named `metadata`, holding it as JSON.',
+    '',
+    '1. Create a queue (standard or FIFO) and copy its URL, for example `https://sqs.us-east-1.amazonaws.com/123456789012/orders`.',
+    '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
+    '',
+    '```json',
+    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "arn:aws:sqs:us-east-1:123456789012:orders"}]}',
+    '```',
+    '',
+    '   A queue encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` and `kms:Decrypt` on that key.',
+    '3. Enter the queue URL, the region (taken from the URL when left empty) and the access key. `endpoint` points at an SQS-compatible service or an emulator (ElasticMQ, LocalStack) instead of AWS.',
+    '',
+    'FIFO queues (`.fifo`) get the destination id as message group and the event id as deduplication id.',
+  ].join('\n'),
   config_fields: [
     {
       key: 'queue_url',
@@ -38,7 +53,17 @@ export const rabbitmq: DestinationTypeDef = {
   label: 'RabbitMQ',
   description: 'Publish events to a RabbitMQ exchange, routed by topic.',
   icon: icon('<path d="M4 20V4h5v6h6V4h5v16z"/>'),
-  instructions: '# RabbitMQ\n\nEvents are published to the exchange with the event topic as routing key; metadata becomes AMQP headers.',
+  instructions: [
+    '# RabbitMQ',
+    '',
+    'Each event is published to the exchange with the event topic as routing key, as a persistent message with content type `application/json`; the body is the event `data`, the metadata (`event-id`, `topic`, `timestamp`, delivery metadata, event metadata) goes in the AMQP headers and the event id is the message id. A delivery succeeds once the broker confirms it (publisher confirms).',
+    '',
+    '1. Declare the exchange (a `topic` exchange lets consumers bind by event topic, for example `user.*`) and bind your queues to it.',
+    '2. Create a user for Switchyard in the virtual host `/` with write permission on the exchange, for example `rabbitmqctl set_permissions -p / switchyard "^$" "^events$" "^$"` (configure nothing, write `events`, read nothing).',
+    '3. Enter the broker as `host:port` (5672, or 5671 with TLS on), the exchange, and the user. Turn TLS on to connect with `amqps`.',
+    '',
+    'A missing exchange fails the delivery (not_found); a broker that blocks publishers (a memory or disk alarm) fails it as throttled, and it is retried.',
+  ].join('\n'),
   config_fields: [
     {
       key: 'server_url',
