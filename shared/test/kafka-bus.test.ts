@@ -442,10 +442,16 @@ t.test('services creating the same topics at once all start, and the topics get 
     await admin.connect();
     try {
       const names = topics.map((x) => `${prefix}${x.name}`);
-      const { resources } = await admin.describeConfigs({
-        includeSynonyms: false,
-        resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })),
-      });
+      // A topic just created may be unknown to the broker's metadata for a moment (retriable).
+      const { resources } = await waitFor(
+        `round ${round}: the topics' configs`,
+        () =>
+          admin.describeConfigs({
+            includeSynonyms: false,
+            resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })),
+          }),
+        10_000,
+      );
       t.same(
         resources.map((r) => r.configEntries[0]?.configValue),
         names.map(() => String(DEFAULT_MAX_MESSAGE_BYTES)),
