@@ -13,6 +13,8 @@ free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0
 run=$(mktemp -d "${TMPDIR:-/tmp}/switchyard-test.XXXXXX")
 chmod 755 "$run"
 export KAFKA_PORT=$(free_port) KAFKA_CONTROLLER_PORT=$(free_port) PG_PORT=$(free_port)
+# A SASL listener for the kafka destination type's tests (PLAIN and SCRAM users, infra/kafka/kafka.sh).
+export KAFKA_SASL_PORT=$(free_port) KAFKA_SASL_USERS="switchyard:switchyard-secret,conformance:conformance-secret"
 export KAFKA_DATA_DIR="$run/kafka" PG_DATA_DIR="$run/pg" PG_FAST=1
 # pg_stat_statements, as the benchmark's --pg-statements loads it, so its reader is tested for real.
 export PG_STAT_STATEMENTS=1
@@ -30,6 +32,9 @@ bash infra/kafka/kafka.sh start
 wait "$pg_pid"
 
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
+# The Pub/Sub test peer (Go, pstest), built once and cached in .tools; tests start it on free ports.
+SWITCHYARD_PUBSUB_PEER=$(bash infra/pubsub/pubsub.sh install)
+export SWITCHYARD_PUBSUB_PEER
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/switchyard"
 export SWITCHYARD_TEST_RUN="$run"
 

@@ -42,7 +42,7 @@ t.test('each entry of a list with allowed values is checked, with the other prob
   const err = t.throws(() => loadConfig({ ...required, SENDER_TYPES: 'webhook,smtp', API_PORT: 'eighty' })) as ConfigError;
   t.same(err.problems, [
     'API_PORT: must be integer',
-    'SENDER_TYPES: must be one of webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub',
+    'SENDER_TYPES: must be one of webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub, kafka',
   ]);
   t.same(loadConfig({ ...required, SENDER_TYPES: 'webhook, sqs' }).SENDER_TYPES, ['webhook', 'sqs'], 'known types pass');
 });

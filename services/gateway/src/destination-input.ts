@@ -27,8 +27,16 @@ export function checkDestination(
   headerPrefix: string,
 ): void {
   const def = REGISTRY[type];
-  problems.push(...validateFields(def.config_fields, d.config, 'body.config'));
-  problems.push(...validateFields(def.credential_fields, d.credentials, 'body.credentials'));
+  const fieldProblems = [
+    ...validateFields(def.config_fields, d.config, 'body.config'),
+    ...validateFields(def.credential_fields, d.credentials, 'body.credentials'),
+  ];
+  problems.push(...fieldProblems);
+  // A value's inner shape (a service account key, a template) once its field itself is valid.
+  if (def.validate) {
+    const bad = new Set(fieldProblems.map((p) => p.path));
+    problems.push(...def.validate(d.config, d.credentials).filter((p) => !bad.has(p.path)));
+  }
   if (d.filter) problems.push(...validateFilter(d.filter));
   if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
 }

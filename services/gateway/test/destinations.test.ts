@@ -1,7 +1,19 @@
+import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
 import { buildTestApp } from './helpers.ts';
+
+/** A service account key file as Google issues them (with a fresh key). */
+export const SERVICE_ACCOUNT_JSON = JSON.stringify({
+  type: 'service_account',
+  project_id: 'my-project',
+  private_key_id: '0123456789abcdef',
+  private_key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
+  client_email: 'publisher@my-project.iam.gserviceaccount.com',
+  client_id: '1234567890',
+  token_uri: 'https://oauth2.googleapis.com/token',
+});
 
 /** A valid create body for each type: required fields only. */
 export const VALID: Record<string, Record<string, unknown>> = {
@@ -41,7 +53,13 @@ export const VALID: Record<string, Record<string, unknown>> = {
     type: 'pubsub',
     topics: '*',
     config: { project_id: 'my-project', topic: 'events' },
-    credentials: { service_account_json: '{"type":"service_account"}' },
+    credentials: { service_account_json: SERVICE_ACCOUNT_JSON },
+  },
+  kafka: {
+    type: 'kafka',
+    topics: '*',
+    config: { brokers: 'b1.example.com:9093,b2.example.com:9093', topic: 'events', sasl_mechanism: 'scram-sha-512' },
+    credentials: { username: 'switchyard', password: 'kafka-secret-123' },
   },
 };
 
@@ -263,4 +281,108 @@ t.test('webhook specifics: reserved custom headers refused; an expired previous 
     credentials: { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2999-01-01T00:00:00Z' },
   });
   t.equal(live.body.credentials.previous_secret, 'whsec_old', 'a valid previous secret is shown');
+});
+
+// Inner shapes checked on create and PATCH (issue 43, items 6 and 7): a pubsub endpoint as host:port
+// or URL, a service account key file, a Service Bus connection string, the kafka type's brokers,
+// mechanism and partition key template. Refusals are 422 and change nothing.
+t.test('pubsub, servicebus and kafka field shapes', async (t) => {
+  const { call } = await buildTestApp(t, { TOPICS: 'user.created' });
+  await call('PUT', '/api/v1/tenants/acme');
+  const create = (type: string, patch: { config?: object; credentials?: object }) =>
+    call('POST', '/api/v1/tenants/acme/destinations', {
+      ...VALID[type],
+      config: { ...(VALID[type]?.config as object), ...patch.config },
+      credentials: { ...(VALID[type]?.credentials as object), ...patch.credentials },
+    });
+  const refusedAt = async (res: Awaited<ReturnType<typeof create>>, path: string, why: string) => {
+    t.equal(res.status, 422, `${why}: 422`);
+    t.match(JSON.stringify(res.body), path, `${why}: names ${path}`);
+  };
+
+  t.test('pubsub endpoint: host:port as emulators take it, or a URL', async (t) => {
+    for (const endpoint of [
+      'localhost:8085',
+      '127.0.0.1:8681',
+      '[::1]:8085',
+      'pubsub-emulator.internal:8085',
+      'http://localhost:8085',
+      'https://pubsub.example.com',
+      'https://pubsub.example.com:443/',
+    ]) {
+      const r = await create('pubsub', { config: { endpoint } });
+      t.equal(r.status, 201, `${endpoint} accepted`);
+      t.equal(r.body.config?.endpoint, endpoint, 'kept as given');
+    }
+    for (const endpoint of ['localhost', 'ftp://x:1', 'localhost:port', 'http://', 'a b:80']) {
+      await refusedAt(await create('pubsub', { config: { endpoint } }), 'body.config.endpoint', `${endpoint} refused`);
+    }
+  });
+
+  t.test('pubsub service_account_json must be a service account key', async (t) => {
+    const key = JSON.parse(SERVICE_ACCOUNT_JSON);
+    const bad: Array<[string, string]> = [
+      ['not json', 'not JSON'],
+      ['[1,2]', 'a JSON array'],
+      [JSON.stringify({ ...key, type: 'authorized_user' }), 'a user credential'],
+      [JSON.stringify({ ...key, client_email: undefined }), 'no client_email'],
+      [JSON.stringify({ ...key, private_key: undefined }), 'no private_key'],
+      [JSON.stringify({ ...key, private_key: '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n' }), 'an unreadable key'],
+    ];
+    for (const [service_account_json, why] of bad) {
+      await refusedAt(await create('pubsub', { credentials: { service_account_json } }), 'body.credentials.service_account_json', why);
+    }
+    const before = (await call('GET', '/api/v1/tenants/acme/destinations?type=pubsub')).body.length;
+    const ok = await create('pubsub', {});
+    t.equal(ok.status, 201, 'a real key file is accepted');
+    t.equal((await call('GET', '/api/v1/tenants/acme/destinations?type=pubsub')).body.length, before + 1, 'refusals created nothing');
+    const patched = await call('PATCH', `/api/v1/tenants/acme/destinations/${ok.body.id}`, {
+      credentials: { service_account_json: '{"type":"x"}' },
+    });
+    await refusedAt(patched, 'body.credentials.service_account_json', 'PATCH with a bad key');
+  });
+
+  t.test('servicebus connection string names a key', async (t) => {
+    await refusedAt(
+      await create('servicebus', { credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k' } }),
+      'body.credentials.connection_string',
+      'no SharedAccessKey',
+    );
+    t.equal(
+      (
+        await create('servicebus', {
+          credentials: {
+            connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessSignature=SharedAccessSignature sr=x&sig=y&se=1&skn=k',
+          },
+        })
+      ).status,
+      201,
+      'a SAS token is accepted',
+    );
+  });
+
+  t.test('kafka: brokers, mechanism, topic, template', async (t) => {
+    const ok = await create('kafka', { config: { partition_key_template: 'data.customer_id', tls: false } });
+    t.equal(ok.status, 201);
+    t.equal(ok.body.target, 'b1.example.com:9093,b2.example.com:9093 -> events');
+    t.not(ok.body.credentials.password, 'kafka-secret-123', 'the password is masked');
+    await refusedAt(await create('kafka', { config: { brokers: 'no-port' } }), 'body.config.brokers', 'a broker without port');
+    await refusedAt(await create('kafka', { config: { sasl_mechanism: 'gssapi' } }), 'body.config.sasl_mechanism', 'an unknown mechanism');
+    await refusedAt(await create('kafka', { config: { topic: 'a/b' } }), 'body.config.topic', 'an invalid topic name');
+    await refusedAt(
+      await create('kafka', { config: { partition_key_template: 'data.[' } }),
+      'body.config.partition_key_template',
+      'a template that does not parse',
+    );
+    const schema = await call('GET', '/api/v1/destination-types/kafka');
+    t.equal(schema.status, 200);
+    t.same(
+      schema.body.config_fields.map((f: { key: string }) => f.key),
+      ['brokers', 'topic', 'sasl_mechanism', 'tls', 'partition_key_template'],
+    );
+    t.same(
+      schema.body.credential_fields.map((f: { key: string }) => f.key),
+      ['username', 'password'],
+    );
+  });
 });

@@ -13,7 +13,7 @@ t.test('destination type schemas and topics', async (t) => {
   t.same(
     all.body.map((s: { type: string }) => s.type),
     [...DESTINATION_TYPES],
-    'all eight types, in order',
+    "interface.md's eight types in order, then kafka",
   );
   for (const s of all.body) {
     t.match(

@@ -1,7 +1,7 @@
 import { newId } from '@switchyard/shared/ids.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
 import { type RetryPolicy, retryDelayMs } from '@switchyard/shared/retry/schedule.ts';
-import type { Outcome, Sender } from './sender.ts';
+import { type Outcome, OwnFault, type Sender } from './sender.ts';
 
 export interface HandlerDeps {
   senders: Partial<Record<DestinationType, Sender>>;
@@ -56,7 +56,9 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         signal: deadline.signal,
       });
     } catch (err) {
-      // A sender should return failures as outcomes; anything thrown is still the destination's attempt.
+      // Our own fault: the record is handled again, with no attempt counted.
+      if (err instanceof OwnFault) throw err;
+      // A sender should return failures as outcomes; anything else thrown is still the destination's attempt.
       outcome = {
         status: 'failed',
         code: 'ERR',

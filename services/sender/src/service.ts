@@ -10,9 +10,12 @@ import type { DeliveryRecord, DestinationType } from '@switchyard/shared/model/i
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { createDeliveryHandler } from './handler.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
-import type { Sender } from './sender.ts';
-import { createEgressAgent, parseAllowList } from './webhook/egress.ts';
-import { createWebhookSender } from './webhook/sender.ts';
+import { type ClientCache, createClientCache } from './clients.ts';
+import { createEgressAgent, parseAllowList } from './egress.ts';
+import { SENDERS } from './senders.ts';
+
+/** How often clients of deleted, disabled or idle destinations are looked for and closed. */
+const SWEEP_MS = 60_000;
 
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
@@ -20,24 +23,28 @@ export async function start(rt: Runtime): Promise<Service> {
   // The configuration admits destination types only; this narrows the type.
   const types = config.SENDER_TYPES.filter(isDestinationType);
 
-  const agent = createEgressAgent({ allow: parseAllowList(config.EGRESS_ALLOW), connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 });
-  const available: Partial<Record<DestinationType, () => Sender>> = {
-    webhook: () =>
-      createWebhookSender({
-        dispatcher: agent,
-        mode: config.WEBHOOK_SIGNATURE_MODE as 'standard' | 'compatible',
-        headerPrefix: config.WEBHOOK_HEADER_PREFIX,
-        responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
-      }),
-  };
-  const senders: Partial<Record<DestinationType, Sender>> = {};
+  // Refused before anything is touched, so deliveries of that type wait for a sender that can.
+  for (const t of types) if (!SENDERS[t]) throw new Error(`delivery for type ${t} is not implemented yet`);
+  const allow = parseAllowList(config.EGRESS_ALLOW);
+  const agent = createEgressAgent({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 });
+  const senders: Partial<Record<DestinationType, ClientCache>> = {};
   for (const t of types) {
-    const make = available[t];
-    if (!make) throw new Error(`delivery for type ${t} is not implemented yet`);
-    senders[t] = make();
+    const make = SENDERS[t] as NonNullable<(typeof SENDERS)[typeof t]>;
+    senders[t] = createClientCache(make({ config, allow, dispatcher: agent }), {
+      onCloseError: (err) => logger.warn({ type: t, err: (err as Error).message }, 'closing a destination client failed'),
+    });
   }
 
   const store = new DestinationStore(rt.db, rt.cipher);
+  // Clients of destinations deleted or disabled since, or idle, are closed; a failed look-up waits for the next round.
+  const sweep = setInterval(() => {
+    for (const cache of Object.values(senders)) {
+      cache
+        .sweep((ids) => store.deliverableOf(ids))
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'client sweep failed'));
+    }
+  }, SWEEP_MS);
+  sweep.unref();
   const producer = await rt.bus.producer();
   type Topic = Parameters<typeof producer.send>[0];
   // Records written while a produce request is in flight go out together in the next one, whatever
@@ -131,6 +138,7 @@ export async function start(rt: Runtime): Promise<Service> {
   return {
     async close() {
       // Consumers finish in-flight deliveries and commit first; then the senders and connections go.
+      clearInterval(sweep);
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();

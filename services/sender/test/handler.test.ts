@@ -2,7 +2,7 @@
 import t from 'tap';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { createDeliveryHandler } from '../src/handler.ts';
-import type { Outcome, Sender } from '../src/sender.ts';
+import { type Outcome, OwnFault, type Sender } from '../src/sender.ts';
 
 const delivery: DeliveryRecord = {
   event: { id: 'e1', tenant_id: 't', topic: 'x', time: '2026-01-01T00:00:00Z', eligible_for_retry: true, metadata: null, data: {} },
@@ -63,4 +63,19 @@ t.test('write() run again after a failure parks the retry once and emits the sam
     [attempt.id],
     'the attempt went out once, with the id it was made with',
   );
+});
+
+t.test('our own fault is thrown (no attempt); anything else a sender throws is a failed attempt', async (t) => {
+  const make = (err: Error) =>
+    createDeliveryHandler({
+      senders: { webhook: { deliver: async () => Promise.reject(err), close: async () => {} } },
+      open: () => ({ credentials: {}, delivery_metadata: {} }),
+      emitAttempt: async () => {},
+      scheduleRetry: async () => {},
+      retry: { schedule: [], intervalSeconds: 5, maxRetries: 3, maxRetryAfterMs: 3_600_000 },
+      timeoutMs: 1000,
+    });
+  await t.rejects(make(new OwnFault('out of file descriptors'))(delivery), /out of file descriptors/, 'handled again later');
+  const { attempt } = await make(new Error('a bug'))(delivery);
+  t.match(attempt, { status: 'failed', code: 'ERR', response_data: { reason: 'sender_error', message: 'a bug' } });
 });

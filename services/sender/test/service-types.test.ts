@@ -5,6 +5,8 @@ import t from 'tap';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Runtime } from '@switchyard/shared/runtime.ts';
 import { testConfig } from '@switchyard/shared/testing/index.ts';
+import { SETTINGS } from '@switchyard/shared/config/index.ts';
+import { implementedTypes, SENDERS } from '../src/senders.ts';
 import { start } from '../src/service.ts';
 
 /** A runtime whose bus and database record any use, so the test can say nothing was touched. */
@@ -33,7 +35,13 @@ function runtime(senderTypes: string) {
 }
 
 t.test('a type without a sender is refused by name, with nothing consumed', async (t) => {
-  const { rt, touched } = runtime('webhook,sqs');
-  await t.rejects(start(rt), /delivery for type sqs is not implemented yet/);
+  const { rt, touched } = runtime('webhook,servicebus');
+  await t.rejects(start(rt), /delivery for type servicebus is not implemented yet/);
   t.same(touched, [], 'neither Kafka nor Postgres was used');
+});
+
+t.test('the default SENDER_TYPES is every type a sender is built for', async (t) => {
+  t.same([...SETTINGS.SENDER_TYPES.default.split(',')].sort(), implementedTypes().sort());
+  for (const type of ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 's3'])
+    t.ok(SENDERS[type as keyof typeof SENDERS], `${type} is delivered`);
 });

@@ -4,9 +4,13 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import type { DeliveryInput } from '../src/sender.ts';
-import { createEgressAgent, parseAllowList } from '../src/webhook/egress.ts';
-import { createWebhookSender, responseBody } from '../src/webhook/sender.ts';
+import { createEgressAgent, parseAllowList } from '../src/egress.ts';
+import { createClientCache } from '../src/clients.ts';
+import { createWebhookSender, responseBody, type WebhookSenderOptions } from '../src/webhook/sender.ts';
 import { startReceiver } from '@switchyard/shared/testing/index.ts';
+
+/** A webhook sender as the delivery handler sees it: through the per-destination client cache. */
+const webhookSender = (opts: WebhookSenderOptions) => createClientCache(createWebhookSender(opts));
 
 const agent = createEgressAgent({ allow: parseAllowList(['127.0.0.0/8']), connectTimeoutMs: 1000 });
 t.teardown(() => agent.close());
@@ -45,7 +49,7 @@ const previous = `whsec_${Buffer.from('fedcba9876543210fedcba9876543210').toStri
 t.test('standard mode: headers, body bytes, signature verified by the standardwebhooks package', async (t) => {
   const rx = await startReceiver(t);
   rx.respond(() => ({ status: 201, body: '{"received":true}' }));
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
   const out = await sender.deliver(input(`${rx.url}/hook`, { secret }));
   t.match(out, { status: 'success', code: '201', response_data: { status: 201, body: { received: true } } });
   const req = rx.requests[0];
@@ -68,7 +72,7 @@ t.test('standard mode: headers, body bytes, signature verified by the standardwe
 
 t.test('double signing while the previous secret is valid, single after it expires', async (t) => {
   const rx = await startReceiver(t);
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
   await sender.deliver(
     input(rx.url, { secret, previous_secret: previous, previous_secret_invalid_at: new Date(Date.now() + 3600_000).toISOString() }),
   );
@@ -91,7 +95,7 @@ t.test('double signing while the previous secret is valid, single after it expir
 
 t.test('compatible mode: x-outpost-signature v0=<hex HMAC of the body>, comma separated during rotation', async (t) => {
   const rx = await startReceiver(t);
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'compatible', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'compatible', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
   const raw = 'plain-secret-for-compat';
   await sender.deliver(
     input(rx.url, {
@@ -110,7 +114,7 @@ t.test('compatible mode: x-outpost-signature v0=<hex HMAC of the body>, comma se
 t.test('responses: failures keep status and body; bodies are capped; Retry-After is read', async (t) => {
   const rx = await startReceiver(t);
   rx.respond(() => ({ status: 429, body: 'x'.repeat(5000), headers: { 'retry-after': '120' } }));
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 100 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 100 });
   const out = await sender.deliver(input(rx.url, { secret }));
   t.match(out, { status: 'failed', code: '429', retryable: true, retryAfterMs: 120_000 });
   t.equal(String(out.response_data?.body).length, 100, 'capped at the configured size');
@@ -178,7 +182,7 @@ t.test('a response body is recorded parsed when it is JSON, else as the text it 
   );
 
   const rx = await startReceiver(t);
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 1024 });
   for (const [body, recorded] of [
     ['ok', 'ok'],
     [' [1, 2] ', [1, 2]],
@@ -192,7 +196,7 @@ t.test('a response body is recorded parsed when it is JSON, else as the text it 
 });
 
 t.test('network failures are failed attempts with a reason', async (t) => {
-  const sender = createWebhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 100 });
+  const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 100 });
   const closed = createServer();
   await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
   const port = (closed.address() as { port: number }).port;
@@ -212,7 +216,7 @@ t.test('network failures are failed attempts with a reason', async (t) => {
     response_data: { reason: 'timeout' },
   });
 
-  const blocked = createWebhookSender({
+  const blocked = webhookSender({
     dispatcher: createEgressAgent({ allow: parseAllowList([]) }),
     mode: 'standard',
     headerPrefix: 'x-outpost-',

@@ -290,12 +290,30 @@ export const SETTINGS = {
     minimum: 0,
     description: 'Longest wait a destination may ask for with Retry-After.',
   },
+  EVENT_GATEWAY_BASE_URL: {
+    kind: 'string',
+    default: 'https://hkdk.events',
+    description:
+      'Base URL of the event gateway that gateway destinations deliver to: each event is POSTed to <base>/<source id>. Point it at a self-hosted gateway or a local receiver.',
+  },
+  EVENT_GATEWAY_VERIFY_URL: {
+    kind: 'string',
+    default: '',
+    description:
+      'When set, the token of a gateway destination is verified on create and on change: GET this URL with the token as bearer credential ({source_id} in it is replaced); a 2xx answer accepts it, 401, 403 or 404 refuses it (422). Empty: tokens are not verified.',
+  },
+  KINESIS_METADATA_IN_PAYLOAD: {
+    kind: 'boolean',
+    default: 'true',
+    description:
+      'Kinesis records are {"metadata": {...}, "data": <event data>} (true) or the event data alone (false: Kinesis records have no attributes, so the metadata is not sent).',
+  },
   SENDER_TYPES: {
     kind: 'list',
-    default: 'webhook',
+    default: 'webhook,sqs,rabbitmq,gateway,kinesis,s3',
     enum: DESTINATION_TYPES,
     description:
-      'Destination types this sender process consumes (comma separated). Delivery is built for webhook so far; a sender refuses to start with another.',
+      'Destination types this sender process consumes (comma separated); the default is every type delivery is built for. A sender refuses to start with a type it cannot deliver (servicebus, pubsub so far), whose deliveries wait in their topic.',
   },
 } as const satisfies Record<string, Setting>;
 

@@ -1,12 +1,13 @@
 import { DESTINATION_TYPES, type DestinationType } from '../kafka/topics.ts';
 import type { DestinationTypeDef } from './types/def.ts';
+import { kafka } from './types/kafka.ts';
 import { rabbitmq, pubsub, servicebus, sqs } from './types/queues.ts';
 import { gateway, kinesis, s3 } from './types/streams.ts';
 import { webhook } from './types/webhook.ts';
 
 export type { DestinationTypeDef };
 
-/** The destination type registry: one declaration per type, in the order interface.md lists them. */
+/** The destination type registry: one declaration per type, in the order interface.md lists them, then kafka. */
 export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = {
   webhook,
   sqs,
@@ -16,6 +17,7 @@ export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = {
   servicebus,
   s3,
   pubsub,
+  kafka,
 };
 
 export function isDestinationType(t: unknown): t is DestinationType {

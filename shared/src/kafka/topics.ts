@@ -15,7 +15,8 @@ export interface TopicDef {
   readonly compacted?: boolean;
 }
 
-export const DESTINATION_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub'] as const;
+/** interface.md's eight types in its order, then kafka (contract-details.md's extra type). */
+export const DESTINATION_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
 export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
 const deliveries = Object.fromEntries(

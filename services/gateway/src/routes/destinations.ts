@@ -18,6 +18,7 @@ import {
 } from '../destination-input.ts';
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
+import { verifyGatewayToken } from '../gateway-token.ts';
 
 const topicsSchema = {
   anyOf: [
@@ -137,6 +138,9 @@ export function destinationRoutes(ctx: Ctx) {
         checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
+        // Checked with the event gateway when EVENT_GATEWAY_VERIFY_URL is set; only once the rest is valid.
+        if (body.type === 'gateway')
+          fail([await verifyGatewayToken(ctx.config.EVENT_GATEWAY_VERIFY_URL, credentials.token)].filter((p) => p !== null));
         if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
           throw new AppError(
             'DESTINATION_LIMIT_REACHED',
@@ -194,6 +198,9 @@ export function destinationRoutes(ctx: Ctx) {
         checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
+        if (existing.type === 'gateway' && body.credentials !== undefined && credentials.token !== existing.credentials.token) {
+          fail([await verifyGatewayToken(ctx.config.EVENT_GATEWAY_VERIFY_URL, credentials.token)].filter((p) => p !== null));
+        }
         const merged = <T>(current: T | null, patch: unknown) =>
           patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object);
         const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {

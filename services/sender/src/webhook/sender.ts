@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
-import type { Sender } from '../sender.ts';
-import { classifyNetworkError } from './egress.ts';
-import { post } from './post.ts';
+import { type FailureReason, failed, type TypeSender } from '../sender.ts';
+import { classifyNetworkError } from '../egress.ts';
+import { post } from '../post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 
 export interface WebhookSenderOptions {
@@ -12,7 +12,15 @@ export interface WebhookSenderOptions {
   now?: () => Date;
 }
 
-function parseRetryAfter(s: string | undefined, now: Date): number | undefined {
+/** The failure reason of an HTTP answer of 400 or above (every HTTP failure is retried all the same). */
+export function httpFailureReason(status: number): FailureReason {
+  if (status === 401 || status === 403) return 'unauthorized';
+  if (status === 404 || status === 410) return 'not_found';
+  if (status === 429) return 'throttled';
+  return status >= 500 ? 'peer_error' : 'rejected';
+}
+
+export function parseRetryAfter(s: string | undefined, now: Date): number | undefined {
   if (!s) return undefined;
   if (/^\d+$/.test(s)) return Number(s) * 1000;
   const at = Date.parse(s);
@@ -38,41 +46,60 @@ export function responseBody(text: string): unknown {
   }
 }
 
-export function createWebhookSender(opts: WebhookSenderOptions): Sender {
+/**
+ * Webhook delivery: a signed POST of the event data to `config.url` through the shared egress-checked
+ * agent (`dispatcher`, closed by its owner). A client binds one destination's URL, headers and secrets;
+ * it holds no connection of its own (the agent pools them per origin).
+ */
+export function createWebhookSender(opts: WebhookSenderOptions): TypeSender {
   const now = opts.now ?? (() => new Date());
   return {
-    async deliver({ event, destination, credentials, deliveryMetadata, signal }) {
-      const url = String(destination.config.url);
-      const at = now();
-      const { headers, body } = buildWebhookRequest({
-        mode: opts.mode,
-        headerPrefix: opts.headerPrefix,
-        event,
-        deliveryMetadata,
-        customHeaders: (destination.config.custom_headers as Record<string, string> | undefined) ?? null,
-        secret: (credentials.secret as string | undefined) ?? null,
-        previousSecret: (credentials.previous_secret as string | undefined) ?? null,
-        previousSecretInvalidAt: (credentials.previous_secret_invalid_at as string | undefined) ?? null,
-        now: at,
-      });
-      try {
-        // Redirects are not followed: a 3xx is recorded as the destination's answer (and is below 400, so a success).
-        const res = await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes });
-        const { text, truncated } = res;
-        const parsed = responseBody(text);
-        const ok = res.statusCode < 400;
-        const retryAfterMs = parseRetryAfter(res.retryAfter, at);
-        return {
-          status: ok ? 'success' : 'failed',
-          code: String(res.statusCode),
-          response_data: { status: res.statusCode, body: parsed, ...(truncated ? { truncated: true } : {}) },
-          retryable: !ok,
-          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-        };
-      } catch (err) {
-        const { reason, message } = classifyNetworkError(err);
-        return { status: 'failed', code: 'ERR', response_data: { reason, message }, retryable: reason !== 'egress_blocked' };
-      }
+    open({ config, credentials }) {
+      const url = String(config.url);
+      const customHeaders = (config.custom_headers as Record<string, string> | undefined) ?? null;
+      const secret = (credentials.secret as string | undefined) ?? null;
+      const previousSecret = (credentials.previous_secret as string | undefined) ?? null;
+      const previousSecretInvalidAt = (credentials.previous_secret_invalid_at as string | undefined) ?? null;
+      return {
+        async deliver({ event, deliveryMetadata, signal }) {
+          const at = now();
+          const { headers, body } = buildWebhookRequest({
+            mode: opts.mode,
+            headerPrefix: opts.headerPrefix,
+            event,
+            deliveryMetadata,
+            customHeaders,
+            secret,
+            previousSecret,
+            previousSecretInvalidAt,
+            now: at,
+          });
+          try {
+            // Redirects are not followed: a 3xx is recorded as the destination's answer (and is below 400, so a success).
+            const res = await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes });
+            const { text, truncated } = res;
+            const parsed = responseBody(text);
+            const ok = res.statusCode < 400;
+            const retryAfterMs = parseRetryAfter(res.retryAfter, at);
+            return {
+              status: ok ? 'success' : 'failed',
+              code: String(res.statusCode),
+              response_data: {
+                ...(ok ? {} : { reason: httpFailureReason(res.statusCode), message: `HTTP ${res.statusCode}` }),
+                status: res.statusCode,
+                body: parsed,
+                ...(truncated ? { truncated: true } : {}),
+              },
+              retryable: !ok,
+              ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+            };
+          } catch (err) {
+            const { reason, message } = classifyNetworkError(err);
+            return failed(reason, message);
+          }
+        },
+        async close() {},
+      };
     },
     async close() {},
   };

@@ -216,4 +216,11 @@ export class DestinationStore {
   async delete(tenantId: string, id: string): Promise<boolean> {
     return (await this.db('destinations').where({ tenant_id: tenantId, id }).delete()) > 0;
   }
+
+  /** Which of these destination ids still exist and are enabled: a sender closes the clients of the others. */
+  async deliverableOf(ids: readonly string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = (await this.db('destinations').whereIn('id', ids).whereNull('disabled_at').select('id')) as Array<{ id: string }>;
+    return new Set(rows.map((r) => r.id));
+  }
 }

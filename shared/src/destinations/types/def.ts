@@ -1,3 +1,4 @@
+import type { Problem } from '../../errors.ts';
 import type { DestinationType } from '../../kafka/topics.ts';
 import type { FieldDef } from '../fields.ts';
 
@@ -16,6 +17,11 @@ export interface DestinationTypeDef {
   configOptional?: boolean;
   /** credentials may be omitted or null on create (webhook). */
   credentialsOptional?: boolean;
+  /**
+   * Checks beyond the fields' own (a value's inner shape), on create and on PATCH, after the fields
+   * validated; paths as `body.config.<key>` / `body.credentials.<key>`.
+   */
+  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Problem[];
   /** Human-readable target of a destination, shown as `target`. */
   target(config: Record<string, unknown>): string;
   /** `target_url`, where a console for the target exists. */

@@ -1,5 +1,6 @@
 /**
- * Egress policy of webhook deliveries: by default a delivery reaches public addresses only, never loopback,
+ * Egress policy of deliveries (every type: webhook and gateway through the undici agent, the SDK and AMQP
+ * clients through `createEgressLookup` and `literalBlocked`): by default a delivery reaches public addresses only, never loopback,
  * private, link-local (cloud metadata), shared, multicast, reserved or documentation ranges. EGRESS_ALLOW lists
  * the exceptions (CIDRs, exact hosts, `*.suffix` hosts).
  *
@@ -336,6 +337,15 @@ export function createEgressLookup(allow: AllowList, resolve: Resolver = dnsLook
   };
 }
 
+/**
+ * The refusal of an IP literal host the policy does not allow, else null. net.connect never calls `lookup` for
+ * a literal, so every client checks literal hosts itself before it connects. Brackets of IPv6 literals are ignored.
+ */
+export function literalBlocked(host: string, allow: AllowList): EgressBlockedError | null {
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  return isIP(h) !== 0 && !isAllowed(h, h, allow) ? new EgressBlockedError(h, [h]) : null;
+}
+
 export interface EgressAgentOptions {
   allow: AllowList;
   /** Connections per origin (default 64). */
@@ -354,9 +364,8 @@ export function createEgressAgent(opts: EgressAgentOptions): Agent {
   const base = buildConnector({ timeout: opts.connectTimeoutMs ?? 10_000, lookup: createEgressLookup(allow) });
   const connect: buildConnector.connector = (options, callback) => {
     // undici strips the brackets of IPv6 literals; net.connect skips `lookup` for any IP literal, so check here.
-    const h = options.hostname.startsWith('[') && options.hostname.endsWith(']') ? options.hostname.slice(1, -1) : options.hostname;
-    if (isIP(h) !== 0 && !isAllowed(h, h, allow)) {
-      const err = new EgressBlockedError(h, [h]);
+    const err = literalBlocked(options.hostname, allow);
+    if (err) {
       process.nextTick(() => callback(err, null));
       return;
     }

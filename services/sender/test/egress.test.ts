@@ -15,7 +15,7 @@ import {
   isPublicAddress,
   parseAllowList,
   type Resolver,
-} from '../src/webhook/egress.ts';
+} from '../src/egress.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import t from 'tap';
 import { Agent } from 'undici';
-import { DISCARD_MAX_BYTES, post } from '../src/webhook/post.ts';
+import { DISCARD_MAX_BYTES, post } from '../src/post.ts';
 import type { Teardown } from '@switchyard/shared/testing/index.ts';
 
 interface Server {

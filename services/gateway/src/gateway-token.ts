@@ -1,0 +1,33 @@
+/**
+ * Checks a gateway destination's token with the event gateway when EVENT_GATEWAY_VERIFY_URL is set:
+ * GET the URL ({source_id} replaced by the token's source id) with `Authorization: Bearer <token>`.
+ * A 2xx answer accepts the token; 401, 403 or 404 refuse it, a problem of the request (422); no
+ * answer, or any other, is the gateway's fault: 503, nothing saved. Unset, tokens are not checked
+ * (self-hosting, tests).
+ */
+import { AppError, type Problem } from '@switchyard/shared/errors.ts';
+
+export const VERIFY_TIMEOUT_MS = 5000;
+
+export async function verifyGatewayToken(verifyUrl: string, token: unknown, fetchImpl: typeof fetch = fetch): Promise<Problem | null> {
+  if (!verifyUrl || typeof token !== 'string') return null;
+  const text = Buffer.from(token, 'base64').toString('utf8');
+  const sourceId = text.includes(':') ? text.slice(0, text.indexOf(':')) : '';
+  if (!sourceId) return { path: 'body.credentials.token', message: 'must be base64 of source_id:signing_key' };
+  let status: number;
+  try {
+    const res = await fetchImpl(verifyUrl.replaceAll('{source_id}', encodeURIComponent(sourceId)), {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
+      redirect: 'manual',
+    });
+    status = res.status;
+    await res.body?.cancel();
+  } catch {
+    throw new AppError('SERVICE_UNAVAILABLE', 'The event gateway could not be reached to verify the token; nothing was saved.');
+  }
+  if (status >= 200 && status < 300) return null;
+  if (status === 401 || status === 403 || status === 404)
+    return { path: 'body.credentials.token', message: 'was refused by the event gateway' };
+  throw new AppError('SERVICE_UNAVAILABLE', `The event gateway answered ${status} when asked to verify the token; nothing was saved.`);
+}

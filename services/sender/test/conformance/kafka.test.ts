@@ -1,0 +1,108 @@
+// Conformance fixture: kafka, against the project's test broker (infra/kafka) on its SASL_PLAINTEXT
+// listener (KAFKA_SASL_PORT, started by infra/test.sh): SCRAM-SHA-512 user `conformance`, whose
+// password rotate() changes with the broker's own tool. Deliveries are read back with kafkajs over
+// the plain listener. Fails when the listener is missing: run it with `npm test -- <this file>`.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import { parseAllowList } from '../../src/egress.ts';
+import { createKafkaSender } from '../../src/kafka/sender.ts';
+import type { Target } from '../../src/sender.ts';
+import { conformance, type Received } from './suite.ts';
+
+const KAFKA_SH = fileURLToPath(new URL('../../../../infra/kafka/kafka.sh', import.meta.url));
+
+conformance({
+  type: 'kafka',
+  cannot: {
+    throttled:
+      'Kafka quotas throttle a producer by delaying its responses (throttle_time_ms), never by refusing a produce, so there is no throttling failure to show',
+  },
+  async start(t) {
+    const plain = process.env.KAFKA_BROKERS;
+    const saslPort = process.env.KAFKA_SASL_PORT;
+    if (!plain || !saslPort) throw new Error('KAFKA_BROKERS and KAFKA_SASL_PORT are not set: run this through npm test (infra/test.sh)');
+    const sasl = `127.0.0.1:${saslPort}`;
+    const kafka = new Kafka({ clientId: 'conformance-admin', brokers: plain.split(','), logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    t.teardown(() => admin.disconnect());
+    let password = 'conformance-secret';
+    let n = 0;
+    const run = Date.now().toString(36);
+
+    const destination = async (): Promise<Target> => {
+      const topic = `conf-kafka-${run}-${++n}`;
+      await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+      return {
+        id: `des_kafka_${n}`,
+        tenant_id: 'acme',
+        type: 'kafka',
+        config: { brokers: sasl, topic, sasl_mechanism: 'scram-sha-512', tls: false },
+        credentials: { username: 'conformance', password },
+      };
+    };
+
+    const received = async (target: Target): Promise<Received[]> => {
+      const topic = String(target.config.topic);
+      const [p0] = await admin.fetchTopicOffsets(topic);
+      const want = Number(p0?.high ?? 0);
+      if (want === 0) return [];
+      const out: Received[] = [];
+      const consumer = kafka.consumer({ groupId: `conf-read-${run}-${++n}`, maxWaitTimeInMs: 100 });
+      await consumer.connect();
+      try {
+        await consumer.subscribe({ topic, fromBeginning: true });
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`read ${out.length} of ${want} records of ${topic}`)), 20_000);
+          consumer
+            .run({
+              eachMessage: async ({ message }) => {
+                const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, String(v)]));
+                const { 'content-type': contentType, ...metadata } = headers;
+                out.push({
+                  body: message.value?.toString('utf8') ?? '',
+                  metadata,
+                  extra: { contentType, key: message.key?.toString('utf8') },
+                });
+                if (out.length >= want) {
+                  clearTimeout(timer);
+                  resolve();
+                }
+              },
+            })
+            .catch(reject);
+        });
+      } finally {
+        await consumer.disconnect();
+      }
+      return out;
+    };
+
+    return {
+      sender: createKafkaSender({ allow: parseAllowList(['127.0.0.0/8']), connectTimeoutMs: 3000, requestTimeoutMs: 5000 }),
+      destination,
+      received,
+      pointAt: (target, host, port) => ({ ...target, config: { ...target.config, brokers: `${host}:${port}` } }),
+      async rotate(good) {
+        password = `conformance-${Date.now().toString(36)}`;
+        await promisify(execFile)('bash', [KAFKA_SH, 'scram', 'conformance', password, 'SCRAM-SHA-512'], { timeout: 60_000 });
+        return { ...good, credentials: { username: 'conformance', password } };
+      },
+      failures: {
+        unauthorized: async (good) => ({ target: { ...good, credentials: { username: 'conformance', password: 'wrong-password' } } }),
+        not_found: async (good) => ({ target: { ...good, config: { ...good.config, topic: `missing-${run}` } } }),
+        invalid_config: async (good) => ({
+          target: { ...good, config: { ...good.config, partition_key_template: 'data.no_such_field' } },
+          expect: { retryable: false },
+        }),
+        egress_blocked: async (good) => ({ target: { ...good, config: { ...good.config, brokers: '10.255.255.1:9092' } } }),
+      },
+      checkReceived(t, r, event) {
+        t.equal(r.extra?.contentType, 'application/json', 'content-type header');
+        t.equal(r.extra?.key, event.id, 'the key is the event id by default');
+      },
+    };
+  },
+});

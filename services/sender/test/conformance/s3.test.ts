@@ -1,0 +1,113 @@
+// Conformance fixture: s3, against s3rver (the S3 protocol, from npm) behind the AWS gate, which
+// checks each request's signature against its key table and throttles on request (s3rver knows one
+// key and checks no v4 signature, so the gate hands it that key).
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
+import { S3RVER_KEY, startS3rver } from '@switchyard/shared/testing/peers/s3rver.ts';
+import { parseAllowList } from '../../src/egress.ts';
+import { createS3Sender } from '../../src/s3/sender.ts';
+import type { Target } from '../../src/sender.ts';
+import { rfc3339Nano } from '../../src/template.ts';
+import { conformance, type Received, sampleEvent } from './suite.ts';
+
+const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
+
+conformance({
+  type: 's3',
+  async start(t) {
+    const s3 = await startS3rver(t);
+    const gate = await startAwsGate(t, {
+      upstream: { host: '127.0.0.1', port: s3.port },
+      protocol: 's3',
+      throttleCode: 'SlowDown',
+      throttleStatus: 503,
+      upstreamKeyId: S3RVER_KEY,
+    });
+    gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
+    const admin = new S3Client({ endpoint: gate.url, region: 'us-east-1', credentials: ADMIN, forcePathStyle: true });
+    t.teardown(() => admin.destroy());
+    let n = 0;
+    const newKey = () => {
+      const key = `AKIDS3${++n}`;
+      const secret = `s3-secret-${n}-${Date.now()}`;
+      gate.keys.set(key, secret);
+      return { key, secret };
+    };
+    return {
+      sender: createS3Sender({ allow: parseAllowList(['127.0.0.0/8']) }),
+      async destination(): Promise<Target> {
+        const bucket = `conf-${Date.now().toString(36)}-${++n}`;
+        await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+        return {
+          id: `des_s3_${n}`,
+          tenant_id: 'acme',
+          type: 's3',
+          config: { bucket, region: 'us-east-1', endpoint: gate.url },
+          credentials: newKey(),
+        };
+      },
+      async received(target) {
+        const Bucket = String(target.config.bucket);
+        const list = await admin.send(new ListObjectsV2Command({ Bucket }));
+        const out: Received[] = [];
+        for (const o of list.Contents ?? []) {
+          const obj = await admin.send(new GetObjectCommand({ Bucket, Key: o.Key }));
+          const head = await admin.send(new HeadObjectCommand({ Bucket, Key: o.Key }));
+          out.push({
+            body: (await obj.Body?.transformToString('utf8')) ?? '',
+            metadata: head.Metadata ?? {},
+            extra: {
+              key: o.Key,
+              contentType: head.ContentType,
+              storageClass: head.StorageClass ?? 'STANDARD',
+              modified: o.LastModified?.getTime() ?? 0,
+            },
+          });
+        }
+        return out.sort((a, b) => (a.extra?.modified as number) - (b.extra?.modified as number));
+      },
+      pointAt: (target, host, port) => ({ ...target, config: { ...target.config, endpoint: `http://${host}:${port}` } }),
+      async rotate(target) {
+        gate.keys.delete(String(target.credentials.key));
+        return { ...target, credentials: newKey() };
+      },
+      failures: {
+        unauthorized: async (good) => ({
+          target: { ...good, credentials: { ...good.credentials, secret: 'not-the-secret' } },
+          expect: { code: 'ERR' },
+        }),
+        not_found: async (good) => ({ target: { ...good, config: { ...good.config, bucket: 'no-such-bucket' } } }),
+        throttled: async (good) => {
+          gate.throttle(String(good.credentials.key), 1, 5);
+          return { target: good, expect: { minRetryAfterMs: 5000 } };
+        },
+        invalid_config: async (good) => ({ target: { ...good, config: { ...good.config, key_template: "join('', [" } } }),
+      },
+      checkReceived(t, r, event) {
+        t.equal(r.extra?.key, `${rfc3339Nano(event.time)}_${event.id}.json`, 'the default key: <time rfc3339 nano>_<event id>.json');
+        t.equal(r.extra?.contentType, 'application/json');
+        t.equal(r.extra?.storageClass, 'STANDARD', 'the default storage class');
+      },
+    };
+  },
+  cases: {
+    'key_template and storage_class': async (t, peer, deliver) => {
+      const base = await peer.destination();
+      const target = {
+        ...base,
+        config: {
+          ...base.config,
+          key_template: "join('/', [metadata.topic, data.name, to_string(time.unix)])",
+          storage_class: 'STANDARD_IA',
+        },
+      };
+      const event = sampleEvent();
+      const out = await deliver(target, event);
+      const key = `from-event-metadata/Zoë/${Math.floor(Date.parse(event.time) / 1000)}`;
+      t.match(out, { status: 'success', response_data: { key } }, 'the key is kept in the attempt');
+      const [r] = await peer.received(target);
+      t.equal(r?.extra?.key, key, 'JMESPath over {data, metadata, time}');
+      t.equal(r?.extra?.storageClass, 'STANDARD_IA');
+    },
+  },
+});

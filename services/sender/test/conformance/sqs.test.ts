@@ -1,0 +1,105 @@
+// Conformance fixture: sqs, against ElasticMQ (the SQS protocol, from Maven Central) behind the AWS
+// gate, which checks each request's signature against its key table (ElasticMQ checks none) and
+// throttles on request.
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
+import { startElasticMq } from '@switchyard/shared/testing/peers/elasticmq.ts';
+import { freePort } from '@switchyard/shared/testing/index.ts';
+import { parseAllowList } from '../../src/egress.ts';
+import type { Target } from '../../src/sender.ts';
+import { createSqsSender } from '../../src/sqs/sender.ts';
+import { conformance, type Received } from './suite.ts';
+
+const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
+
+conformance({
+  type: 'sqs',
+  async start(t) {
+    const emqPort = await freePort();
+    const gate = await startAwsGate(t, {
+      upstream: { host: '127.0.0.1', port: emqPort },
+      protocol: 'json',
+      throttleCode: 'RequestThrottled',
+    });
+    await startElasticMq(t, { port: emqPort, publicPort: gate.port });
+    gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
+    const admin = new SQSClient({ endpoint: gate.url, region: 'elasticmq', credentials: ADMIN });
+    t.teardown(() => admin.destroy());
+    const got = new Map<string, Received[]>();
+    let n = 0;
+    const newKey = () => {
+      const key = `AKIDSQS${++n}`;
+      const secret = `sqs-secret-${n}-${Date.now()}`;
+      gate.keys.set(key, secret);
+      return { key, secret };
+    };
+    const destination = async (): Promise<Target> => {
+      const name = `conf-${Date.now().toString(36)}-${++n}`;
+      const q = await admin.send(new CreateQueueCommand({ QueueName: name }));
+      return {
+        id: `des_sqs_${n}`,
+        tenant_id: 'acme',
+        type: 'sqs',
+        config: { queue_url: String(q.QueueUrl), endpoint: gate.url, region: 'elasticmq' },
+        credentials: newKey(),
+      };
+    };
+    return {
+      sender: createSqsSender({ allow: parseAllowList(['127.0.0.0/8']) }),
+      destination,
+      async received(target) {
+        const url = String(target.config.queue_url);
+        const list = got.get(url) ?? [];
+        got.set(url, list);
+        for (;;) {
+          const r = await admin.send(
+            new ReceiveMessageCommand({
+              QueueUrl: url,
+              MaxNumberOfMessages: 10,
+              MessageAttributeNames: ['All'],
+              WaitTimeSeconds: 0,
+              VisibilityTimeout: 300,
+            }),
+          );
+          if (!r.Messages?.length) break;
+          for (const m of r.Messages) {
+            const attr = m.MessageAttributes?.metadata;
+            list.push({
+              body: m.Body ?? '',
+              metadata: JSON.parse(attr?.StringValue ?? '{}') as Record<string, string>,
+              extra: { attributes: Object.keys(m.MessageAttributes ?? {}), dataType: attr?.DataType },
+            });
+          }
+        }
+        return list;
+      },
+      pointAt(target, host, port) {
+        const q = new URL(String(target.config.queue_url));
+        q.host = `${host}:${port}`;
+        return { ...target, config: { ...target.config, queue_url: q.toString(), endpoint: `http://${host}:${port}` } };
+      },
+      async rotate(target) {
+        gate.keys.delete(String(target.credentials.key));
+        return { ...target, credentials: newKey() };
+      },
+      failures: {
+        unauthorized: async (good) => ({ target: { ...good, credentials: { ...good.credentials, secret: 'not-the-secret' } } }),
+        not_found: async (good) => ({
+          target: { ...good, config: { ...good.config, queue_url: String(good.config.queue_url).replace(/[^/]+$/, 'no-such-queue') } },
+        }),
+        throttled: async (good) => {
+          gate.throttle(String(good.credentials.key), 1, 7);
+          return { target: good, expect: { minRetryAfterMs: 7000 } };
+        },
+        // Passes the field's pattern on create, and can never be sent to.
+        invalid_config: async (good) => ({
+          target: { ...good, config: { ...good.config, queue_url: 'http://[not-a-host/000000000000/q' } },
+        }),
+      },
+      checkReceived(t, r) {
+        t.same(r.extra?.attributes, ['metadata'], 'one message attribute, metadata');
+        t.equal(r.extra?.dataType, 'String');
+      },
+    };
+  },
+});

@@ -1,0 +1,57 @@
+/**
+ * The Pub/Sub test peer: infra/pubsub (Google's pstest, serving the real Pub/Sub gRPC protocol),
+ * started on a free loopback port and stopped by `close`. infra/test.sh builds it once and passes the
+ * binary in SWITCHYARD_PUBSUB_PEER; without it this builds it (slow the first time). A peer that
+ * cannot start fails the test: it never skips.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export interface PubSubPeer {
+  /** host:port, as PUBSUB_EMULATOR_HOST and a destination's `endpoint` take it. */
+  host: string;
+  close(): Promise<void>;
+}
+
+function binary(): string {
+  const given = process.env.SWITCHYARD_PUBSUB_PEER;
+  if (given) return given;
+  const script = fileURLToPath(new URL('../../../../infra/pubsub/pubsub.sh', import.meta.url));
+  return execFileSync('bash', [script, 'install'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
+export async function startPubSubPeer(): Promise<PubSubPeer> {
+  // stdin stays open while we run: the peer exits when it closes, so a dying test leaves nothing behind.
+  const child = spawn(binary(), ['-port', '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const host = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('pubsub peer: no "listening" line within 20 s')), 20_000);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`pubsub peer: cannot start: ${err.message}`));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`pubsub peer exited with ${code} before listening`));
+    });
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      const m = /^listening (\S+)$/.exec(line);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  child.stdout.resume();
+  return {
+    host,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.stdin.end();
+        setTimeout(() => child.kill('SIGKILL'), 5_000).unref();
+      }),
+  };
+}
