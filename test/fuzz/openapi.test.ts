@@ -4,6 +4,9 @@
 // at most MAX_EXAMPLES cases per operation, a few thousand in all, with a fixed seed so a failure
 // reproduces. schemathesis is installed by infra/schemathesis.sh (PyPI, into .tools/).
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { apiClient, freePort, ROOT, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
 
@@ -73,7 +76,10 @@ t.test('the OpenAPI document holds under fuzzing: no 5xx, nothing off the docume
     '--warnings',
     'off',
   ];
-  const run = spawn(st, args, { cwd: ROOT });
+  // schemathesis keeps a cache in its working directory: a scratch one, not the repository.
+  const scratch = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'fuzz-'));
+  t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+  const run = spawn(st, args, { cwd: scratch });
   let out = '';
   run.stdout.on('data', (d: Buffer) => (out += d.toString()));
   run.stderr.on('data', (d: Buffer) => (out += d.toString()));
