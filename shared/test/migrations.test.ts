@@ -107,6 +107,11 @@ t.test('the embedded database runs 004 too', async (t) => {
   t.teardown(() => e.close());
   await migrateLatest(e.db);
   t.same(notOne(await statistics(e.db)), [], 'PGlite: one on every table');
+  // Started with PGlite's own parameters and a small buffer cache (embedded.ts, START_PARAMS).
+  const setting = async (name: string) => ((await e.db.raw(`show ${name}`)) as { rows: Record<string, string>[] }).rows[0]?.[name];
+  t.equal(await setting('shared_buffers'), '16MB', 'a 16 MB buffer cache');
+  t.equal(await setting('search_path'), 'public', "PGlite's own parameters kept");
+  t.equal(await setting('max_parallel_workers'), '0');
 });
 
 t.test('005 adds events.payload_bytes, NULL on the rows already there; down drops it', async (t) => {

@@ -3,6 +3,7 @@
 // And it counts the CPU of a JVM's JIT compiler threads apart, by their names. (Linux only, as the
 // benchmark is.) And it splits a process's memory into its own (anonymous) and mapped files.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import type { Teardown } from '@switchyard/shared/testing/index.ts';
@@ -20,6 +21,19 @@ async function sampleEach(t: Teardown, procs: Record<string, ChildProcess>): Pro
   await sleep(2000);
   sampler.stop();
   return sampler.summary(from, Date.now()).procs;
+}
+
+/** Whether the process gets a thread of that name (as the kernel keeps it) within 15 s. */
+async function threadNamed(pid: number, name: string): Promise<boolean> {
+  for (const end = Date.now() + 15_000; Date.now() < end; await sleep(100)) {
+    try {
+      if (readdirSync(`/proc/${pid}/task`).some((tid) => readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim() === name))
+        return true;
+    } catch {
+      // a thread ended between the listing and the read: look again
+    }
+  }
+  return false;
 }
 
 t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
@@ -94,7 +108,17 @@ t.test("a JVM's JIT compiler threads are told apart by name: their CPU is counte
       ],
       { stdio: 'ignore' },
     );
-  const { jit: j, plain: p } = await sampleEach(t, { jit: spinAs('C2 CompilerThread0'), plain: spinAs('spinner') });
+  const jit = spinAs('C2 CompilerThread0');
+  const plain = spinAs('spinner');
+  // On a busy machine starting node and its worker can take longer than sampleEach's half second:
+  // sample once both spinning threads exist.
+  for (const [c, name] of [
+    [jit, 'C2 CompilerThre'],
+    [plain, 'spinner'],
+  ] as const) {
+    t.ok(await threadNamed(c.pid as number, name), `the ${name} thread started`);
+  }
+  const { jit: j, plain: p } = await sampleEach(t, { jit, plain });
   // The spinning thread is most of the process's CPU, whatever share of a core the machine leaves it.
   t.ok((j?.jitMsPerS ?? 0) > 100, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
   t.ok((j?.jitMsPerS ?? 0) >= (j?.cpuAvgPct ?? 0) * 10 * 0.8 - 50, `most of the process's ${j?.cpuAvgPct}% of a core`);
