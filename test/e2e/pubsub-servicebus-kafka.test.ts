@@ -1,17 +1,17 @@
-// Embedded mode (one process, the embedded log and database, as `npm start` runs it) delivers to
-// pubsub, servicebus and kafka destinations: each receives the published events, read back from its
-// peer (the Pub/Sub peer with the official subscriber client, the test broker with kafkajs, the Service
-// Bus peer's record of what @azure/service-bus sent), and a destination that cannot work gets failed
-// attempts with the reason. The peers: shared/src/testing/peers/ and the broker's SASL listener
-// (infra/test.sh), so run it with `npm test -- test/embedded/destination-types.test.ts`.
-process.env.SWITCHYARD_E2E_MODE = 'embedded';
+// Delivery to pubsub, servicebus and kafka destinations end to end: each receives the published
+// events, read back from its peer (the Pub/Sub peer with the official subscriber client, the test
+// broker with kafkajs, the Service Bus peer's record of what @azure/service-bus sent), and a
+// destination that cannot work gets failed attempts with the reason. Every service its own process;
+// with SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-pubsub-servicebus-kafka.test.ts), one
+// embedded process. The peers: shared/src/testing/peers/ and the broker's SASL listener
+// (infra/test.sh), so run it with `npm test -- <this file>`.
 
 import { generateKeyPairSync } from 'node:crypto';
 import { PubSub, v1 } from '@google-cloud/pubsub';
 import { credentials } from '@grpc/grpc-js';
 import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
-import { apiClient, freePort, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import { apiClient, createTestDatabase, freePort, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
 import { startPubSubPeer } from '@switchyard/shared/testing/peers/pubsub.ts';
 import { startServiceBusPeer } from '@switchyard/shared/testing/peers/servicebus.ts';
 
@@ -23,7 +23,7 @@ interface Attempt {
   response_data: { reason?: string; message?: string } | null;
 }
 
-t.test('embedded mode delivers to pubsub, servicebus and kafka', async (t) => {
+t.test('pubsub, servicebus and kafka destinations, each against its peer', async (t) => {
   const plain = process.env.KAFKA_BROKERS;
   const saslPort = process.env.KAFKA_SASL_PORT;
   if (!plain || !saslPort) throw new Error('KAFKA_BROKERS and KAFKA_SASL_PORT are not set: run this through npm test (infra/test.sh)');
@@ -49,10 +49,17 @@ t.test('embedded mode delivers to pubsub, servicebus and kafka', async (t) => {
   const kTopic = `dest-orders-${Date.now().toString(36)}`;
   await kAdmin.createTopics({ topics: [{ topic: kTopic, numPartitions: 1 }], waitForLeaders: true });
 
-  // Embedded mode, every type's sender running (the default SENDER_TYPES).
+  // Every type's sender running (the default SENDER_TYPES); in embedded mode, one process.
   const port = await freePort();
-  const env = testEnv({ API_PORT: String(port), TOPICS: 'order.paid', RETRY_SCHEDULE: '60', DELIVERY_TIMEOUT_SECONDS: '5' });
-  await startService(t, 'gateway', env);
+  const env = testEnv({
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'order.paid',
+    RETRY_SCHEDULE: '60',
+    DELIVERY_TIMEOUT_SECONDS: '5',
+  });
+  await startService(t, 'attempts', env);
+  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
   const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   t.equal((await api('PUT', '/api/v1/tenants/shop')).status, 201);
   const create = async (body: Record<string, unknown>) => {
