@@ -157,3 +157,25 @@ t.test('openSnapshot keeps at most OPENED_MAX opened secrets, dropping the oldes
   t.same(store.openSnapshot(must(all[0])).credentials, { secret: 's0' });
   t.equal(n.decrypt, OPENED_MAX + 2, 'the oldest was dropped, so it is opened again');
 });
+
+t.test('deliverableOf: the ids that still exist and are enabled (a sender closes the others’ clients)', async (t) => {
+  const { db, store } = await setup(t);
+  await db('tenants').insert([{ id: 'acme' }]);
+  for (const id of ['live', 'off', 'gone']) {
+    await store.create({
+      id,
+      tenant_id: 'acme',
+      type: 'sqs',
+      topics: ['*'],
+      config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+      credentials: { key: 'k', secret: 's' },
+      delivery_metadata: null,
+      metadata: null,
+      filter: null,
+      ...(id === 'off' ? { disabled_at: new Date().toISOString() } : {}),
+    });
+  }
+  await store.delete('acme', 'gone');
+  t.same([...(await store.deliverableOf(['live', 'off', 'gone', 'never']))], ['live']);
+  t.same([...(await store.deliverableOf([]))], [], 'no ids, no query');
+});

@@ -64,7 +64,7 @@ expect(s == 401 and is_error(b, 401), "a wrong credential is 401")
 # Destination types
 s, b = call("GET", "/api/v1/destination-types")
 types = [t["type"] for t in b]
-expect(s == 200 and types == ["webhook", "sqs", "rabbitmq", "gateway", "kinesis", "servicebus", "s3", "pubsub"], "all eight destination types")
+expect(s == 200 and types == ["webhook", "sqs", "rabbitmq", "gateway", "kinesis", "servicebus", "s3", "pubsub", "kafka"], "the eight destination types of the interface, then kafka")
 s, b = call("GET", "/api/v1/destination-types/webhook")
 url_field = next(f for f in b["config_fields"] if f["key"] == "url")
 expect(url_field["required"] is True and "validation" in url_field and b["icon"].startswith("<svg"), "webhook schema: url field with validation, SVG icon")

@@ -163,8 +163,3 @@ export function awsFailure(err: unknown, signal: AbortSignal): Outcome {
   else reason = status >= 500 ? 'peer_error' : 'rejected';
   return failed(reason, message, details, reason === 'throttled' ? retryAfterOf(e) : undefined);
 }
-
-/** Closes the sockets of a client's agents. */
-export function destroyHandler(h: NodeHttpHandler): void {
-  h.destroy();
-}

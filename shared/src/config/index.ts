@@ -310,10 +310,10 @@ export const SETTINGS = {
   },
   SENDER_TYPES: {
     kind: 'list',
-    default: 'webhook,sqs,rabbitmq,gateway,kinesis,s3',
+    default: 'webhook,sqs,rabbitmq,gateway,kinesis,servicebus,s3,pubsub,kafka',
     enum: DESTINATION_TYPES,
     description:
-      'Destination types this sender process consumes (comma separated); the default is every type delivery is built for. A sender refuses to start with a type it cannot deliver (servicebus, pubsub so far), whose deliveries wait in their topic.',
+      'Destination types this sender process consumes (comma separated); the default is every type. Split them over sender processes to scale or isolate types; a type no sender consumes waits in its deliveries topic.',
   },
 } as const satisfies Record<string, Setting>;
 

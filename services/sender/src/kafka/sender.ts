@@ -185,7 +185,7 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
           if (broken) return broken;
           const metadata = metadataOf(event, deliveryMetadata);
           const key = keyOf(template, { id: event.id, data: event.data, metadata });
-          if (key === null) return failed('invalid_config', 'partition_key_template gives no value for this event');
+          if (key === null) return failed('rejected', 'partition_key_template gives no value for this event');
           const work = (async () => {
             await connect();
             const [meta] = await producer.send({

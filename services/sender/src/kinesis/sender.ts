@@ -35,7 +35,8 @@ export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
           if (partitionKey && !isOutcome(partitionKey)) {
             const k = partitionKey({ data: event.data, metadata });
             if (isOutcome(k)) return k;
-            key = k;
+            // Kinesis takes at most 256 characters; the key only picks a shard (by its MD5).
+            key = k.length > 256 ? k.slice(0, 256) : k;
           }
           const record = opts.metadataInPayload ? `{"metadata":${JSON.stringify(metadata)},"data":${bodyOf(event)}}` : bodyOf(event);
           try {

@@ -86,8 +86,14 @@ export function createPubSubSender(opts: PubSubSenderOptions): TypeSender {
       let pubsub: PubSub | null = null;
       let topic: Topic | null = null;
       try {
-        const key = JSON.parse(String(target.credentials.service_account_json ?? '')) as { client_email?: string; private_key?: string };
-        if (typeof key.client_email !== 'string' || typeof key.private_key !== 'string') throw new Error('no client_email or private_key');
+        let key: { client_email?: unknown; private_key?: unknown } | null = null;
+        try {
+          key = JSON.parse(String(target.credentials.service_account_json ?? ''));
+        } catch {
+          // JSON.parse's message quotes the text, and the text holds the private key: never echoed.
+          throw new Error('not JSON');
+        }
+        if (typeof key?.client_email !== 'string' || typeof key.private_key !== 'string') throw new Error('no client_email or private_key');
         pubsub = new PubSub({
           projectId,
           apiEndpoint,
@@ -99,7 +105,11 @@ export function createPubSubSender(opts: PubSubSenderOptions): TypeSender {
           gaxOpts: { timeout: opts.requestTimeoutMs ?? 30_000, maxRetries: 0 },
         });
       } catch (err) {
-        broken = failed('invalid_config', `service_account_json: ${(err as Error).message}`);
+        const why = (err as Error).message;
+        broken = failed(
+          'invalid_config',
+          `service_account_json is not a usable service account key (${why === 'not JSON' || why.startsWith('no ') ? why : 'unreadable'})`,
+        );
       }
       // Checked once per client: a client is rebuilt when the destination changes.
       let allowed: Promise<Outcome | null> | null = null;

@@ -153,19 +153,21 @@ export function createRabbitSender(opts: RabbitSenderOptions): TypeSender {
       };
 
       const openChannel = (): Promise<ConfirmChannel> => {
-        channel ??= (async () => {
+        if (channel) return channel;
+        const current: Promise<ConfirmChannel> = (async () => {
           const c = await connect();
           const ch = await c.createConfirmChannel();
           ch.on('error', (err: Error) => {
             const close = err as Error & { code?: number };
             lastClose = typeof close.code === 'number' ? new BrokerError(close.code, close.message) : err;
           });
+          // Closed by the broker (no such exchange) or with the connection: the next delivery opens another.
           ch.on('close', () => {
             if (channel === current) channel = null;
           });
           return ch;
         })();
-        const current = channel;
+        channel = current;
         current.catch(() => {
           if (channel === current) channel = null;
         });

@@ -219,8 +219,15 @@ export class DestinationStore {
 
   /** Which of these destination ids still exist and are enabled: a sender closes the clients of the others. */
   async deliverableOf(ids: readonly string[]): Promise<Set<string>> {
-    if (!ids.length) return new Set();
-    const rows = (await this.db('destinations').whereIn('id', ids).whereNull('disabled_at').select('id')) as Array<{ id: string }>;
-    return new Set(rows.map((r) => r.id));
+    const out = new Set<string>();
+    // In chunks: a statement takes at most 65,535 parameters.
+    for (let i = 0; i < ids.length; i += 10_000) {
+      const rows = (await this.db('destinations')
+        .whereIn('id', ids.slice(i, i + 10_000))
+        .whereNull('disabled_at')
+        .select('id')) as Array<{ id: string }>;
+      for (const r of rows) out.add(r.id);
+    }
+    return out;
   }
 }
