@@ -6,7 +6,7 @@ import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
+import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { createAlerts } from './alerts.ts';
 
@@ -25,6 +25,16 @@ export async function start(rt: Runtime): Promise<Service> {
         .where({ tenant_id: tenantId, id: destinationId })
         .whereNull('disabled_at')
         .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
+      // The senders stop delivering to it now, not when its queued deliveries run out.
+      if (n > 0) {
+        const change: DestinationChange = {
+          tenant_id: tenantId,
+          destination_id: destinationId,
+          change: 'disabled',
+          time: new Date().toISOString(),
+        };
+        await producer.send(TOPIC.destinationChanges, [{ key: tenantId, value: change }]);
+      }
       return n > 0;
     },
     emit: (events) =>

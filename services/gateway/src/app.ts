@@ -9,6 +9,7 @@ import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
 import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
+import { type Announce, createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
@@ -41,6 +42,8 @@ export interface Ctx {
   destinations: DestinationStore;
   producer: BusProducer;
   db: Knex;
+  /** Tells the senders a destination changed (after it is stored). */
+  announce: Announce;
 }
 
 declare module 'fastify' {
@@ -85,6 +88,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     producer: deps.producer,
     db: deps.db,
     routing,
+    announce: createAnnouncer(deps.producer, deps.logger),
     publish: createPublisher({
       producer: deps.producer,
       eventIds: new EventIdStore(deps.db),

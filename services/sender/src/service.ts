@@ -6,8 +6,9 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
+import type { DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler } from './handler.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import type { Sender } from './sender.ts';
@@ -38,6 +39,20 @@ export async function start(rt: Runtime): Promise<Service> {
   }
 
   const store = new DestinationStore(rt.db, rt.cipher);
+  // Each attempt uses its destination as it is now; this instance hears of every change (broadcast),
+  // from before its first delivery on.
+  const destinations = new DestinationState({ load: (tenantId, id) => store.routable(tenantId, id), ttlMs: DESTINATION_STATE_TTL_MS });
+  consumers.push(
+    await rt.bus.consume<DestinationChange>({
+      groupId: 'sender-destination-changes',
+      topics: [TOPIC.destinationChanges],
+      broadcast: true,
+      async handle(record) {
+        if (record.value && typeof record.value.tenant_id === 'string') destinations.changed(record.value);
+        else destinations.clear();
+      },
+    }),
+  );
   const producer = await rt.bus.producer();
   type Topic = Parameters<typeof producer.send>[0];
   // Records written while a produce request is in flight go out together in the next one, whatever
@@ -62,6 +77,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
+    current: (s) => destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, { key: a.destination_id, value: a }),
     scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt),
     retry: {

@@ -2,6 +2,7 @@
 // kafkajs-produce.ts: a fix to its internals, a faster CRC and a one-pass produce request writer,
 // which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
 // mode implements too, so service code is the same in both modes.
+import { randomUUID } from 'node:crypto';
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import './kafkajs-idle-poll.ts';
@@ -91,6 +92,13 @@ export interface ConsumeOptions<T> {
   onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
+  /**
+   * Every instance gets every record written from its start on, nothing earlier, and commits
+   * nothing (a cache's invalidations): on Kafka a group of its own per instance (`groupId` plus a
+   * random suffix; with no offsets committed it goes once the instance leaves), in the embedded log
+   * a reader from the end.
+   */
+  broadcast?: boolean;
   /**
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
@@ -379,7 +387,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
     async consume<T>(o: ConsumeOptions<T>) {
       const consumer: Consumer = kafka.consumer({
-        groupId: `${opts.topicPrefix}${o.groupId}`,
+        groupId: `${opts.topicPrefix}${o.groupId}${o.broadcast ? `.${randomUUID()}` : ''}`,
         allowAutoTopicCreation: false,
         // The session outlasts the slowest attempt: handlers are bounded by DELIVERY_TIMEOUT_SECONDS
         // and the loop below heartbeats at least every second while it waits for a free slot.
@@ -417,7 +425,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         // A rebalance took the partition away; its new owner resumes from the last commit.
         (err) => log.debug({ err }, 'offset commit failed'),
       );
-      const timer = setInterval(() => void commit(), o.commitIntervalMs ?? 500);
+      const timer = setInterval(() => void (o.broadcast || commit()), o.commitIntervalMs ?? 500);
       timer.unref();
 
       consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
@@ -448,7 +456,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
 
       await consumer.connect();
-      for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: o.fromBeginning ?? true });
+      for (const t of o.topics)
+        await consumer.subscribe({ topic: name(t), fromBeginning: o.broadcast ? false : (o.fromBeginning ?? true) });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -506,7 +515,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           await Promise.allSettled([...inflight]);
           clearInterval(timer);
           dispatch.close();
-          await commit();
+          if (!o.broadcast) await commit();
           await consumer.disconnect();
         },
       };

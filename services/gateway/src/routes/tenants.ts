@@ -67,7 +67,9 @@ export function tenantRoutes(ctx: Ctx) {
 
     app.delete('', { schema: { tags: ['tenants'], summary: 'Delete a tenant and its destinations' } }, async (req: TenantReq) => {
       requireAdmin(req.principal);
-      if (!(await ctx.tenants.delete(tenantOf(req)))) throw new AppError('TENANT_NOT_FOUND');
+      const tenantId = tenantOf(req);
+      if (!(await ctx.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
+      await ctx.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
       return { success: true };
     });
 
