@@ -1,6 +1,7 @@
 // Attempts: stores routed events and attempts in Postgres in batches (offsets committed only after each
 // write), and raises alerts on consecutive failures; wired to a runtime (main.ts: its own process;
 // services/embedded: every service in one process).
+import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
@@ -79,10 +80,13 @@ export async function start(rt: Runtime): Promise<Service> {
     aheadDays: config.PARTITION_AHEAD_DAYS,
     log: logger,
   });
+  // Deleted tenants' events, deliveries, attempts and idempotency keys, also what a gateway left.
+  const erasure = startTenantErasure(rt.db, { everyMs: 60_000, log: logger });
   logger.info('attempts service consuming');
   return {
     async close() {
       await partitions.stop();
+      await erasure.stop();
       await Promise.all(consumers.map((c) => c.close()));
     },
   };

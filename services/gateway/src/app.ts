@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
+import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
@@ -44,6 +45,8 @@ export interface Ctx {
   db: Knex;
   /** Tells the senders a destination changed (after it is stored). */
   announce: Announce;
+  /** Starts erasing deleted tenants' data now (in the background). */
+  erasure: { kick(): void };
 }
 
 declare module 'fastify' {
@@ -80,6 +83,9 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   const tenants = new TenantStore(deps.db);
   const destinations = new DestinationStore(deps.db, deps.cipher);
   const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
+  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
+  const erasure = startTenantErasure(deps.db, { log: deps.logger });
+  app.addHook('onClose', () => erasure.stop());
   const ctx: Ctx = {
     config,
     auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
@@ -89,6 +95,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     db: deps.db,
     routing,
     announce: createAnnouncer(deps.producer, deps.logger),
+    erasure,
     publish: createPublisher({
       producer: deps.producer,
       eventIds: new EventIdStore(deps.db),

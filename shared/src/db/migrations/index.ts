@@ -5,6 +5,7 @@ import * as m003 from './003_attempt_event_partition.ts';
 import * as m004 from './004_tenant_destination_statistics.ts';
 import * as m005 from './005_event_payload_bytes.ts';
 import * as m006 from './006_canceled_status.ts';
+import * as m007 from './007_tenant_erasures.ts';
 
 export interface Migration {
   name: string;
@@ -20,4 +21,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '004_tenant_destination_statistics', ...m004 },
   { name: '005_event_payload_bytes', ...m005 },
   { name: '006_canceled_status', ...m006 },
+  { name: '007_tenant_erasures', ...m007 },
 ];
