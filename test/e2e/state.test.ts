@@ -155,4 +155,96 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     });
     t.same([again.status, again.body.duplicate], [202, false], 'an event id of the old tenant is not a duplicate');
   });
+
+  t.test('cancel: what is pending for a destination ends canceled; later deliveries go out', async (t) => {
+    await api('PUT', '/api/v1/tenants/cancel');
+    const d = await hook('cancel', '/cancel');
+    rx.respond((r) => (r.url === '/cancel' ? { status: 503 } : { status: 200 }));
+    const ids = [await publish('cancel', { n: 1 }), await publish('cancel', { n: 2 }), await publish('cancel', { n: 3 })];
+    for (const id of ids) await waitFor('first attempts', async () => (await attemptsOf('cancel', id)).some((a) => a.status === 'failed'));
+    const r = await api('POST', `/api/v1/tenants/cancel/destinations/${d}/cancel`);
+    t.same([r.status, r.body], [202, { success: true }]);
+    for (const id of ids) {
+      const a = await waitFor('the canceled attempt', async () => {
+        const list = await attemptsOf('cancel', id);
+        return list.some((x) => x.final) ? list : undefined;
+      });
+      t.same(
+        a.map((x) => [x.attempt_number, x.status, x.response_data?.reason ?? null]),
+        [
+          [1, 'failed', null],
+          [2, 'canceled', 'canceled'],
+        ],
+      );
+    }
+    t.equal(at('/cancel').length, 3, 'no retry went out');
+    rx.respond(() => ({ status: 200 }));
+    const later = await publish('cancel', { n: 4 });
+    const ok = await waitFor('a later event delivered', async () =>
+      (await attemptsOf('cancel', later)).find((a) => a.status === 'success'),
+    );
+    t.equal(ok.attempt_number, 1);
+    t.equal((await api('POST', '/api/v1/tenants/cancel/destinations/nope/cancel')).status, 404);
+  });
+
+  t.test('replay since a time: exactly the failed deliveries, paged; a tenant token for its own only', async (t) => {
+    await api('PUT', '/api/v1/tenants/replays');
+    await api('PUT', '/api/v1/tenants/other');
+    const bad = await hook('replays', '/bad');
+    const good = await hook('replays', '/good');
+    rx.respond((r) => (r.url === '/bad' ? { status: 500 } : { status: 200 }));
+    const once = async (data: Record<string, unknown>) => {
+      const r = await api<{ id: string }>('POST', '/api/v1/publish', {
+        tenant_id: 'replays',
+        topic: 'order.paid',
+        eligible_for_retry: false,
+        data,
+      });
+      return r.body.id;
+    };
+    const before = await once({ n: 0 });
+    await waitFor('the earlier event attempted', async () => (await attemptsOf('replays', before)).length === 2);
+    await new Promise((r) => setTimeout(r, 50));
+    const since = new Date().toISOString();
+    const ids = [await once({ n: 1 }), await once({ n: 2 }), await once({ n: 3 })];
+    for (const id of ids) await waitFor('both attempts', async () => (await attemptsOf('replays', id)).length === 2);
+    const token = (await api<{ token: string }>('GET', '/api/v1/tenants/replays/token')).body.token;
+    const otherToken = (await api<{ token: string }>('GET', '/api/v1/tenants/other/token')).body.token;
+    const tenant = apiClient(`http://127.0.0.1:${port}`, token);
+    const other = apiClient(`http://127.0.0.1:${port}`, otherToken);
+    t.equal((await other('POST', '/api/v1/tenants/replays/replay', { since })).status, 403, "another tenant's token may not replay");
+    t.equal((await other('POST', `/api/v1/tenants/replays/destinations/${bad}/cancel`)).status, 403, 'nor cancel');
+    t.same(
+      (await other<{ replayed: number }>('POST', '/api/v1/replay', { since })).body.replayed,
+      0,
+      'its own replay finds nothing of ours',
+    );
+    t.equal((await tenant('POST', '/api/v1/replay', { since: 'yesterday' })).status, 422);
+    rx.respond(() => ({ status: 200 }));
+    const first = await tenant<{ replayed: number; not_replayed: number; next: string | null }>('POST', '/api/v1/replay', {
+      since,
+      limit: 2,
+    });
+    t.equal(first.status, 202, JSON.stringify(first.body));
+    t.match(first.body, { replayed: 2, not_replayed: 0, next: String });
+    const second = await tenant<{ replayed: number; next: string | null }>('POST', '/api/v1/replay', {
+      since,
+      limit: 2,
+      cursor: first.body.next,
+    });
+    t.same(second.body, { replayed: 1, not_replayed: 0, next: null }, 'the second page ends it');
+    for (const id of ids) {
+      const m = await waitFor('the replayed attempt', async () => (await attemptsOf('replays', id)).find((a) => a.attempt_number === 2));
+      t.match(m, { destination_id: bad, status: 'success', final: true });
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    t.equal(at('/bad').length, 7, 'the earlier event once, the three since the time twice');
+    t.equal(at('/good').length, 4, 'successful deliveries are not replayed');
+    const none = await tenant<{ replayed: number }>('POST', `/api/v1/tenants/replays/replay`, { since, destination_id: bad });
+    t.same(none.body, { replayed: 0, not_replayed: 0, next: null }, 'nothing failed is left');
+    t.equal(
+      (await tenant('POST', '/api/v1/replay', { since, destination_id: good, status: ['failed', 'skipped', 'canceled'] })).status,
+      202,
+    );
+  });
 });

@@ -19,6 +19,7 @@ import { destinationRoutes } from './routes/destinations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { publishRoutes } from './routes/publish.ts';
+import { replayRoutes } from './routes/replay.ts';
 import { retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { RoutingCache } from './routing-cache.ts';
@@ -167,6 +168,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(destinationRoutes(ctx), { prefix });
     await app.register(attemptRoutes(ctx), { prefix });
     await app.register(eventRoutes(ctx), { prefix });
+    await app.register(replayRoutes(ctx), { prefix });
   }
   return app;
 }

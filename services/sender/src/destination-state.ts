@@ -12,7 +12,8 @@
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import type { DestinationChange, DestinationSnapshot } from '@switchyard/shared/model/index.ts';
 
-export type CanceledReason = 'destination_deleted' | 'destination_disabled';
+/** `canceled`: the destination's pending deliveries were canceled (POST .../cancel) after this one was made. */
+export type CanceledReason = 'destination_deleted' | 'destination_disabled' | 'canceled';
 export type CurrentState = { destination: DestinationSnapshot } | { canceled: CanceledReason };
 
 export interface DestinationStateDeps {
@@ -26,8 +27,8 @@ export interface DestinationStateDeps {
 
 interface Entry {
   at: number;
-  state: CurrentState;
-  loading?: Promise<CurrentState>;
+  destination: RoutableDestination | null;
+  loading?: Promise<RoutableDestination | null>;
 }
 
 /** Default for `ttlMs`: a minute without a change record at worst; one read a minute per active destination. */
@@ -35,9 +36,10 @@ export const DESTINATION_STATE_TTL_MS = 60_000;
 
 const keyOf = (tenantId: string, id: string) => `${tenantId}\u0000${id}`;
 
-function stateOf(d: RoutableDestination | null): CurrentState {
+function stateOf(d: RoutableDestination | null, delivery: DestinationSnapshot): CurrentState {
   if (!d) return { canceled: 'destination_deleted' };
   if (d.disabled_at) return { canceled: 'destination_disabled' };
+  if ((delivery.cancel_epoch ?? 0) < (d.snapshot.cancel_epoch ?? 0)) return { canceled: 'canceled' };
   return { destination: d.snapshot };
 }
 
@@ -55,15 +57,14 @@ export class DestinationState {
   current(snapshot: DestinationSnapshot): CurrentState | Promise<CurrentState> {
     const key = keyOf(snapshot.tenant_id, snapshot.id);
     const e = this.entries.get(key);
-    if (e?.loading) return e.loading;
-    if (e && this.now() - e.at < this.deps.ttlMs) return e.state;
+    if (e?.loading) return e.loading.then((d) => stateOf(d, snapshot));
+    if (e && this.now() - e.at < this.deps.ttlMs) return stateOf(e.destination, snapshot);
     // Concurrent deliveries of one destination share one read; a change while it runs discards it.
-    const placeholder: Entry = { at: 0, state: { canceled: 'destination_deleted' } };
+    const placeholder: Entry = { at: 0, destination: null };
     placeholder.loading = this.deps.load(snapshot.tenant_id, snapshot.id).then(
       (d) => {
-        const state = stateOf(d);
-        if (this.entries.get(key) === placeholder) this.entries.set(key, { at: this.now(), state });
-        return state;
+        if (this.entries.get(key) === placeholder) this.entries.set(key, { at: this.now(), destination: d });
+        return d;
       },
       (err: unknown) => {
         if (this.entries.get(key) === placeholder) this.entries.delete(key);
@@ -76,7 +77,7 @@ export class DestinationState {
     }
     this.entries.delete(key);
     this.entries.set(key, placeholder);
-    return placeholder.loading;
+    return placeholder.loading.then((d) => stateOf(d, snapshot));
   }
 
   /** Drops what is known of a changed destination, or of every destination of a deleted tenant. */

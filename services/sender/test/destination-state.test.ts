@@ -51,10 +51,14 @@ t.test('reads once, serves from memory, and reads again after a change record', 
   store.put(snap('http://b'), true);
   state.changed({ tenant_id: 't', destination_id: 'd1' });
   t.same(await state.current(snap('http://old')), { canceled: 'destination_disabled' });
+  store.put({ ...snap('http://b'), cancel_epoch: 2 });
+  state.changed({ tenant_id: 't', destination_id: 'd1' });
+  t.same(await state.current({ ...snap('http://old'), cancel_epoch: 1 }), { canceled: 'canceled' }, 'made before a cancel');
+  t.same(await state.current({ ...snap('http://old'), cancel_epoch: 2 }), { destination: { ...snap('http://b'), cancel_epoch: 2 } });
   store.rows.clear();
   state.changed({ tenant_id: 't', destination_id: null });
   t.same(await state.current(snap('http://old')), { canceled: 'destination_deleted' }, 'a tenant-wide change drops its destinations');
-  t.equal(store.reads.length, 4);
+  t.equal(store.reads.length, 5);
 });
 
 t.test('a change during a read discards that read; entries expire after ttlMs', async (t) => {

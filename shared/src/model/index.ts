@@ -104,6 +104,11 @@ export interface DestinationSnapshot {
   credentials: string | null;
   /** Ciphertext of the delivery_metadata JSON. */
   delivery_metadata: string | null;
+  /**
+   * The destination's cancel epoch when the delivery was made (absent: 0). Canceling what is
+   * pending raises it; a sender cancels deliveries that carry a lower one.
+   */
+  cancel_epoch?: number;
 }
 
 /** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */

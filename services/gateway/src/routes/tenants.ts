@@ -16,6 +16,7 @@ export const RESERVED_TENANT_IDS = new Set([
   'attempts',
   'events',
   'retry',
+  'replay',
   'destination-types',
   'destinations',
   'destination',

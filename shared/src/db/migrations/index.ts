@@ -6,6 +6,7 @@ import * as m004 from './004_tenant_destination_statistics.ts';
 import * as m005 from './005_event_payload_bytes.ts';
 import * as m006 from './006_canceled_status.ts';
 import * as m007 from './007_tenant_erasures.ts';
+import * as m008 from './008_destination_cancel_epoch.ts';
 
 export interface Migration {
   name: string;
@@ -22,4 +23,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '005_event_payload_bytes', ...m005 },
   { name: '006_canceled_status', ...m006 },
   { name: '007_tenant_erasures', ...m007 },
+  { name: '008_destination_cancel_epoch', ...m008 },
 ];
