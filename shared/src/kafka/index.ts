@@ -216,6 +216,32 @@ function toInRecord<T>(
   );
 }
 
+/**
+ * Consumer group session: how long the broker waits for a heartbeat before it gives a silent
+ * member's partitions to the others (every consumer heartbeats at least once a second). 10 s rather
+ * than the 45 s it was: after a SIGKILL the partitions were idle that long (docs/performance.md).
+ */
+export const SESSION_TIMEOUT_MS = 10_000;
+
+/** How long `consume` waits for its first partitions before it goes on anyway (and says so). */
+const JOIN_WAIT_MS = 30_000;
+
+/** Resolves at the consumer's first group join, or after JOIN_WAIT_MS with a warning. */
+function firstJoin(consumer: Consumer, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      log.warn({ wait_ms: JOIN_WAIT_MS }, 'no partitions assigned yet; going on');
+      resolve();
+    }, JOIN_WAIT_MS);
+    timer.unref();
+    const off = consumer.on(consumer.events.GROUP_JOIN, () => {
+      clearTimeout(timer);
+      off();
+      resolve();
+    });
+  });
+}
+
 /** The most records one merged handleBatch call gets (batches of several partitions together). */
 const MERGED_BATCH_MAX_RECORDS = 5_000;
 
@@ -389,11 +415,14 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const consumer: Consumer = kafka.consumer({
         groupId: `${opts.topicPrefix}${o.groupId}${o.broadcast ? `.${randomUUID()}` : ''}`,
         allowAutoTopicCreation: false,
-        // The session outlasts the slowest attempt: handlers are bounded by DELIVERY_TIMEOUT_SECONDS
-        // and the loop below heartbeats at least every second while it waits for a free slot.
-        sessionTimeout: 45_000,
+        // The loop below heartbeats at least every second, also while it waits for a free slot, so
+        // the session need not outlast an attempt. It decides how soon the partitions of an
+        // instance that died (SIGKILL, a lost machine) go to the others, and how soon a restarted
+        // one consumes again: with 45 s, a restart after SIGKILL waited about that long for its
+        // partitions (docs/performance.md).
+        sessionTimeout: SESSION_TIMEOUT_MS,
         rebalanceTimeout: 60_000,
-        heartbeatInterval: 3_000,
+        heartbeatInterval: 1_000,
         // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
         ...(o.batchWaitMs
           ? {
@@ -428,6 +457,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const timer = setInterval(() => void (o.broadcast || commit()), o.commitIntervalMs ?? 500);
       timer.unref();
 
+      const joined = firstJoin(consumer, log);
       consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
         const assigned = payload.memberAssignment as Record<string, number[]>;
         for (const [id, st] of partitions) if (!assigned[st.topic]?.includes(st.partition)) partitions.delete(id);
@@ -506,6 +536,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         },
       });
 
+      // Ready (and the service says "consuming") once the group gave this instance its partitions.
+      await joined;
       const handle: KeyedConsumer = {
         divertsNow: (key) => dispatch.divertsNow(key),
         async close() {
@@ -527,10 +559,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const consumer: Consumer = kafka.consumer({
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
-        sessionTimeout: 45_000,
+        sessionTimeout: SESSION_TIMEOUT_MS,
+        heartbeatInterval: 1_000,
         ...DELAYED_FETCH_LIMITS,
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
+      const joined = firstJoin(consumer, opts.log.child({ group: o.groupId }));
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
       const timers = new Set<NodeJS.Timeout>();
       let closing = false;
@@ -578,6 +612,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           }
         },
       });
+      await joined;
       const handle: BusConsumer = {
         async close() {
           closing = true;
