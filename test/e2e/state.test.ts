@@ -33,6 +33,8 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     KAFKA_PARTITIONS: '2',
     RETRY_SCHEDULE: '2,2,2',
     DELIVERY_TIMEOUT_SECONDS: '2',
+    // sqs has no sender here: its deliveries wait (the pending listing says why).
+    SENDER_TYPES: 'webhook',
   });
   await startService(t, 'attempts', env);
   await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
@@ -246,5 +248,29 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
       (await tenant('POST', '/api/v1/replay', { since, destination_id: good, status: ['failed', 'skipped', 'canceled'] })).status,
       202,
     );
+  });
+
+  t.test('a pending delivery of a type no sender runs says why it waits', async (t) => {
+    await api('PUT', '/api/v1/tenants/waits');
+    const created = await api<{ id: string }>('POST', '/api/v1/tenants/waits/destinations', {
+      type: 'sqs',
+      topics: '*',
+      config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+      credentials: { key: 'AKIAEXAMPLE', secret: 'sqs-secret-value-123' },
+    });
+    const web = await hook('waits', '/waits');
+    const id = await publish('waits', { n: 1 });
+    type Listed = { models: Array<{ id: string; status?: string; pending_reason?: { code: string; message: string } }> };
+    const listed = await waitFor('the event stored', async () => {
+      const r = await api<Listed>('GET', `/api/v1/tenants/waits/destination/${created.body.id}/events`);
+      return r.body.models.find((e) => e.id === id);
+    });
+    t.equal(listed.status, 'pending');
+    t.match(listed.pending_reason, { code: 'NO_SENDER', message: /No sender for sqs destinations is running/ });
+    const one = await api<Listed['models']>('GET', `/api/v1/tenants/waits/destination/${created.body.id}/events/${id}`);
+    t.equal(one.body[0]?.pending_reason?.code, 'NO_SENDER', 'the single event says so too');
+    await waitFor('the webhook delivery', async () => (await attemptsOf('waits', id)).some((a) => a.status === 'success'));
+    const delivered = await api<Listed>('GET', `/api/v1/tenants/waits/destination/${web}/events`);
+    t.equal(delivered.body.models[0]?.pending_reason, undefined, 'a type with a sender has no such reason');
   });
 });

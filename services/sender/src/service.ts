@@ -143,10 +143,23 @@ export async function start(rt: Runtime): Promise<Service> {
       handle: (record) => scheduler.release(record.value),
     }),
   );
+  // Tells the gateway which types have a sender, so it can say why a delivery waits (no sender of
+  // its type). Every 30 s; a type not seen for SENDER_PRESENCE_STALE_MS counts as not running.
+  const present = () =>
+    rt
+      .db('sender_presence')
+      .insert(types.map((type) => ({ type, seen_at: rt.db.fn.now() })))
+      .onConflict('type')
+      .merge(['seen_at'])
+      .catch((err: unknown) => logger.warn({ err }, 'marking sender presence failed'));
+  await present();
+  const presence = setInterval(() => void present(), 30_000);
+  presence.unref();
   logger.info({ types }, 'sender consuming');
   return {
     async close() {
       // Consumers finish in-flight deliveries and commit first; then the senders and connections go.
+      clearInterval(presence);
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();

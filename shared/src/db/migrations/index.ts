@@ -7,6 +7,7 @@ import * as m005 from './005_event_payload_bytes.ts';
 import * as m006 from './006_canceled_status.ts';
 import * as m007 from './007_tenant_erasures.ts';
 import * as m008 from './008_destination_cancel_epoch.ts';
+import * as m009 from './009_sender_presence.ts';
 
 export interface Migration {
   name: string;
@@ -24,4 +25,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '006_canceled_status', ...m006 },
   { name: '007_tenant_erasures', ...m007 },
   { name: '008_destination_cancel_epoch', ...m008 },
+  { name: '009_sender_presence', ...m009 },
 ];
