@@ -45,11 +45,14 @@ let stopping = false;
 function shutdown(code: number) {
   stopping = true;
   for (const c of children) c.kill('SIGTERM');
-  setTimeout(() => process.exit(code), 10_000).unref();
+  // Past the services' own grace (30 s), so none is left running on its own.
+  setTimeout(() => process.exit(code), 35_000).unref();
   Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r))))).then(() => process.exit(code));
 }
-process.on('SIGINT', () => shutdown(0));
-process.on('SIGTERM', () => shutdown(0));
+// Ctrl-C reaches the services too (one process group); the SIGTERM sent after it is ignored by
+// them as the same request (shared/src/process.ts), so the stop stays graceful.
+process.on('SIGINT', () => stopping || shutdown(0));
+process.on('SIGTERM', () => stopping || shutdown(0));
 
 run('attempts');
 run('router');

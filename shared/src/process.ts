@@ -1,15 +1,91 @@
+import { ConfigError } from './config/index.ts';
 import type { Logger } from './log.ts';
 
 /**
- * Runs `close` once on SIGTERM or SIGINT, then exits. A second signal, or a close that takes
- * longer than `graceMs`, exits at once: nothing is lost by that, because offsets are committed
- * only after work is done and uncommitted records are redelivered.
+ * A second signal this soon after the first is the same request arriving twice, not impatience:
+ * Ctrl-C sends SIGINT to the whole process group, and a launcher (npm run start:stack, a supervisor)
+ * then sends its own SIGTERM. Ignored; a third signal, or a second one later than this, exits at once.
+ */
+export const REPEAT_SIGNAL_MS = 3_000;
+
+const state = {
+  installed: false,
+  count: 0,
+  firstAt: 0,
+  /** The first signal, while start-up is still under way (no stop registered yet). */
+  pending: null as string | null,
+  stop: null as ((signal: string) => void) | null,
+  log: null as Logger | null,
+};
+
+function say(level: 'info' | 'warn' | 'error', fields: Record<string, unknown>, msg: string): void {
+  if (state.log) state.log[level](fields, msg);
+  else process.stderr.write(`${JSON.stringify({ level, ...fields, msg })}\n`);
+}
+
+function received(signal: string): void {
+  state.count++;
+  const now = Date.now();
+  if (state.count === 1) {
+    state.firstAt = now;
+    if (state.stop) state.stop(signal);
+    else {
+      // Start-up is under way: the stop runs as soon as it is done (onShutdown), or the process
+      // leaves if start-up takes longer than a grace period (it has done no work to finish yet).
+      state.pending = signal;
+      say('info', { signal }, 'signal during start-up; stopping once started');
+      setTimeout(() => {
+        say('warn', { signal }, 'start-up did not finish after the signal; exiting');
+        process.exit(0);
+      }, 30_000).unref();
+    }
+    return;
+  }
+  if (state.count === 2 && now - state.firstAt < REPEAT_SIGNAL_MS) {
+    say('info', { signal }, 'already stopping; a third signal exits at once');
+    return;
+  }
+  say('warn', { signal }, 'signal while stopping; exiting at once');
+  process.exit(1);
+}
+
+/**
+ * Takes over SIGTERM and SIGINT from the start of the process, so a signal during start-up stops it
+ * cleanly rather than killing it half-started. Called by onShutdown; call it first thing in a main.
+ */
+export function catchSignals(): void {
+  if (state.installed) return;
+  state.installed = true;
+  process.on('SIGTERM', () => received('SIGTERM'));
+  process.on('SIGINT', () => received('SIGINT'));
+}
+
+/**
+ * Ends a process whose start failed: a configuration error is printed as the list of its problems,
+ * without a stack, with exit code 2; anything else is logged with its stack, exit code 1.
+ */
+export function startFailed(service: string, log?: Logger): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`switchyard ${service}: ${err.message}\n`);
+      process.exit(2);
+    }
+    if (log) log.fatal({ err }, 'failed to start');
+    else process.stderr.write(`switchyard ${service}: failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+    process.exit(1);
+  };
+}
+
+/**
+ * Runs `close` once on SIGTERM or SIGINT (or at once, when one came during start-up), then exits.
+ * A second signal right after the first is ignored (REPEAT_SIGNAL_MS); a third, a later second one,
+ * or a close that takes longer than `graceMs`, exits at once: nothing is lost by that, because
+ * offsets are committed only after work is done and uncommitted records are redelivered.
  */
 export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = 30_000): void {
-  let closing = false;
-  const stop = (signal: string) => {
-    if (closing) process.exit(1);
-    closing = true;
+  catchSignals();
+  state.log = log;
+  state.stop = (signal: string) => {
     log.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       log.error({ grace_ms: graceMs }, 'shutdown took too long; exiting');
@@ -27,6 +103,5 @@ export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = 30
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  if (state.pending) state.stop(state.pending);
 }

@@ -1,12 +1,13 @@
 // Attempts: stores routed events and attempts in Postgres in batches (offsets committed only after each
 // write), and raises alerts on consecutive failures; wired to a runtime (main.ts: its own process;
 // services/embedded: every service in one process).
+import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, InRecord } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
+import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { createAlerts } from './alerts.ts';
 import { writeIsolating } from './isolate.ts';
@@ -46,6 +47,16 @@ export async function start(rt: Runtime): Promise<Service> {
         .where({ tenant_id: tenantId, id: destinationId })
         .whereNull('disabled_at')
         .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
+      // The senders stop delivering to it now, not when its queued deliveries run out.
+      if (n > 0) {
+        const change: DestinationChange = {
+          tenant_id: tenantId,
+          destination_id: destinationId,
+          change: 'disabled',
+          time: new Date().toISOString(),
+        };
+        await producer.send(TOPIC.destinationChanges, [{ key: tenantId, value: change }]);
+      }
       return n > 0;
     },
     emit: (events) =>
@@ -134,10 +145,13 @@ export async function start(rt: Runtime): Promise<Service> {
     aheadDays: config.PARTITION_AHEAD_DAYS,
     log: logger,
   });
+  // Deleted tenants' events, deliveries, attempts and idempotency keys, also what a gateway left.
+  const erasure = startTenantErasure(rt.db, { everyMs: 60_000, log: logger });
   logger.info('attempts service consuming');
   return {
     async close() {
       await partitions.stop();
+      await erasure.stop();
       await Promise.all(consumers.map((c) => c.close()));
     },
   };

@@ -9,18 +9,21 @@ import { start as startAttempts } from '@switchyard/attempts/src/service.ts';
 import { start as startGateway } from '@switchyard/gateway/src/service.ts';
 import { start as startRouter } from '@switchyard/router/src/service.ts';
 import { start as startSender } from '@switchyard/sender/src/service.ts';
-import { loadConfig } from '@switchyard/shared/config/index.ts';
+import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import { onShutdown } from '@switchyard/shared/process.ts';
+import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
 import { banner, prepare } from './setup.ts';
 
+catchSignals();
 const prepared = prepare(process.env);
 let rt: Runtime;
 try {
   rt = await createRuntime('embedded', loadConfig(prepared.env), { embedded: true });
 } catch (err) {
-  // A bad setting, or the data directory held by another process: say so plainly.
+  // A bad setting (exit code 2, every problem listed), or the data directory held by another
+  // process: say so plainly.
+  if (err instanceof ConfigError) startFailed('embedded')(err);
   console.error(`switchyard: ${(err as Error).message}`);
   process.exit(1);
 }

@@ -2,12 +2,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Cipher } from '@switchyard/shared/crypto.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
+import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerBodyBudget } from './body-budget.ts';
+import { type Announce, createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import { withErrorResponses } from './openapi-errors.ts';
@@ -18,6 +20,7 @@ import { destinationRoutes } from './routes/destinations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishRoutes } from './routes/publish.ts';
+import { replayRoutes } from './routes/replay.ts';
 import { retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { RoutingCache } from './routing-cache.ts';
@@ -42,6 +45,10 @@ export interface Ctx {
   destinations: DestinationStore;
   producer: BusProducer;
   db: Knex;
+  /** Tells the senders a destination changed (after it is stored). */
+  announce: Announce;
+  /** Starts erasing deleted tenants' data now (in the background). */
+  erasure: { kick(): void };
 }
 
 declare module 'fastify' {
@@ -88,6 +95,9 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   const tenants = new TenantStore(deps.db);
   const destinations = new DestinationStore(deps.db, deps.cipher);
   const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
+  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
+  const erasure = startTenantErasure(deps.db, { log: deps.logger });
+  app.addHook('onClose', () => erasure.stop());
   const ctx: Ctx = {
     config,
     auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
@@ -96,6 +106,8 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     producer: deps.producer,
     db: deps.db,
     routing,
+    announce: createAnnouncer(deps.producer, deps.logger),
+    erasure,
     publish: createPublisher({
       producer: deps.producer,
       eventIds: new EventIdStore(deps.db),
@@ -161,6 +173,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(destinationRoutes(ctx), { prefix });
     await app.register(attemptRoutes(ctx), { prefix });
     await app.register(eventRoutes(ctx), { prefix });
+    await app.register(replayRoutes(ctx), { prefix });
   }
   return app;
 }

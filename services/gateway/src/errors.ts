@@ -18,9 +18,27 @@ function problemsOf(err: FastifyError): Problem[] {
   });
 }
 
+/** Postgres connection errors (SQLSTATE class 08, shutdown 57P01-57P03) and socket errors. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03']);
+
+/** The database or Kafka could not be reached: nothing the caller did wrong, worth retrying. */
+function unavailable(err: Error): boolean {
+  const e = err as Error & { code?: unknown; name: string };
+  const code = typeof e.code === 'string' ? e.code : '';
+  return (
+    UNAVAILABLE_CODES.has(code) ||
+    code.startsWith('08') ||
+    e.name === 'KnexTimeoutError' ||
+    e.name.startsWith('KafkaJS') ||
+    /Connection terminated|connection is closed/i.test(e.message)
+  );
+}
+
 /** Maps every error to the one documented shape; unknown errors become a generic 500, logged with cause. */
 export function toAppError(err: FastifyError | Error): AppError {
   if (err instanceof AppError) return err;
+  if (unavailable(err))
+    return new AppError('SERVICE_UNAVAILABLE', 'The database or Kafka is unavailable right now. Retry shortly.', undefined, { cause: err });
   const e = err as FastifyError;
   if (e.validation) return AppError.validation(problemsOf(e));
   switch (e.code) {
@@ -43,6 +61,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const appErr = toAppError(err as FastifyError);
     if (appErr.code === 'INTERNAL') req.log.error({ err }, 'unhandled error');
     else if (appErr.status >= 500) req.log.warn({ err: appErr, cause: appErr.cause }, appErr.message);
+    // Every 503 says when to come back.
+    if (appErr.status === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', '5');
     void reply.status(appErr.status).send(errorBody(appErr));
   });
   app.setNotFoundHandler((req, reply) => {

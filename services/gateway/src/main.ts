@@ -1,10 +1,11 @@
 // Gateway process: wires concrete dependencies, listens, and shuts down cleanly on signals.
-import { onShutdown } from '@switchyard/shared/process.ts';
+import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { start } from './service.ts';
 
-const rt = await createRuntime('gateway');
-const service = await start(rt);
+catchSignals();
+const rt = await createRuntime('gateway').catch(startFailed('gateway'));
+const service = await start(rt).catch(startFailed('gateway', rt.logger));
 
 onShutdown(rt.logger, async () => {
   await service.close();

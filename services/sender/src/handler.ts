@@ -1,6 +1,7 @@
 import { newId } from '@switchyard/shared/ids.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
 import { type RetryPolicy, retryDelayMs } from '@switchyard/shared/retry/schedule.ts';
+import type { CurrentState } from './destination-state.ts';
 import { type Outcome, OwnFault, type Sender } from './sender.ts';
 
 export interface HandlerDeps {
@@ -9,6 +10,11 @@ export interface HandlerDeps {
     credentials: Readonly<Record<string, unknown>>;
     delivery_metadata: Readonly<Record<string, string>>;
   };
+  /**
+   * The destination as it is now (destination-state.ts): a deleted or disabled one gets no delivery
+   * but a `canceled` attempt. Without it, the delivery's own snapshot is used.
+   */
+  current?(snapshot: DeliveryRecord['destination']): CurrentState | Promise<CurrentState>;
   emitAttempt(attempt: AttemptRecord): Promise<void>;
   /** Hands a failed delivery to the retry tiers, due at `dueAt`. */
   scheduleRetry(delivery: DeliveryRecord, dueAt: Date): Promise<void>;
@@ -39,18 +45,27 @@ export function createDeliveryHandler(deps: HandlerDeps) {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
-    const { credentials, delivery_metadata } = deps.open(delivery.destination);
+    const state = deps.current ? await deps.current(delivery.destination) : { destination: delivery.destination };
+    let outcome: Outcome;
+    if ('canceled' in state) {
+      // Final: nothing was sent, and nothing will be unless someone retries it once it is back.
+      outcome = { status: 'failed', code: 'CANCELED', response_data: { reason: state.canceled }, retryable: false };
+      const attempt = attemptOf(delivery, outcome, now(), started, null);
+      attempt.status = 'canceled';
+      return { attempt, outcome, write: () => deps.emitAttempt(attempt) };
+    }
+    const destination = state.destination;
+    const { credentials, delivery_metadata } = deps.open(destination);
     // Not AbortSignal.timeout: its timer cannot be cleared and lives until the signal is collected.
     const deadline = new AbortController();
     const timer = setTimeout(
       () => deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
       deps.timeoutMs,
     );
-    let outcome: Outcome;
     try {
       outcome = await sender.deliver({
         event: delivery.event,
-        destination: delivery.destination,
+        destination,
         credentials,
         deliveryMetadata: delivery_metadata,
         signal: deadline.signal,
@@ -75,25 +90,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         ? retryDelayMs(delivery.attempt_number, deps.retry, outcome.retryAfterMs)
         : null;
     const dueAt = delay === null ? null : new Date(at.getTime() + delay);
-    const attempt: AttemptRecord = {
-      id: newId(at.getTime()),
-      tenant_id: delivery.event.tenant_id,
-      destination_id: delivery.destination.id,
-      destination_type: delivery.destination.type,
-      event_id: delivery.event.id,
-      topic: delivery.event.topic,
-      event_time: delivery.event.time,
-      event_received_at: delivery.event.received_at ?? delivery.event.time,
-      status: outcome.status,
-      code: outcome.code,
-      response_data: outcome.response_data,
-      attempt_number: delivery.attempt_number,
-      manual: delivery.manual,
-      time: at.toISOString(),
-      duration_ms: Math.round(performance.now() - started),
-      final: dueAt === null,
-      next_attempt_at: dueAt?.toISOString() ?? null,
-    };
+    const attempt = attemptOf(delivery, outcome, at, started, dueAt);
     let parked = false;
     const write = async () => {
       if (dueAt && !parked) {
@@ -103,5 +100,27 @@ export function createDeliveryHandler(deps: HandlerDeps) {
       await deps.emitAttempt(attempt);
     };
     return { attempt, outcome, write };
+  };
+}
+
+function attemptOf(delivery: DeliveryRecord, outcome: Outcome, at: Date, started: number, dueAt: Date | null): AttemptRecord {
+  return {
+    id: newId(at.getTime()),
+    tenant_id: delivery.event.tenant_id,
+    destination_id: delivery.destination.id,
+    destination_type: delivery.destination.type,
+    event_id: delivery.event.id,
+    topic: delivery.event.topic,
+    event_time: delivery.event.time,
+    event_received_at: delivery.event.received_at ?? delivery.event.time,
+    status: outcome.status,
+    code: outcome.code,
+    response_data: outcome.response_data,
+    attempt_number: delivery.attempt_number,
+    manual: delivery.manual,
+    time: at.toISOString(),
+    duration_ms: Math.round(performance.now() - started),
+    final: dueAt === null,
+    next_attempt_at: dueAt?.toISOString() ?? null,
   };
 }

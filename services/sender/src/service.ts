@@ -6,8 +6,9 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
-import type { DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
+import type { DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler } from './handler.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -45,6 +46,20 @@ export async function start(rt: Runtime): Promise<Service> {
     }
   }, SWEEP_MS);
   sweep.unref();
+  // Each attempt uses its destination as it is now; this instance hears of every change (broadcast),
+  // from before its first delivery on.
+  const destinations = new DestinationState({ load: (tenantId, id) => store.routable(tenantId, id), ttlMs: DESTINATION_STATE_TTL_MS });
+  consumers.push(
+    await rt.bus.consume<DestinationChange>({
+      groupId: 'sender-destination-changes',
+      topics: [TOPIC.destinationChanges],
+      broadcast: true,
+      async handle(record) {
+        if (record.value && typeof record.value.tenant_id === 'string') destinations.changed(record.value);
+        else destinations.clear();
+      },
+    }),
+  );
   const producer = await rt.bus.producer();
   type Topic = Parameters<typeof producer.send>[0];
   // Records written while a produce request is in flight go out together in the next one, whatever
@@ -69,6 +84,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
+    current: (s) => destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, { key: a.destination_id, value: a }),
     scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt),
     retry: {
@@ -134,11 +150,24 @@ export async function start(rt: Runtime): Promise<Service> {
       handle: (record) => scheduler.release(record.value),
     }),
   );
+  // Tells the gateway which types have a sender, so it can say why a delivery waits (no sender of
+  // its type). Every 30 s; a type not seen for SENDER_PRESENCE_STALE_MS counts as not running.
+  const present = () =>
+    rt
+      .db('sender_presence')
+      .insert(types.map((type) => ({ type, seen_at: rt.db.fn.now() })))
+      .onConflict('type')
+      .merge(['seen_at'])
+      .catch((err: unknown) => logger.warn({ err }, 'marking sender presence failed'));
+  await present();
+  const presence = setInterval(() => void present(), 30_000);
+  presence.unref();
   logger.info({ types }, 'sender consuming');
   return {
     async close() {
       // Consumers finish in-flight deliveries and commit first; then the senders and connections go.
       clearInterval(sweep);
+      clearInterval(presence);
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();

@@ -614,6 +614,8 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
     },
 
     async consume<T>(o: ConsumeOptions<T>) {
+      // A broadcast reader starts at the end and commits nothing.
+      if (o.broadcast) o = { ...o, groupId: `${o.groupId}.${randomUUID()}` };
       claimGroup(o.groupId);
       const log = opts.log.child({ group: o.groupId });
       const parts = (await Promise.all(o.topics.map((t) => openTopic(name(t), false)))).flat();
@@ -635,7 +637,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           ),
         (err) => log.error({ err }, 'embedded log: offset commit failed'),
       );
-      const timer = o.handleBatch ? null : setInterval(() => void commit(), o.commitIntervalMs ?? 500);
+      const timer = o.handleBatch || o.broadcast ? null : setInterval(() => void commit(), o.commitIntervalMs ?? 500);
       timer?.unref();
 
       // Our own faults are retried in place until they pass, as with Kafka.
@@ -648,7 +650,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
 
       const run = async (st: (typeof states)[number]) => {
         const { p } = st;
-        let pos = startOf(o.groupId, p, o.fromBeginning ?? true);
+        let pos = o.broadcast ? p.end() : startOf(o.groupId, p, o.fromBeginning ?? true);
         if (o.handleBatch) {
           const handleBatch = o.handleBatch;
           while (!abort.signal.aborted) {
@@ -663,7 +665,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             const done = await retrying(() => handleBatch(batch), { topic: p.topic, partition: p.id, offset: batch[0]?.offset });
             if (!done) break;
             pos = Number((batch.at(-1) as InRecord<T>).offset) + 1;
-            await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: pos }]);
+            if (!o.broadcast) await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: pos }]);
           }
           return;
         }
@@ -696,7 +698,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             await Promise.allSettled([...inflight]);
             if (timer) clearInterval(timer);
             dispatch.close();
-            await commit();
+            if (!o.broadcast) await commit();
             groups.delete(o.groupId);
           })();
           return closing;

@@ -2,6 +2,7 @@
 // kafkajs-produce.ts: a fix to its internals, a faster CRC and a one-pass produce request writer,
 // which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
 // mode implements too, so service code is the same in both modes.
+import { randomUUID } from 'node:crypto';
 import kafkajs, { type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import './kafkajs-idle-poll.ts';
@@ -91,6 +92,13 @@ export interface ConsumeOptions<T> {
   onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
+  /**
+   * Every instance gets every record written from its start on, nothing earlier, and commits
+   * nothing (a cache's invalidations): on Kafka a group of its own per instance (`groupId` plus a
+   * random suffix; with no offsets committed it goes once the instance leaves), in the embedded log
+   * a reader from the end.
+   */
+  broadcast?: boolean;
   /**
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
@@ -206,6 +214,32 @@ function toInRecord<T>(
     { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) },
     m.value,
   );
+}
+
+/**
+ * Consumer group session: how long the broker waits for a heartbeat before it gives a silent
+ * member's partitions to the others (every consumer heartbeats at least once a second). 10 s rather
+ * than the 45 s it was: after a SIGKILL the partitions were idle that long (docs/performance.md).
+ */
+export const SESSION_TIMEOUT_MS = 10_000;
+
+/** How long `consume` waits for its first partitions before it goes on anyway (and says so). */
+const JOIN_WAIT_MS = 30_000;
+
+/** Resolves at the consumer's first group join, or after JOIN_WAIT_MS with a warning. */
+function firstJoin(consumer: Consumer, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      log.warn({ wait_ms: JOIN_WAIT_MS }, 'no partitions assigned yet; going on');
+      resolve();
+    }, JOIN_WAIT_MS);
+    timer.unref();
+    const off = consumer.on(consumer.events.GROUP_JOIN, () => {
+      clearTimeout(timer);
+      off();
+      resolve();
+    });
+  });
 }
 
 /** The most records one merged handleBatch call gets (batches of several partitions together). */
@@ -379,13 +413,16 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
     async consume<T>(o: ConsumeOptions<T>) {
       const consumer: Consumer = kafka.consumer({
-        groupId: `${opts.topicPrefix}${o.groupId}`,
+        groupId: `${opts.topicPrefix}${o.groupId}${o.broadcast ? `.${randomUUID()}` : ''}`,
         allowAutoTopicCreation: false,
-        // The session outlasts the slowest attempt: handlers are bounded by DELIVERY_TIMEOUT_SECONDS
-        // and the loop below heartbeats at least every second while it waits for a free slot.
-        sessionTimeout: 45_000,
+        // The loop below heartbeats at least every second, also while it waits for a free slot, so
+        // the session need not outlast an attempt. It decides how soon the partitions of an
+        // instance that died (SIGKILL, a lost machine) go to the others, and how soon a restarted
+        // one consumes again: with 45 s, a restart after SIGKILL waited about that long for its
+        // partitions (docs/performance.md).
+        sessionTimeout: SESSION_TIMEOUT_MS,
         rebalanceTimeout: 60_000,
-        heartbeatInterval: 3_000,
+        heartbeatInterval: 1_000,
         // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
         ...(o.batchWaitMs
           ? {
@@ -417,9 +454,10 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         // A rebalance took the partition away; its new owner resumes from the last commit.
         (err) => log.debug({ err }, 'offset commit failed'),
       );
-      const timer = setInterval(() => void commit(), o.commitIntervalMs ?? 500);
+      const timer = setInterval(() => void (o.broadcast || commit()), o.commitIntervalMs ?? 500);
       timer.unref();
 
+      const joined = firstJoin(consumer, log);
       consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
         const assigned = payload.memberAssignment as Record<string, number[]>;
         for (const [id, st] of partitions) if (!assigned[st.topic]?.includes(st.partition)) partitions.delete(id);
@@ -448,7 +486,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
 
       await consumer.connect();
-      for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: o.fromBeginning ?? true });
+      for (const t of o.topics)
+        await consumer.subscribe({ topic: name(t), fromBeginning: o.broadcast ? false : (o.fromBeginning ?? true) });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -497,6 +536,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         },
       });
 
+      // Ready (and the service says "consuming") once the group gave this instance its partitions.
+      await joined;
       const handle: KeyedConsumer = {
         divertsNow: (key) => dispatch.divertsNow(key),
         async close() {
@@ -506,7 +547,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           await Promise.allSettled([...inflight]);
           clearInterval(timer);
           dispatch.close();
-          await commit();
+          if (!o.broadcast) await commit();
           await consumer.disconnect();
         },
       };
@@ -518,10 +559,12 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const consumer: Consumer = kafka.consumer({
         groupId: `${opts.topicPrefix}${o.groupId}`,
         allowAutoTopicCreation: false,
-        sessionTimeout: 45_000,
+        sessionTimeout: SESSION_TIMEOUT_MS,
+        heartbeatInterval: 1_000,
         ...DELAYED_FETCH_LIMITS,
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
+      const joined = firstJoin(consumer, opts.log.child({ group: o.groupId }));
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
       const timers = new Set<NodeJS.Timeout>();
       let closing = false;
@@ -569,6 +612,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           }
         },
       });
+      await joined;
       const handle: BusConsumer = {
         async close() {
           closing = true;

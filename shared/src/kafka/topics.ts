@@ -89,6 +89,13 @@ export const TOPIC = {
       'Operator notifications (for example alert.consecutive_failure, destination.auto_disabled). Written by the attempts service.',
     schema: 'operator-event.schema.json',
   },
+  destinationChanges: {
+    name: 'destination-changes',
+    key: 'tenant_id',
+    description:
+      'One record per change of a destination (created, updated, deleted, enabled, disabled, auto-disabled) or deletion of a tenant. Written by the gateway and the attempts service after the change is stored; every sender instance reads all of it (broadcast) to drop what it cached of the destination.',
+    schema: 'destination-change.schema.json',
+  },
 } as const satisfies {
   events: TopicDef;
   attempts: TopicDef;
@@ -98,6 +105,7 @@ export const TOPIC = {
   deadLetter: TopicDef;
   storeDeadLetter: TopicDef;
   operatorEvents: TopicDef;
+  destinationChanges: TopicDef;
 };
 
 /** Every topic the service creates at start-up. */
@@ -109,6 +117,7 @@ export function allTopics(): TopicDef[] {
     TOPIC.deadLetter,
     TOPIC.storeDeadLetter,
     TOPIC.operatorEvents,
+    TOPIC.destinationChanges,
     ...Object.values(TOPIC.deliveries),
     ...TOPIC.retries,
   ];

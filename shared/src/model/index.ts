@@ -78,6 +78,20 @@ export interface OperatorEvent {
   data: { consecutive_failures: number; threshold: number; last_attempt?: AttemptRecord };
 }
 
+/** What changed, on the destination-changes topic (shared/schemas/destination-change.schema.json). */
+export type DestinationChangeKind = 'created' | 'updated' | 'deleted' | 'enabled' | 'disabled' | 'tenant_deleted';
+
+/**
+ * One change of a destination, written after it is stored. `destination_id` null: every destination
+ * of the tenant (the tenant was deleted).
+ */
+export interface DestinationChange {
+  tenant_id: string;
+  destination_id: string | null;
+  change: DestinationChangeKind;
+  time: string;
+}
+
 /** What routing needs of a destination: no configuration, no secrets. */
 export type DestinationRoute = Pick<Destination, 'id' | 'topics' | 'filter' | 'disabled_at'>;
 
@@ -90,9 +104,15 @@ export interface DestinationSnapshot {
   credentials: string | null;
   /** Ciphertext of the delivery_metadata JSON. */
   delivery_metadata: string | null;
+  /**
+   * The destination's cancel epoch when the delivery was made (absent: 0). Canceling what is
+   * pending raises it; a sender cancels deliveries that carry a lower one.
+   */
+  cancel_epoch?: number;
 }
 
-export type AttemptStatus = 'success' | 'failed';
+/** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */
+export type AttemptStatus = 'success' | 'failed' | 'canceled';
 
 /** One delivery attempt (docs/schemas/attempt.schema.json); the attempts topic carries these. */
 export interface AttemptRecord {

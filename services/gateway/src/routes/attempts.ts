@@ -55,7 +55,7 @@ export const timeQueryDocs = {
 
 export const statusQueryDocs = {
   ...manyStrings,
-  description: 'success or failed; several values (x=a&x=b, x[]=a, x[0]=a, x=a,b) match any.',
+  description: 'success, failed or canceled; several values (x=a&x=b, x[]=a, x[0]=a, x=a,b) match any.',
 } as const;
 export const manyQueryDocs = (description: string) => ({ ...manyStrings, description: `${description} Several values match any.` });
 

@@ -161,6 +161,8 @@ export function destinationRoutes(ctx: Ctx) {
           filter,
           disabled_at: body.disabled_at ?? null,
         });
+        // A destination deleted and created again under its id must not stay canceled in a sender.
+        await ctx.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
         reply.status(201);
         return destinationView(created);
       },
@@ -212,6 +214,7 @@ export function destinationRoutes(ctx: Ctx) {
           delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
         });
         if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+        await ctx.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
         return destinationView(updated);
       },
     );
@@ -222,6 +225,7 @@ export function destinationRoutes(ctx: Ctx) {
       async (req: TenantReq) => {
         const d = await load(req);
         await ctx.destinations.delete(d.tenant_id, d.id);
+        await ctx.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: 'deleted' });
         return { success: true };
       },
     );
@@ -235,6 +239,8 @@ export function destinationRoutes(ctx: Ctx) {
           const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
           const updated = wanted === d.disabled_at ? d : await ctx.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
           if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+          if (updated !== d)
+            await ctx.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: action === 'enable' ? 'enabled' : 'disabled' });
           return destinationView(updated);
         },
       );

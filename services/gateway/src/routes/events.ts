@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { QueryStore } from '@switchyard/shared/db/stores/queries.ts';
 import type { Ctx } from '../app.ts';
+import { createPendingReasons } from '../pending-reason.ts';
 import {
   documentedOnly,
   manyQueryDocs,
@@ -49,6 +50,10 @@ type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: strin
 
 export function eventRoutes(ctx: Ctx) {
   const queries = new QueryStore(ctx.db, ctx.config.API_PAGE_MAX_BYTES);
+  // A pending delivery of a type no sender runs says so (pending-reason.ts); only then is the type read.
+  const pendingReasons = createPendingReasons(ctx.db);
+  const typeOf = async (tenantId: string, destinationId: string) =>
+    (await ctx.db('destinations').where({ tenant_id: tenantId, id: destinationId }).first('type'))?.type as string | undefined;
 
   function listParams(q: Query) {
     const p = new Problems();
@@ -142,9 +147,10 @@ export function eventRoutes(ctx: Ctx) {
       async (req: Req) => {
         const { page, ...f } = listParams(req.query);
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        return queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
+        const listed = await queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
           scopedDestination: destinationId,
         });
+        return { ...listed, models: await pendingReasons(() => typeOf(tenantId, destinationId), listed.models) };
       },
     );
 
@@ -162,7 +168,7 @@ export function eventRoutes(ctx: Ctx) {
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const event = await queries.getEvent([tenantId], req.params.event_id ?? '', destinationId);
         if (!event) throw new AppError('EVENT_NOT_FOUND');
-        return [event];
+        return pendingReasons(() => typeOf(tenantId, destinationId), [event]);
       },
     );
   };

@@ -1,9 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { finishErasure } from '@switchyard/shared/db/erasure.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { requireAdmin } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
 import { existingTenant, idParam, stringMap, type TenantReq, tenantOf } from './common.ts';
+
+/** How long creating a tenant may spend erasing a deleted one of the same id before answering 503. */
+const ERASE_IN_REQUEST_MS = 5_000;
 
 /** Tenant ids that would shadow a fixed path under /api/v1. */
 export const RESERVED_TENANT_IDS = new Set([
@@ -12,6 +16,7 @@ export const RESERVED_TENANT_IDS = new Set([
   'attempts',
   'events',
   'retry',
+  'replay',
   'destination-types',
   'destinations',
   'destination',
@@ -53,6 +58,11 @@ export function tenantRoutes(ctx: Ctx) {
         const id = req.params.tenant_id;
         if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
         if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
+        // A tenant created again under a deleted one's id starts empty: what is left of the old one goes first.
+        if (!(await finishErasure(ctx.db, id, ERASE_IN_REQUEST_MS))) {
+          void reply.header('retry-after', '5');
+          throw new AppError('SERVICE_UNAVAILABLE', 'A deleted tenant of this id is still being erased; retry shortly.');
+        }
         const { tenant, created } = await ctx.tenants.upsert(id, req.body?.metadata);
         reply.status(created ? 201 : 200);
         return tenant;
@@ -65,11 +75,23 @@ export function tenantRoutes(ctx: Ctx) {
       return tenant;
     });
 
-    app.delete('', { schema: { tags: ['tenants'], summary: 'Delete a tenant and its destinations' } }, async (req: TenantReq) => {
-      requireAdmin(req.principal);
-      if (!(await ctx.tenants.delete(tenantOf(req)))) throw new AppError('TENANT_NOT_FOUND');
-      return { success: true };
-    });
+    app.delete(
+      '',
+      {
+        schema: {
+          tags: ['tenants'],
+          summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
+        },
+      },
+      async (req: TenantReq) => {
+        requireAdmin(req.principal);
+        const tenantId = tenantOf(req);
+        if (!(await ctx.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
+        await ctx.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
+        ctx.erasure.kick();
+        return { success: true };
+      },
+    );
 
     app.get(
       '/token',

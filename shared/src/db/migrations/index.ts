@@ -4,6 +4,10 @@ import * as m002 from './002_pipeline.ts';
 import * as m003 from './003_attempt_event_partition.ts';
 import * as m004 from './004_tenant_destination_statistics.ts';
 import * as m005 from './005_event_payload_bytes.ts';
+import * as m006 from './006_canceled_status.ts';
+import * as m007 from './007_tenant_erasures.ts';
+import * as m008 from './008_destination_cancel_epoch.ts';
+import * as m009 from './009_sender_presence.ts';
 
 export interface Migration {
   name: string;
@@ -18,4 +22,8 @@ export const MIGRATIONS: Migration[] = [
   { name: '003_attempt_event_partition', ...m003 },
   { name: '004_tenant_destination_statistics', ...m004 },
   { name: '005_event_payload_bytes', ...m005 },
+  { name: '006_canceled_status', ...m006 },
+  { name: '007_tenant_erasures', ...m007 },
+  { name: '008_destination_cancel_epoch', ...m008 },
+  { name: '009_sender_presence', ...m009 },
 ];

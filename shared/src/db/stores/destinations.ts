@@ -13,6 +13,7 @@ interface DestinationRow {
   metadata: Record<string, string> | null;
   filter: JsonObject | null;
   disabled_at: Date | null;
+  cancel_epoch?: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -26,7 +27,7 @@ function toRoute(r: DestinationRow): DestinationRoute {
 
 /** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
 const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
-const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata'];
+const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch'];
 
 /** Secrets go into the snapshot sealed as stored: only a sender opens them. */
 function toRoutable(r: DestinationRow): RoutableDestination {
@@ -39,6 +40,8 @@ function toRoutable(r: DestinationRow): RoutableDestination {
       config: r.config ?? {},
       credentials: r.credentials,
       delivery_metadata: r.delivery_metadata,
+      // Only once something was canceled: the records of every other destination stay as they were.
+      ...(r.cancel_epoch ? { cancel_epoch: r.cancel_epoch } : {}),
     },
   };
 }
@@ -211,6 +214,15 @@ export class DestinationStore {
     if (changes.disabled_at !== undefined) patch.disabled_at = changes.disabled_at;
     const [row] = await this.db('destinations').where({ tenant_id: tenantId, id }).update(patch).returning('*');
     return row ? this.toDestination(row as DestinationRow) : null;
+  }
+
+  /** Cancels every delivery made so far (their epoch is now below the destination's); null when it is gone. */
+  async cancelPending(tenantId: string, id: string): Promise<number | null> {
+    const [row] = await this.db('destinations')
+      .where({ tenant_id: tenantId, id })
+      .update({ cancel_epoch: this.db.raw('cancel_epoch + 1'), updated_at: this.db.fn.now() })
+      .returning('cancel_epoch');
+    return row ? Number((row as { cancel_epoch: number }).cancel_epoch) : null;
   }
 
   async delete(tenantId: string, id: string): Promise<boolean> {

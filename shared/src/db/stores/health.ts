@@ -17,7 +17,9 @@ export class HealthStore {
     this.db = db;
   }
 
-  async apply(attempts: AttemptRecord[], threshold: number): Promise<HealthChange[]> {
+  async apply(all: AttemptRecord[], threshold: number): Promise<HealthChange[]> {
+    // A canceled attempt reached no destination: it says nothing of its health.
+    const attempts = all.filter((a) => a.status !== 'canceled');
     if (!attempts.length) return [];
     const byDest = Map.groupBy(attempts, (a) => `${a.tenant_id}\u0000${a.destination_id}`);
     const keys = [...byDest.values()].map((l) => [(l[0] as AttemptRecord).tenant_id, (l[0] as AttemptRecord).destination_id]);

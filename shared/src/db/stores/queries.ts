@@ -21,8 +21,8 @@ import { AppError, type Problem } from '../../errors.ts';
  */
 
 export type Dir = 'asc' | 'desc';
-export type AttemptStatus = 'success' | 'failed';
-export const ATTEMPT_STATUSES: readonly AttemptStatus[] = ['success', 'failed'];
+export type AttemptStatus = 'success' | 'failed' | 'canceled';
+export const ATTEMPT_STATUSES: readonly AttemptStatus[] = ['success', 'failed', 'canceled'];
 
 /** Bounds on a time column; values are validated ISO 8601 strings, passed to Postgres as they are. */
 export interface TimeRange {
@@ -557,7 +557,7 @@ export class QueryStore {
   async listAttempts(f: AttemptFilter, page: ListPage, opts: { embed?: 'event' | 'event.data' } = {}): Promise<Page<AttemptView>> {
     checkPage(page, 'att');
     const common: Cond[] = [];
-    // Both statuses is no filter at all.
+    // Every status is no filter at all.
     if (f.statuses?.length && new Set(f.statuses).size < ATTEMPT_STATUSES.length) common.push(inList('a.status', [...new Set(f.statuses)]));
     if (f.topics?.length) common.push(inList('a.topic', f.topics));
     common.push(...timeConds('a.time', f.time));

@@ -77,8 +77,15 @@ export class TenantStore {
     return { models: res.models.map(toTenant), pagination: res.pagination };
   }
 
-  /** Deletes the tenant; its destinations go with it (ON DELETE CASCADE). */
+  /**
+   * Deletes the tenant; its destinations go with it (ON DELETE CASCADE). Its events, deliveries,
+   * attempts and idempotency keys are erased after, in the background (shared/src/db/erasure.ts).
+   */
   async delete(id: string): Promise<boolean> {
-    return (await this.db('tenants').where({ id }).delete()) > 0;
+    return this.db.transaction(async (tx) => {
+      if (!((await tx('tenants').where({ id }).delete()) > 0)) return false;
+      await tx('tenant_erasures').insert({ tenant_id: id });
+      return true;
+    });
   }
 }

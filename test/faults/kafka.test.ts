@@ -1,0 +1,108 @@
+// The Kafka broker restarted during publishing and delivery, in stack mode (every service its own
+// process, the real Postgres): a publish is answered 202 only for a stored event (every accepted
+// event is delivered once the broker is back) and otherwise 503 with Retry-After, never a 202 for
+// an event that was not stored. The suite runs a broker of its own (the test command's is shared
+// with the other suites), stopped and started again with infra/kafka/kafka.sh.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { createDb } from '@switchyard/shared/db/index.ts';
+import { createTestDatabase, freePort, ROOT, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+
+t.test('Kafka broker restart during a run', async (t) => {
+  const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
+  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? '/tmp', 'kafka-fault-'));
+  const kafka = (cmd: 'start' | 'stop') =>
+    execFileSync('bash', [`${ROOT}infra/kafka/kafka.sh`, cmd], {
+      env: { ...process.env, KAFKA_PORT: String(kafkaPort), KAFKA_CONTROLLER_PORT: String(controllerPort), KAFKA_DATA_DIR: dir },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  kafka('start');
+  t.teardown(() => {
+    kafka('stop');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const port = await freePort();
+  const env = testEnv({
+    KAFKA_BROKERS: `127.0.0.1:${kafkaPort}`,
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'order.paid',
+    KAFKA_PARTITIONS: '2',
+    RETRY_SCHEDULE: '1,1,1',
+  });
+  await startService(t, 'attempts', env);
+  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${env.API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  const rx = await startReceiver(t);
+  await call('PUT', '/api/v1/tenants/kafka');
+  await call('POST', '/api/v1/tenants/kafka/destinations', { type: 'webhook', topics: '*', config: { url: `${rx.url}/kafka` } });
+
+  const accepted = new Set<string>();
+  const answers: Record<string, number> = {};
+  let retryAfterMissing = 0;
+  let down = false;
+  let refusedWhileDown = 0;
+  let n = 0;
+  let publishing = true;
+  const publishers = Array.from({ length: 4 }, async () => {
+    while (publishing) {
+      const id = `k-${n++}`;
+      for (;;) {
+        const res = await call('POST', '/api/v1/publish', { tenant_id: 'kafka', id, topic: 'order.paid', data: { id } });
+        await res.arrayBuffer();
+        answers[res.status] = (answers[res.status] ?? 0) + 1;
+        if (res.status === 202) {
+          accepted.add(id);
+          break;
+        }
+        if (res.status === 503 && down) refusedWhileDown++;
+        if (res.status >= 500 && !res.headers.get('retry-after')) retryAfterMissing++;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  });
+
+  await waitFor('sixty accepted', () => accepted.size >= 60, 60_000);
+  down = true;
+  kafka('stop');
+  // Long enough for publishes to run out of the producer's retries while the broker is away.
+  await waitFor('publishes refused while the broker is down', () => refusedWhileDown > 0, 60_000).catch(() => undefined);
+  kafka('start');
+  down = false;
+  const total = accepted.size + 60;
+  await waitFor('sixty more accepted', () => accepted.size >= total, 90_000);
+  publishing = false;
+  await Promise.all(publishers);
+
+  const db = createDb({ url: env.DATABASE_URL as string, poolMax: 2 });
+  t.teardown(() => db.destroy());
+  const finals = async () => {
+    const rows = (await db('attempts').where({ tenant_id: 'kafka', final: true }).distinct('event_id')) as { event_id: string }[];
+    const done = new Set(rows.map((r) => r.event_id));
+    return [...accepted].filter((id) => !done.has(id));
+  };
+  const missing = await waitFor(
+    'a final attempt for every accepted event',
+    async () => ((await finals()).length ? undefined : []),
+    90_000,
+  ).catch(finals);
+  const ids = rx.requests.map((r) => String(r.headers['x-outpost-event-id']));
+  t.comment(
+    `Kafka restart: ${accepted.size} accepted; answers ${JSON.stringify(answers)}, ${refusedWhileDown} refused (503) while down; ` +
+      `accepted without a final attempt ${missing.length}; received ${ids.length}, duplicates ${ids.length - new Set(ids).size}`,
+  );
+  t.ok(refusedWhileDown > 0, 'publishes were answered 503 while the broker was down');
+  t.equal(retryAfterMissing, 0, 'every 5xx carried Retry-After');
+  t.same(missing, [], 'every event answered 202 was stored and reached a final attempt');
+  t.ok(
+    [...accepted].every((id) => ids.includes(id)),
+    'every accepted event reached the receiver',
+  );
+});
