@@ -13,7 +13,7 @@ import { apiClient, freePort, ROOT, startReceiver, startService, testEnv, waitFo
 // startService reads the mode when called: one embedded process.
 process.env.SWITCHYARD_E2E_MODE = 'embedded';
 
-const MAX_EXAMPLES = 12;
+const MAX_EXAMPLES = 8;
 const SEED = '39';
 
 t.test('the OpenAPI document holds under fuzzing: no 5xx, nothing off the document', async (t) => {
