@@ -93,9 +93,20 @@ async function shot(page: Page, name: string, on: boolean): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
 }
 
-export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: { screenshots: boolean }): Promise<void> {
+export interface FlowOptions {
+  screenshots: boolean;
+  /** PORTAL_* settings to start with, checked on the first page. */
+  branding?: { brandColor: string; forceTheme: 'dark'; logo: true };
+}
+
+export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: FlowOptions): Promise<void> {
   buildPortal();
-  const { base, admin, receiver, env, output } = await deploy(t, mode);
+  const b = opts.branding;
+  const { base, admin, receiver, env, output } = await deploy(
+    t,
+    mode,
+    b ? { PORTAL_BRAND_COLOR: b.brandColor, PORTAL_FORCE_THEME: b.forceTheme, PORTAL_LOGO: '/portal/favicon.svg' } : {},
+  );
   const browser = await launch(t);
   // The receiver: the first delivery fails (503), later ones succeed.
   let served = 0;
@@ -128,7 +139,21 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: { sc
     });
   t.notMatch(page.url(), /token=/, 'the token is removed from the address bar');
   t.equal(await page.evaluate("sessionStorage.getItem('switchyard.portal.token')"), token, 'the token is the session');
-  t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light', 'theme=light');
+  if (b) {
+    t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark', 'PORTAL_FORCE_THEME wins over theme=light');
+    t.equal(await page.getByRole('button', { name: /Switch to/ }).count(), 0, 'no theme toggle when the theme is forced');
+    t.equal(
+      await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--brand').trim()"),
+      b.brandColor,
+      'the brand colour',
+    );
+    t.match(await page.locator('header img.logo').getAttribute('src'), /\/portal\/favicon\.svg$/, 'the logo');
+  } else {
+    t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light', 'theme=light');
+    await page.getByRole('button', { name: 'Switch to dark theme' }).click();
+    t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark', 'the toggle switches the theme');
+    await page.getByRole('button', { name: 'Switch to light theme' }).click();
+  }
   t.ok(await visible(page.getByText('No destinations yet')), 'empty state');
   t.equal(await page.title(), 'Acme Cloud · Event destinations', 'the organisation names the page');
 
@@ -322,6 +347,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: { sc
   const gone = await browser.newPage();
   await gone.goto(`${base}/portal/?token=${expired}`);
   await gone.getByRole('heading', { name: 'Your session has expired' }).waitFor();
+  await shot(gone, 'expired-light', opts.screenshots);
   t.equal(await gone.getByRole('link', { name: 'Return to Acme Cloud' }).getAttribute('href'), `${receiver.url}/back`, 'return link');
   t.notMatch(gone.url(), /token=/, 'the expired token leaves the address bar too');
   await gone.waitForURL(`${receiver.url}/back`, { timeout: 10_000 });
