@@ -235,7 +235,6 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
   t.equal(await rowsAtLeast(page, 4), 4, 'the manual attempt is listed');
   t.ok(await visible(page.locator('table.attempts tbody tr', { hasText: 'manual' }).first()), 'marked manual');
-  // Paging: two a page.
   t.ok(await page.getByRole('button', { name: 'Older →' }).isDisabled(), 'one page of 20');
 
   // Rotate the secret: the double-signing window is shown.
@@ -319,6 +318,40 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     await shot(m, 'deliveries-phone', true);
     await phone.close();
   }
+
+  // Cursor paging, 20 a page: 21 more events (they pass the filter saved above) make 25 attempts.
+  for (let i = 0; i < 21; i++) {
+    const r = await admin('POST', '/api/v1/publish', {
+      tenant_id: 'acme',
+      topic: 'order.paid',
+      data: { id: `o_${i + 2}`, amount: 100 + i },
+    });
+    if (r.status !== 202) throw new Error(`publish: ${r.status}`);
+  }
+  await waitFor('25 deliveries', () => receiver.requests.length >= 25);
+  await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+  await page.getByRole('link', { name: 'Deliveries' }).click();
+  await waitFor(
+    'the first page',
+    async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(400);
+      return (
+        (await page.getByRole('button', { name: 'Older →' }).isEnabled()) && (await page.locator('table.attempts tbody tr').count()) === 20
+      );
+    },
+    30_000,
+  );
+  const newest = page.locator('table.attempts tbody tr td[data-label="Event"] code').first();
+  const firstPage = await newest.getAttribute('title');
+  await page.getByRole('button', { name: 'Older →' }).click();
+  await waitFor('the second page', async () => (await page.locator('table.attempts tbody tr').count()) === 5);
+  t.ok(await visible(page.locator('table.attempts tbody tr', { hasText: '503' })), 'the oldest attempt is on the second page');
+  t.ok(await page.getByRole('button', { name: 'Older →' }).isDisabled(), 'no third page');
+  await page.getByRole('button', { name: '← Newer' }).click();
+  await waitFor('the first page again', async () => (await page.locator('table.attempts tbody tr').count()) === 20);
+  t.equal(await newest.getAttribute('title'), firstPage, 'back to the same first page');
+  await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
 
   // Keyboard: the skip link is the first stop and the main actions are reachable by Tab.
   await page.goto(`${base}/portal/`);
