@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, type ReactNode, useState } from 'react';
+import { type FormEvent, lazy, type ReactNode, Suspense, useState } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router';
 import { api, type Destination, type TypeSchema } from '../api.ts';
 import {
@@ -21,7 +21,9 @@ import {
   useTypeSchema,
 } from '../components.tsx';
 import { editableCredentials, patchObject, problemsOf, toValues, without } from '../forms.ts';
-import { Deliveries } from './Deliveries.tsx';
+
+// The deliveries view carries the chart library: loaded when first shown, not with the app.
+const Deliveries = lazy(() => import('./Deliveries.tsx').then((m) => ({ default: m.Deliveries })));
 
 export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
   const { id = '' } = useParams();
@@ -101,7 +103,9 @@ export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
         <NavLink to={`/destinations/${encodeURIComponent(id)}/deliveries`}>Deliveries</NavLink>
       </nav>
       {tab === 'deliveries' ? (
-        <Deliveries destination={d} />
+        <Suspense fallback={<Loading what="deliveries" />}>
+          <Deliveries destination={d} />
+        </Suspense>
       ) : schema ? (
         <Settings destination={d} schema={schema} onSaved={refresh} />
       ) : (
