@@ -5,8 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createCipher } from '@switchyard/shared/crypto.ts';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { migrateLatest } from '@switchyard/shared/db/index.ts';
+import { createDb } from '@switchyard/shared/db/index.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { testConfig } from '@switchyard/shared/testing/index.ts';
@@ -25,14 +24,14 @@ async function gateway(t: { teardown(fn: () => unknown): void }, overrides: Reco
     writeFileSync(join(assets, 'assets', 'app-1234.js'), 'console.log(1)');
   }
   const config = testConfig({ DATABASE_URL: '', ...overrides });
-  const embedded = await openEmbeddedDb(join(dir, 'pg'));
-  await migrateLatest(embedded.db);
+  // Nothing here reaches the database: a pool that never connects (port 1) proves it.
+  const db = createDb({ url: 'postgres://nobody@127.0.0.1:1/none', poolMax: 1 });
   const refuse = async () => {
     throw new Error('no Kafka here');
   };
   const producer: BusProducer = { send: refuse, sendMany: refuse, close: async () => {} };
   const app = await build(config, {
-    db: embedded.db,
+    db,
     producer,
     logger: createLogger('gateway-test', 'silent'),
     cipher: createCipher(config.AES_ENCRYPTION_SECRET),
@@ -40,7 +39,7 @@ async function gateway(t: { teardown(fn: () => unknown): void }, overrides: Reco
   });
   t.teardown(async () => {
     await app.close();
-    await embedded.close();
+    await db.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
   return { app, config };
