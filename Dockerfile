@@ -8,6 +8,23 @@
 # per process that is never given back.
 ARG NODE_IMAGE=node:24-slim
 
+# The tenant portal is a browser app built with vite (dev dependencies): its own stage, of which
+# only the built assets reach the image (the gateway serves them at /portal).
+FROM ${NODE_IMAGE} AS portal
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY shared/package.json shared/
+COPY services/gateway/package.json services/gateway/
+COPY services/router/package.json services/router/
+COPY services/sender/package.json services/sender/
+COPY services/attempts/package.json services/attempts/
+COPY services/embedded/package.json services/embedded/
+COPY services/portal/package.json services/portal/
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund --ignore-scripts
+COPY services/portal/ services/portal/
+RUN cd services/portal && ../../node_modules/.bin/vite build --logLevel warn
+
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 ENV NODE_ENV=production
@@ -21,6 +38,7 @@ COPY services/router/package.json services/router/
 COPY services/sender/package.json services/sender/
 COPY services/attempts/package.json services/attempts/
 COPY services/embedded/package.json services/embedded/
+COPY services/portal/package.json services/portal/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund
 # The sources after the install (.dockerignore keeps every node_modules/ of the build context out,
@@ -28,6 +46,7 @@ RUN --mount=type=cache,target=/root/.npm \
 COPY shared/ shared/
 COPY services/ services/
 COPY infra/build.ts infra/
+COPY --from=portal /app/services/portal/dist services/portal/dist
 RUN node --disable-warning=ExperimentalWarning infra/build.ts --out dist
 
 FROM ${NODE_IMAGE}

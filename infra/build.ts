@@ -54,6 +54,12 @@ function build(): void {
     mkdirSync(to, { recursive: true });
     cpSync(join(from, 'package.json'), join(to, 'package.json'));
     if (existsSync(join(from, 'schemas'))) cpSync(join(from, 'schemas'), join(to, 'schemas'), { recursive: true });
+    // The portal is a browser app: the tree carries its built assets (infra/portal.sh), which the
+    // gateway serves, not its sources.
+    if (ws === 'services/portal') {
+      if (existsSync(join(from, 'dist'))) cpSync(join(from, 'dist'), join(to, 'dist'), { recursive: true });
+      continue;
+    }
     if (existsSync(join(from, 'node_modules'))) link(join(from, 'node_modules'), join(to, 'node_modules'));
     for (const file of tsFiles(join(from, 'src'))) {
       const target = join(to, relative(from, file)).replace(/\.ts$/, '.js');

@@ -76,6 +76,7 @@ Switchyard is running: gateway, router, sender and attempts in this one process.
   URL        ${url}
   API key    ${keyLine}
   Data       ${dataDir}  (${where})
+  Portal     ${url}/portal for a tenant's users: send them to the redirect_url of GET /api/v1/tenants/{id}/portal
   Delivery   ${egressAllow.length ? `also to EGRESS_ALLOW=${egressAllow.join(',')}` : 'public addresses only (EGRESS_ALLOW is empty)'}
 
 Try it. A webhook receiver that prints what it gets (in another terminal):

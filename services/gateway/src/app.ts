@@ -13,6 +13,7 @@ import { type Announce, createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import { withErrorResponses } from './openapi-errors.ts';
+import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
@@ -23,6 +24,7 @@ import { PUBLISH_BATCH_BODY_LIMIT, publishRoutes } from './routes/publish.ts';
 import { replayRoutes } from './routes/replay.ts';
 import { retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
+import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { schemaRoutes } from './routes/schemas.ts';
@@ -33,6 +35,8 @@ export interface GatewayDeps {
   cipher: Cipher;
   producer: BusProducer;
   logger: Logger;
+  /** The portal's built assets (default: services/portal/dist). */
+  portalDir?: string;
 }
 
 /** Everything a route handler needs, built once per app. */
@@ -89,6 +93,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   const routeTable: { method: string; url: string }[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (r) => {
+    if ((r.schema as { hide?: boolean } | undefined)?.hide) return; // pages (the portal), not API operations
     for (const method of [r.method].flat()) routeTable.push({ method, url: r.url });
   });
 
@@ -116,6 +121,18 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
       lingerMs: config.PUBLISH_LINGER_MS,
     }),
   };
+
+  // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
+  // cookies). Registered before authentication so that preflight requests, which carry no
+  // credential, are answered here.
+  if (config.CORS_ALLOWED_ORIGINS.length) {
+    await app.register(cors, {
+      origin: config.CORS_ALLOWED_ORIGINS.includes('*') ? '*' : [...config.CORS_ALLOWED_ORIGINS],
+      methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type'],
+      maxAge: 600,
+    });
+  }
 
   app.decorateRequest('principal', null as unknown as { getter: () => Principal });
   // Every route but health needs a credential; the principal decides what it may touch.
@@ -161,6 +178,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     if (tenantId) routing.invalidate(tenantId);
   });
 
+  await app.register(portalRoutes(config, deps.portalDir));
   await app.register(healthRoutes(ctx));
   await app.register(retryRoutes(ctx));
   await app.register(publishRoutes(ctx), { prefix: '/api/v1' });

@@ -54,6 +54,34 @@ export const SETTINGS = {
     default: '',
     description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).',
   },
+  CORS_ALLOWED_ORIGINS: {
+    kind: 'list',
+    default: '',
+    description:
+      'Origins (scheme://host[:port], comma separated) whose pages may call the API from a browser, with a tenant token (CORS); * allows any origin. Empty: none but the gateway itself (the portal is served from the same origin and needs no entry).',
+  },
+  PORTAL_REFERER_URL: {
+    kind: 'string',
+    default: '',
+    description:
+      "Where the portal sends a user whose token has expired or is invalid (your product's page that opens the portal); empty: the portal says so and offers no link.",
+  },
+  PORTAL_ORGANIZATION_NAME: { kind: 'string', default: '', description: 'Organisation name shown in the portal header and page title.' },
+  PORTAL_BRAND_COLOR: {
+    kind: 'string',
+    default: '',
+    description: 'Brand colour of the portal (a CSS colour such as #6d28d9): buttons, links, focus rings. Empty: the default blue.',
+  },
+  PORTAL_LOGO: { kind: 'string', default: '', description: 'URL of the logo shown in the portal header (light theme).' },
+  PORTAL_LOGO_DARK: { kind: 'string', default: '', description: 'URL of the logo for the dark theme; empty: PORTAL_LOGO.' },
+  PORTAL_FAVICON_URL: { kind: 'string', default: '', description: 'URL of the favicon of the portal pages.' },
+  PORTAL_FORCE_THEME: {
+    kind: 'string',
+    default: '',
+    enum: ['', 'light', 'dark'],
+    description:
+      "Forces the portal's theme (light or dark) whatever the theme query parameter or the browser asks; empty: the theme query parameter, else the browser's preference, and a toggle.",
+  },
   AES_ENCRYPTION_SECRET: {
     kind: 'string',
     required: true,

@@ -1,0 +1,10 @@
+// The portal in a real browser against embedded mode (npm start), writing the screenshots of
+// docs/portal/ (see flow.ts).
+import t from 'tap';
+
+process.env.SWITCHYARD_E2E_MODE = 'embedded';
+const { portalFlow } = await import('./flow.ts');
+
+t.test('the portal end to end in Chromium, embedded mode', { timeout: 120_000 }, async (t) => {
+  await portalFlow(t, 'embedded', { screenshots: true });
+});
