@@ -442,18 +442,22 @@ t.test('services creating the same topics at once all start, and the topics get 
     await admin.connect();
     try {
       const names = topics.map((x) => `${prefix}${x.name}`);
-      // A topic just created may be unknown to the broker's metadata for a moment (retriable).
-      const { resources } = await waitFor(
-        `round ${round}: the topics' configs`,
-        () =>
-          admin.describeConfigs({
-            includeSynonyms: false,
-            resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })),
-          }),
-        10_000,
-      );
+      const describe = () =>
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['max.message.bytes'] })),
+        });
+      // This check's own read may come before the broker has the new topics' metadata everywhere
+      // (UNKNOWN_TOPIC_OR_PARTITION, retriable; seen on a loaded host): ask again for up to 15 s.
+      let described: Awaited<ReturnType<typeof describe>> | undefined;
+      for (const end = Date.now() + 15_000; !described; ) {
+        described = await describe().catch((err: { retriable?: boolean }) => {
+          if (!err.retriable || Date.now() > end) throw err;
+          return new Promise<undefined>((r) => setTimeout(() => r(undefined), 200));
+        });
+      }
       t.same(
-        resources.map((r) => r.configEntries[0]?.configValue),
+        described.resources.map((r) => r.configEntries[0]?.configValue),
         names.map(() => String(DEFAULT_MAX_MESSAGE_BYTES)),
         `round ${round}: all ${names.length} topics exist with max.message.bytes`,
       );
