@@ -5,6 +5,7 @@ import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer } from '@switchyard/shared/kafka/index.ts';
+import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -28,10 +29,12 @@ export async function start(rt: Runtime): Promise<Service> {
       return n > 0;
     },
     emit: (events) =>
-      producer.send(
-        TOPIC.operatorEvents,
-        events.map((e) => ({ key: e.destination_id, value: e })),
-      ),
+      producer
+        .send(
+          TOPIC.operatorEvents,
+          events.map((e) => ({ key: e.destination_id, value: e })),
+        )
+        .then(() => countOperatorEvents(events)),
     callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
     log: logger,
   });

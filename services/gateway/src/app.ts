@@ -5,9 +5,11 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import type { Bus, BusProducer } from '@switchyard/shared/kafka/index.ts';
 import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
+import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
+import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerErrorHandling } from './errors.ts';
 import swagger from '@fastify/swagger';
@@ -29,6 +31,8 @@ export interface GatewayDeps {
   cipher: Cipher;
   producer: BusProducer;
   logger: Logger;
+  /** Readiness of Postgres and Kafka (shared/src/ops.ts); without it /readyz checks Postgres only. */
+  readiness?: () => Promise<Readiness>;
 }
 
 /** Everything a route handler needs, built once per app. */
@@ -41,6 +45,7 @@ export interface Ctx {
   destinations: DestinationStore;
   producer: BusProducer;
   db: Knex;
+  readiness: () => Promise<Readiness>;
 }
 
 declare module 'fastify' {
@@ -66,6 +71,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
   });
   registerErrorHandling(app);
+  // Rate and latency by route pattern (never the raw URL: bounded labels).
+  app.addHook('onResponse', async (req, reply) => {
+    observeHttp(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   const routeTable: { method: string; url: string }[] = [];
@@ -84,14 +93,17 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     destinations,
     producer: deps.producer,
     db: deps.db,
+    readiness: deps.readiness ?? (() => readiness({ db: deps.db, bus: {} as Bus })),
     routing,
-    publish: createPublisher({
-      producer: deps.producer,
-      eventIds: new EventIdStore(deps.db),
-      routing,
-      log: deps.logger,
-      lingerMs: config.PUBLISH_LINGER_MS,
-    }),
+    publish: countPublishes(
+      createPublisher({
+        producer: deps.producer,
+        eventIds: new EventIdStore(deps.db),
+        routing,
+        log: deps.logger,
+        lingerMs: config.PUBLISH_LINGER_MS,
+      }),
+    ),
   };
 
   app.decorateRequest('principal', null as unknown as { getter: () => Principal });

@@ -1,12 +1,16 @@
 // Sender process: consumes the delivery topics of SENDER_TYPES, delivers, writes each attempt, and
 // moves failed deliveries through the retry tiers until they are due again.
+import { serveOps } from '@switchyard/shared/ops.ts';
 import { onShutdown } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { start } from './service.ts';
 
 const rt = await createRuntime('sender');
 const service = await start(rt);
+// /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts).
+const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT);
 onShutdown(rt.logger, async () => {
   await service.close(); // consumers finish in-flight deliveries and commit first
+  await ops.close();
   await rt.close();
 });
