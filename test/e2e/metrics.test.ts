@@ -163,6 +163,63 @@ t.test('metrics move with traffic', async (t) => {
     t.not(sum(a, 'process_cpu_seconds_total'), undefined, 'default process metrics');
   });
 
+  t.test('destination health and operator events through the API', async (t) => {
+    const events = await waitFor('auto-disable listed', async () => {
+      const r = await api<{ models: Array<{ type: string; destination_id: string; tenant_id: string }> }>(
+        'GET',
+        `/api/v1/tenants/${tenant}/operator-events`,
+      );
+      return r.body.models.some((e) => e.type === 'destination.auto_disabled') && r.body.models;
+    });
+    t.same(
+      events.map((e) => [e.type, e.destination_id]).sort(),
+      [
+        ['alert.consecutive_failure', failing],
+        ['destination.auto_disabled', failing],
+      ],
+      'an alert and an auto-disable of the failing destination',
+    );
+    const health = await api<Record<string, unknown>>('GET', `/api/v1/tenants/${tenant}/destinations/${failing}/health`);
+    t.equal(health.status, 200);
+    t.match(health.body, {
+      destination_id: failing,
+      consecutive_failures: Number,
+      last_success_at: null,
+      last_failure_code: '500',
+      disabled_reason: 'consecutive_failures',
+    });
+    t.ok((health.body.consecutive_failures as number) >= 2);
+    t.type(health.body.last_failure_at, 'string');
+    const good = await api<Record<string, unknown>>('GET', `/api/v1/${tenant}/destinations/${ok}/health`);
+    t.match(good.body, {
+      consecutive_failures: 0,
+      last_success_at: String,
+      last_failure_at: null,
+      disabled_at: null,
+      disabled_reason: null,
+    });
+    // Disabled by hand: the reason says so.
+    t.equal((await api('PUT', `/api/v1/tenants/${tenant}/destinations/${ok}/disable`)).status, 200);
+    t.match((await api('GET', `/api/v1/tenants/${tenant}/destinations/${ok}/health`)).body, { disabled_reason: 'manual' });
+    t.equal((await api('GET', `/api/v1/tenants/${tenant}/destinations/nope/health`)).status, 404);
+
+    // Tenant-scoped with a tenant token; another tenant's token sees none of it; the admin sees every tenant.
+    const other = `${tenant}-other`;
+    await api('PUT', `/api/v1/tenants/${other}`);
+    const token = async (id: string) => (await api<{ token: string }>('GET', `/api/v1/tenants/${id}/token`)).body.token;
+    const mine = apiClient(base, await token(tenant));
+    const theirs = apiClient(base, await token(other));
+    t.equal((await mine<{ models: unknown[] }>('GET', '/api/v1/operator-events?type=destination.auto_disabled')).body.models.length, 1);
+    t.equal((await theirs<{ models: unknown[] }>('GET', '/api/v1/operator-events')).body.models.length, 0);
+    t.equal((await theirs('GET', `/api/v1/tenants/${tenant}/operator-events`)).status, 403);
+    t.equal((await theirs('GET', `/api/v1/tenants/${tenant}/destinations/${failing}/health`)).status, 403);
+    const all = await api<{ models: Array<{ tenant_id: string }> }>('GET', '/api/v1/operator-events?limit=1000');
+    t.ok(
+      all.body.models.some((e) => e.tenant_id === tenant),
+      'admin lists every tenant',
+    );
+  });
+
   t.test('no tenant or destination id in any label', async (t) => {
     for (const url of new Set(Object.values(urls))) {
       const text = await scrape(url);

@@ -3,6 +3,7 @@
 // services/embedded: every service in one process).
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
+import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer } from '@switchyard/shared/kafka/index.ts';
 import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
@@ -16,24 +17,20 @@ export async function start(rt: Runtime): Promise<Service> {
   const { config, logger } = rt;
   const store = new PipelineStore(rt.db);
   const health = new HealthStore(rt.db);
+  const operations = new OperationsStore(rt.db);
   const producer = await rt.bus.producer();
   const onHealth = createAlerts({
     threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
     autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
-    async disable(tenantId, destinationId) {
-      const n = await rt
-        .db('destinations')
-        .where({ tenant_id: tenantId, id: destinationId })
-        .whereNull('disabled_at')
-        .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
-      return n > 0;
-    },
+    // Records why (destination health in the API shows it).
+    disable: (tenantId, destinationId) => operations.autoDisable(tenantId, destinationId),
     emit: (events) =>
       producer
         .send(
           TOPIC.operatorEvents,
           events.map((e) => ({ key: e.destination_id, value: e })),
         )
+        .then(() => operations.addEvents(events)) // listable through the API too
         .then(() => countOperatorEvents(events)),
     callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
     log: logger,

@@ -18,6 +18,7 @@ import { TENANT_PREFIXES } from './routes/common.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
+import { operationsRoutes } from './routes/operations.ts';
 import { publishRoutes } from './routes/publish.ts';
 import { retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
@@ -168,6 +169,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(destinationRoutes(ctx), { prefix });
     await app.register(attemptRoutes(ctx), { prefix });
     await app.register(eventRoutes(ctx), { prefix });
+    await app.register(operationsRoutes(ctx), { prefix });
   }
   return app;
 }
