@@ -220,6 +220,53 @@ t.test('metrics move with traffic', async (t) => {
     );
   });
 
+  t.test('metrics API: counts and rates per bucket, tenant-scoped', async (t) => {
+    type Counts = { total: number; series: Array<Record<string, string | number>> };
+    const events = await waitFor('events counted', async () => {
+      const r = await api<Counts>('GET', `/api/v1/tenants/${tenant}/metrics/events?bucket=minute&group_by=topic`);
+      return r.body.total >= 10 && r.body;
+    });
+    const byTopic = (c: Counts, topic: string) => c.series.filter((s) => s.topic === topic).reduce((a, s) => a + (s.count as number), 0);
+    t.equal(byTopic(events, 'user.created'), 5, 'five events, the duplicate publish not counted');
+    t.equal(byTopic(events, 'user.hang'), 4);
+    t.ok(
+      events.series.every((s) => s.rate === (s.count as number) / 60),
+      'rate: per second of the bucket',
+    );
+
+    const attempts = await waitFor('attempts counted', async () => {
+      const r = await api<Counts>('GET', `/api/v1/${tenant}/metrics/attempts?bucket=hour&group_by=status,code`);
+      const ok200 = r.body.series.filter((s) => s.status === 'success' && s.code === '200').reduce((a, s) => a + (s.count as number), 0);
+      return ok200 >= 5 && r.body;
+    });
+    t.ok(
+      attempts.series.some((s) => s.status === 'failed' && s.code === '500' && (s.count as number) >= 2),
+      'failures by code',
+    );
+    const one = await api<Counts>(
+      'GET',
+      `/api/v1/tenants/${tenant}/metrics/attempts?bucket=day&destination_id=${failing}&group_by=destination_id`,
+    );
+    t.ok(one.body.series.every((s) => s.destination_id === failing) && one.body.total >= 2, 'filtered by destination');
+
+    const token = (await api<{ token: string }>('GET', `/api/v1/tenants/${tenant}/token`)).body.token;
+    const mine = await apiClient(base, token)<Counts>('GET', '/api/v1/metrics/attempts?bucket=day');
+    t.equal(mine.status, 200);
+    t.equal(mine.body.total, attempts.total, 'a tenant token reads its own counts');
+    const admin = await api<Counts>('GET', `/api/v1/metrics/attempts?bucket=day&tenant_id=${tenant}`);
+    t.equal(admin.body.total, attempts.total, 'the admin key across tenants, filtered');
+    const otherToken = (await api<{ token: string }>('GET', `/api/v1/tenants/${tenant}-other/token`)).body.token;
+    t.equal((await apiClient(base, otherToken)<Counts>('GET', '/api/v1/metrics/attempts')).body.total, 0, 'another tenant sees none');
+    t.equal((await apiClient(base, otherToken)('GET', `/api/v1/tenants/${tenant}/metrics/attempts`)).status, 403);
+    t.equal((await api('GET', `/api/v1/tenants/${tenant}/metrics/attempts?group_by=tenant_id`)).status, 422, 'unknown dimension');
+    t.equal(
+      (await api('GET', `/api/v1/tenants/${tenant}/metrics/attempts?bucket=minute&start=2026-01-01T00:00:00Z&end=2026-03-01T00:00:00Z`))
+        .status,
+      422,
+      'too many buckets',
+    );
+  });
+
   t.test('no tenant or destination id in any label', async (t) => {
     for (const url of new Set(Object.values(urls))) {
       const text = await scrape(url);

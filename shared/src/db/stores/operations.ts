@@ -28,6 +28,30 @@ interface HealthRow {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+export const BUCKETS = { minute: 60, hour: 3600, day: 86400 } as const;
+export type Bucket = keyof typeof BUCKETS;
+export const ATTEMPT_DIMENSIONS = ['topic', 'destination_id', 'status', 'code'] as const;
+export type AttemptDimension = (typeof ATTEMPT_DIMENSIONS)[number];
+
+export interface CountQuery<D extends string> {
+  /** null: every tenant (admin). */
+  tenantIds: string[] | null;
+  start: Date;
+  end: Date;
+  bucket: Bucket;
+  /** Only rows whose dimension is one of these values. */
+  filters: Partial<Record<D, string[]>>;
+  groupBy: D[];
+}
+
+export interface CountPoint {
+  time: string;
+  count: number;
+  /** Per second over the bucket. */
+  rate: number;
+  [dimension: string]: string | number;
+}
+
 /** Operator events (alerts, auto-disables) and destination health, for the API and the attempts service. */
 export class OperationsStore {
   private readonly db: Knex;
@@ -94,6 +118,36 @@ export class OperationsStore {
       models: res.models.map((r) => ({ ...r, time: new Date(r.time).toISOString() })),
       pagination: res.pagination,
     };
+  }
+
+  /** Attempts per time bucket (from the per-minute counts), by the dimensions asked for. */
+  attemptCounts(q: CountQuery<AttemptDimension>): Promise<CountPoint[]> {
+    return this.counts('attempt_counts', q);
+  }
+
+  /** Events received per time bucket, optionally by topic. */
+  eventCounts(q: CountQuery<'topic'>): Promise<CountPoint[]> {
+    return this.counts('event_counts', q);
+  }
+
+  private async counts(table: string, q: CountQuery<string>): Promise<CountPoint[]> {
+    // Dimensions are column names from a fixed list (the route validates them), never caller text.
+    const dims = q.groupBy;
+    const query = this.db(table)
+      .select(this.db.raw('date_trunc(?, minute, ?) AS bucket', [q.bucket, 'UTC']), ...dims, this.db.raw('sum(count)::bigint AS count'))
+      .where('minute', '>=', q.start)
+      .where('minute', '<', q.end)
+      .groupByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '))
+      .orderByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '));
+    if (q.tenantIds) query.whereIn('tenant_id', q.tenantIds);
+    for (const [dim, values] of Object.entries(q.filters)) if (values?.length) query.whereIn(dim, values);
+    const rows = (await query) as Array<Record<string, unknown> & { bucket: Date; count: number }>;
+    const seconds = BUCKETS[q.bucket];
+    return rows.map((r) => {
+      const point: CountPoint = { time: r.bucket.toISOString(), count: r.count, rate: r.count / seconds };
+      for (const d of dims) point[d] = r[d] as string;
+      return point;
+    });
   }
 
   /** The health of one destination; undefined when it does not exist. */
