@@ -4,7 +4,14 @@
 // Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, operator
 // events of every tenant.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ATTEMPT_DIMENSIONS, BUCKETS, type Bucket, type CountQuery, OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
+import {
+  ATTEMPT_DIMENSIONS,
+  BUCKETS,
+  type Bucket,
+  type CountQuery,
+  minuteByDestination,
+  OperationsStore,
+} from '@switchyard/shared/db/stores/operations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
@@ -141,8 +148,13 @@ export function operationsRoutes(ctx: Ctx) {
         const groupBy = (multi(q, 'group_by') ?? []) as D[];
         for (const g of groupBy)
           if (!dimensions.includes(g)) problems.push({ path: 'query.group_by', message: `"${g}" is not one of ${dimensions.join(', ')}` });
-        if (problems.length) throw AppError.validation(problems);
         const filters = Object.fromEntries(dimensions.map((d) => [d, multi(q, d)])) as Partial<Record<D, string[]>>;
+        if (minuteByDestination({ bucket, filters, groupBy }))
+          problems.push({
+            path: 'query.bucket',
+            message: 'minute buckets are not kept per destination: use bucket=hour to filter or group by destination_id',
+          });
+        if (problems.length) throw AppError.validation(problems);
         const series = (await run({ tenantIds, start, end, bucket, filters, groupBy: [...new Set(groupBy)] })) as Array<{ count: number }>;
         return {
           bucket,

@@ -33,6 +33,10 @@ export type Bucket = keyof typeof BUCKETS;
 export const ATTEMPT_DIMENSIONS = ['topic', 'destination_id', 'status', 'code'] as const;
 export type AttemptDimension = (typeof ATTEMPT_DIMENSIONS)[number];
 
+/** Minute buckets are counted per tenant, topic, status and code: not by destination. */
+export const minuteByDestination = (q: { bucket: Bucket; filters: Record<string, unknown>; groupBy: string[] }) =>
+  q.bucket === 'minute' && (q.groupBy.includes('destination_id') || Boolean(q.filters.destination_id));
+
 export interface CountQuery<D extends string> {
   /** null: every tenant (admin). */
   tenantIds: string[] | null;
@@ -122,21 +126,22 @@ export class OperationsStore {
 
   /** Attempts per time bucket (from the per-minute counts), by the dimensions asked for. */
   attemptCounts(q: CountQuery<AttemptDimension>): Promise<CountPoint[]> {
-    return this.counts('attempt_counts', q);
+    // Minute buckets come from the per-minute counts, which have no destination (minuteByDestination).
+    return q.bucket === 'minute' ? this.counts('attempt_counts_minute', 'minute', q) : this.counts('attempt_counts_hour', 'hour', q);
   }
 
   /** Events received per time bucket, optionally by topic. */
   eventCounts(q: CountQuery<'topic'>): Promise<CountPoint[]> {
-    return this.counts('event_counts', q);
+    return this.counts('event_counts', 'minute', q);
   }
 
-  private async counts(table: string, q: CountQuery<string>): Promise<CountPoint[]> {
+  private async counts(table: string, column: 'minute' | 'hour', q: CountQuery<string>): Promise<CountPoint[]> {
     // Dimensions are column names from a fixed list (the route validates them), never caller text.
     const dims = q.groupBy;
     const query = this.db(table)
-      .select(this.db.raw('date_trunc(?, minute, ?) AS bucket', [q.bucket, 'UTC']), ...dims, this.db.raw('sum(count)::bigint AS count'))
-      .where('minute', '>=', q.start)
-      .where('minute', '<', q.end)
+      .select(this.db.raw(`date_trunc(?, ${column}, ?) AS bucket`, [q.bucket, 'UTC']), ...dims, this.db.raw('sum(count)::bigint AS count'))
+      .where(column, '>=', q.start)
+      .where(column, '<', q.end)
       .groupByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '))
       .orderByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '));
     if (q.tenantIds) query.whereIn('tenant_id', q.tenantIds);

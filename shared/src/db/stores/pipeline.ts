@@ -33,11 +33,16 @@ const COUNT_EVENTS = `
   GROUP BY 1, 2, 3
   ON CONFLICT (tenant_id, minute, topic) DO UPDATE SET count = c.count + EXCLUDED.count`;
 const COUNT_ATTEMPTS = `
-  INSERT INTO attempt_counts AS c (tenant_id, minute, destination_id, topic, status, code, count)
-  SELECT tenant_id, date_trunc('minute', time, 'UTC'), destination_id, topic, status, code, count(*)
-  FROM json_to_recordset(?::json) AS r(tenant_id text, time timestamptz, destination_id text, topic text, status text, code text)
-  GROUP BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (tenant_id, minute, destination_id, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count`;
+  WITH r AS (
+    SELECT * FROM json_to_recordset(?::json) AS r(tenant_id text, time timestamptz, destination_id text, topic text, status text, code text)
+  ), per_minute AS (
+    INSERT INTO attempt_counts_minute AS c (tenant_id, minute, topic, status, code, count)
+    SELECT tenant_id, date_trunc('minute', time, 'UTC'), topic, status, code, count(*) FROM r GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT (tenant_id, minute, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count
+  )
+  INSERT INTO attempt_counts_hour AS c (tenant_id, hour, destination_id, topic, status, code, count)
+  SELECT tenant_id, date_trunc('hour', time, 'UTC'), destination_id, topic, status, code, count(*) FROM r GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (tenant_id, hour, destination_id, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count`;
 
 const DELIVERY_COLUMNS = `tenant_id text, event_id text, destination_id text, topic text, event_time timestamptz,
        created_at timestamptz, status text`;
