@@ -165,6 +165,7 @@ const imageEnv = Object.fromEntries(
   }),
 );
 const serviceEnv: Record<string, string> = {
+  METRICS_PORT: '0', // several services on one host: each its own free port
   ...imageEnv,
   ...Object.fromEntries(
     (opt.env as string[]).map((kv) => {

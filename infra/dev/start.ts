@@ -54,8 +54,9 @@ function shutdown(code: number) {
 process.on('SIGINT', () => stopping || shutdown(0));
 process.on('SIGTERM', () => stopping || shutdown(0));
 
-run('attempts');
-run('router');
-run('sender');
+// One host: each service's metrics and health listener on its own port.
+run('attempts', { METRICS_PORT: env.METRICS_PORT ?? '9464' });
+run('router', { METRICS_PORT: String(Number(env.METRICS_PORT ?? 9464) + 1) });
+run('sender', { METRICS_PORT: String(Number(env.METRICS_PORT ?? 9464) + 2) });
 run('gateway');
 console.log(`\nSwitchyard is starting on http://${config.API_HOST}:${config.API_PORT}  (admin API key in ${secretsFile})\n`);

@@ -5,6 +5,7 @@ import { createDb, type Knex, migrateLatest } from './db/index.ts';
 import { createEmbeddedBus, lockDirectory } from './kafka/embedded.ts';
 import { type Bus, createKafkaBus } from './kafka/index.ts';
 import { createLogger, type Logger } from './log.ts';
+import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
 
 /** The concrete dependencies of one service process. The only place that chooses implementations. */
 export interface Runtime {
@@ -77,9 +78,11 @@ export async function createRuntime(service: string, config: Config = loadConfig
       db = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
       cleanup.push(() => db.destroy());
     }
+    trackDb(db);
+    cleanup.push(async () => untrackDb(db));
     // Knex takes a lock for migrations, so services starting together migrate once.
     await migrateLatest(db);
-    const bus = embedded.log
+    const log = embedded.log
       ? await createEmbeddedBus({
           dir: join(dataDir, 'log'),
           topicPrefix: config.KAFKA_TOPIC_PREFIX,
@@ -95,6 +98,8 @@ export async function createRuntime(service: string, config: Config = loadConfig
           maxMessageBytes: config.KAFKA_MAX_MESSAGE_BYTES,
           log: logger,
         });
+    // Metrics of every consumer and producer, whichever bus (shared/src/metrics.ts).
+    const bus = instrumentBus(log);
     cleanup.push(() => bus.close());
     await bus.ensureTopics();
     const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);

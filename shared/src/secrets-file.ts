@@ -2,7 +2,7 @@
 // (services/embedded/src/setup.ts) and the development stack's .tools/dev-secrets.env
 // (infra/dev/start.ts). A deployment supplies its own; these are for a machine of one's own.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Secrets a deployment must supply, and that a secrets file generates when they are missing. */
@@ -16,7 +16,7 @@ export interface SecretsFileOptions {
 }
 
 /** The NAME=value lines of an env file (comments and blank lines skipped); empty when it is missing. */
-function readEnvFile(path: string): Record<string, string> {
+export function readEnvFile(path: string): Record<string, string> {
   if (!existsSync(path)) return {};
   const out: Record<string, string> = {};
   for (const line of readFileSync(path, 'utf8').split('\n')) {
@@ -46,4 +46,25 @@ export function loadSecretsFile(file: string, opts: SecretsFileOptions = {}): { 
     writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
   }
   return { values, generated };
+}
+
+/**
+ * Replaces `file` with `values` (mode 0600), keeping its comment lines: written to a temporary file,
+ * fsync'd, then renamed over it, so a crash leaves the old file or the new one, never half of one.
+ */
+export function writeSecretsFile(file: string, values: Record<string, string>): void {
+  const comments = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('#'))
+    : [];
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, `${[...comments, ...Object.entries(values).map(([k, v]) => `${k}=${v}`)].join('\n')}\n`, { mode: 0o600 });
+  const fd = openSync(tmp, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
 }

@@ -91,15 +91,15 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     const of = (d: string) =>
       all.filter((a) => a.destination_id === d).map((a) => [a.attempt_number, a.status, a.code, a.response_data?.reason ?? null]);
     t.same(of(gone), [
-      [1, 'failed', '503', null],
+      [1, 'failed', '503', 'peer_error'],
       [2, 'canceled', 'CANCELED', 'destination_deleted'],
     ]);
     t.same(of(off), [
-      [1, 'failed', '503', null],
+      [1, 'failed', '503', 'peer_error'],
       [2, 'canceled', 'CANCELED', 'destination_disabled'],
     ]);
     t.same(of(moved), [
-      [1, 'failed', '503', null],
+      [1, 'failed', '503', 'peer_error'],
       [2, 'success', '200', null],
     ]);
     t.same(
@@ -174,7 +174,7 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
       t.same(
         a.map((x) => [x.attempt_number, x.status, x.response_data?.reason ?? null]),
         [
-          [1, 'failed', null],
+          [1, 'failed', 'peer_error'],
           [2, 'canceled', 'canceled'],
         ],
       );

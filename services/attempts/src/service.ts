@@ -4,8 +4,10 @@
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
+import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, InRecord } from '@switchyard/shared/kafka/index.ts';
+import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -37,18 +39,16 @@ export async function start(rt: Runtime): Promise<Service> {
   const { config, logger } = rt;
   const store = new PipelineStore(rt.db);
   const health = new HealthStore(rt.db);
+  const operations = new OperationsStore(rt.db);
   const producer = await rt.bus.producer();
   const onHealth = createAlerts({
     threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
     autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
     async disable(tenantId, destinationId) {
-      const n = await rt
-        .db('destinations')
-        .where({ tenant_id: tenantId, id: destinationId })
-        .whereNull('disabled_at')
-        .update({ disabled_at: rt.db.fn.now(), updated_at: rt.db.fn.now() });
+      // Records why (destination health in the API shows it).
+      const disabled = await operations.autoDisable(tenantId, destinationId);
       // The senders stop delivering to it now, not when its queued deliveries run out.
-      if (n > 0) {
+      if (disabled) {
         const change: DestinationChange = {
           tenant_id: tenantId,
           destination_id: destinationId,
@@ -57,13 +57,16 @@ export async function start(rt: Runtime): Promise<Service> {
         };
         await producer.send(TOPIC.destinationChanges, [{ key: tenantId, value: change }]);
       }
-      return n > 0;
+      return disabled;
     },
     emit: (events) =>
-      producer.send(
-        TOPIC.operatorEvents,
-        events.map((e) => ({ key: e.destination_id, value: e })),
-      ),
+      producer
+        .send(
+          TOPIC.operatorEvents,
+          events.map((e) => ({ key: e.destination_id, value: e })),
+        )
+        .then(() => operations.addEvents(events)) // listable through the API too
+        .then(() => countOperatorEvents(events)),
     callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
     log: logger,
   });

@@ -32,6 +32,9 @@ export function prepare(callerEnv: Record<string, string | undefined>): Prepared
     ],
   });
   for (const name of GENERATED_SECRETS) if (!env[name]) env[name] = stored[name] as string;
+  // During a key rotation (npm run rotate-encryption-key) the file keeps the old key readable too.
+  if (!callerEnv.AES_ENCRYPTION_SECRET && stored.AES_ENCRYPTION_SECRET_PREVIOUS)
+    env.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET_PREVIOUS;
   const generatedKey = generated.includes('API_KEY') ? stored.API_KEY : undefined;
   if (env.EGRESS_ALLOW === undefined) env.EGRESS_ALLOW = LOOPBACK;
   env.DATA_DIR = dataDir;

@@ -5,8 +5,10 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from '@switchyard/shared/db/stores/tenants.ts';
-import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
+import type { Bus, BusProducer } from '@switchyard/shared/kafka/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
+import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
+import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { type Announce, createAnnouncer } from './destination-changes.ts';
@@ -20,6 +22,7 @@ import { TENANT_PREFIXES } from './routes/common.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
+import { operationsRoutes } from './routes/operations.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishRoutes } from './routes/publish.ts';
 import { replayRoutes } from './routes/replay.ts';
 import { retryRoutes } from './routes/retry.ts';
@@ -37,6 +40,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** The portal's built assets (default: services/portal/dist). */
   portalDir?: string;
+  /** Readiness of Postgres and Kafka (shared/src/ops.ts); without it /readyz checks Postgres only. */
+  readiness?: () => Promise<Readiness>;
 }
 
 /** Everything a route handler needs, built once per app. */
@@ -53,6 +58,7 @@ export interface Ctx {
   announce: Announce;
   /** Starts erasing deleted tenants' data now (in the background). */
   erasure: { kick(): void };
+  readiness: () => Promise<Readiness>;
 }
 
 declare module 'fastify' {
@@ -88,6 +94,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   });
   registerErrorHandling(app);
   registerInputGuards(app);
+  // Rate and latency by route pattern (never the raw URL: bounded labels).
+  app.addHook('onResponse', async (req, reply) => {
+    observeHttp(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+  });
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   const routeTable: { method: string; url: string }[] = [];
@@ -110,16 +120,19 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     destinations,
     producer: deps.producer,
     db: deps.db,
+    readiness: deps.readiness ?? (() => readiness({ db: deps.db, bus: {} as Bus })),
     routing,
     announce: createAnnouncer(deps.producer, deps.logger),
     erasure,
-    publish: createPublisher({
-      producer: deps.producer,
-      eventIds: new EventIdStore(deps.db),
-      routing,
-      log: deps.logger,
-      lingerMs: config.PUBLISH_LINGER_MS,
-    }),
+    publish: countPublishes(
+      createPublisher({
+        producer: deps.producer,
+        eventIds: new EventIdStore(deps.db),
+        routing,
+        log: deps.logger,
+        lingerMs: config.PUBLISH_LINGER_MS,
+      }),
+    ),
   };
 
   // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
@@ -192,6 +205,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(attemptRoutes(ctx), { prefix });
     await app.register(eventRoutes(ctx), { prefix });
     await app.register(replayRoutes(ctx), { prefix });
+    await app.register(operationsRoutes(ctx), { prefix });
   }
   return app;
 }

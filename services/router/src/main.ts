@@ -1,4 +1,5 @@
 // Router process: events topic -> one delivery record per matching destination, on that type's topic.
+import { serveOps } from '@switchyard/shared/ops.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { start } from './service.ts';
@@ -6,7 +7,10 @@ import { start } from './service.ts';
 catchSignals();
 const rt = await createRuntime('router').catch(startFailed('router'));
 const service = await start(rt).catch(startFailed('router', rt.logger));
+// /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts).
+const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT);
 onShutdown(rt.logger, async () => {
   await service.close();
+  await ops.close();
   await rt.close();
 });

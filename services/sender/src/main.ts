@@ -1,5 +1,6 @@
 // Sender process: consumes the delivery topics of SENDER_TYPES, delivers, writes each attempt, and
 // moves failed deliveries through the retry tiers until they are due again.
+import { serveOps } from '@switchyard/shared/ops.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { start } from './service.ts';
@@ -7,7 +8,10 @@ import { start } from './service.ts';
 catchSignals();
 const rt = await createRuntime('sender').catch(startFailed('sender'));
 const service = await start(rt).catch(startFailed('sender', rt.logger));
+// /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts).
+const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT);
 onShutdown(rt.logger, async () => {
   await service.close(); // consumers finish in-flight deliveries and commit first
+  await ops.close();
   await rt.close();
 });

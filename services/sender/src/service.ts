@@ -6,6 +6,7 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
@@ -86,7 +87,7 @@ export async function start(rt: Runtime): Promise<Service> {
     open: (s) => store.openSnapshot(s),
     current: (s) => destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, { key: a.destination_id, value: a }),
-    scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt),
+    scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt).then(() => observeRetry(dueAt)),
     retry: {
       schedule: config.RETRY_SCHEDULE,
       intervalSeconds: config.RETRY_INTERVAL_SECONDS,
@@ -118,6 +119,7 @@ export async function start(rt: Runtime): Promise<Service> {
         // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
         return async () => {
           await write();
+          observeAttempt(attempt);
           logger.info(
             {
               attempt_id: attempt.id,

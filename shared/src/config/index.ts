@@ -82,6 +82,19 @@ export const SETTINGS = {
     description:
       "Forces the portal's theme (light or dark) whatever the theme query parameter or the browser asks; empty: the theme query parameter, else the browser's preference, and a toggle.",
   },
+  METRICS_PORT: {
+    kind: 'integer',
+    default: '9464',
+    minimum: 0,
+    maximum: 65535,
+    description:
+      'Port of the /metrics, /livez and /readyz listener of the router, sender and attempts service (the gateway serves them on API_PORT; embedded mode once, through the gateway). 0 picks a free port, logged at start.',
+  },
+  METRICS_HOST: {
+    kind: 'string',
+    default: '127.0.0.1',
+    description: 'Address the metrics and health listener binds (0.0.0.0 to let Prometheus and probes reach it).',
+  },
   AES_ENCRYPTION_SECRET: {
     kind: 'string',
     required: true,

@@ -1,23 +1,50 @@
 // npm run rotate-encryption-key: re-encrypts destination secrets under AES_ENCRYPTION_SECRET.
-// Rotation: 1) set AES_ENCRYPTION_SECRET_PREVIOUS to the old secret and AES_ENCRYPTION_SECRET to the
-// new one on every service and restart them; 2) run this; 3) remove AES_ENCRYPTION_SECRET_PREVIOUS.
+// Postgres (DATABASE_URL set): 1) set AES_ENCRYPTION_SECRET_PREVIOUS to the old secret and
+// AES_ENCRYPTION_SECRET to the new one on every service and restart them; 2) run this; 3) remove
+// AES_ENCRYPTION_SECRET_PREVIOUS once the deliveries routed before are done.
+// Embedded mode (DATABASE_URL empty): stop `npm start`, run this (it generates the new key itself
+// when the key is embedded mode's own), start again; later `-- --retire` retires the old key
+// (rotate-embedded.ts). docs/operations.md, "Rotating the encryption key".
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
 import { createDb } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
 
-const config = loadConfig();
-if (!config.DATABASE_URL) {
-  console.error('DATABASE_URL is not set: key rotation of the embedded database is not supported by this command yet');
-  process.exit(1);
-}
-const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
-try {
-  const { scanned, rewritten } = await reencryptAll(
-    db,
-    createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]),
-  );
-  console.log(`re-encrypted ${rewritten} of ${scanned} destinations under the current key`);
-} finally {
-  await db.destroy();
+const { values: args } = parseArgs({ options: { retire: { type: 'boolean' }, force: { type: 'boolean' } } });
+
+if (!process.env.DATABASE_URL) {
+  const { rotateEmbedded } = await import('./rotate-embedded.ts');
+  try {
+    const r = await rotateEmbedded(process.env, { retire: Boolean(args.retire), force: Boolean(args.force) });
+    console.log(`re-encrypted ${r.rewritten} of ${r.scanned} destinations under the current key`);
+    if (r.action === 'rotated') {
+      console.log(
+        r.keys === 'secrets-file'
+          ? 'the new key is in DATA_DIR/secrets.env, the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS for deliveries already in the log; start the service, and once they are done: npm run rotate-encryption-key -- --retire'
+          : 'keys from the environment: remove AES_ENCRYPTION_SECRET_PREVIOUS there once the deliveries already in the log are done',
+      );
+    } else {
+      console.log(
+        r.keys === 'secrets-file'
+          ? 'the previous key is retired: removed from DATA_DIR/secrets.env'
+          : 'nothing needs the previous key: remove AES_ENCRYPTION_SECRET_PREVIOUS from the environment',
+      );
+    }
+  } catch (err) {
+    console.error(`rotate-encryption-key: ${(err as Error).message}`);
+    process.exit(1);
+  }
+} else {
+  const config = loadConfig();
+  const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
+  try {
+    const { scanned, rewritten } = await reencryptAll(
+      db,
+      createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]),
+    );
+    console.log(`re-encrypted ${rewritten} of ${scanned} destinations under the current key`);
+  } finally {
+    await db.destroy();
+  }
 }

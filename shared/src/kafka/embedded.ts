@@ -39,6 +39,7 @@ import {
   type InRecord,
   type KeyedConsumer,
   keyedDispatchOf,
+  type LagRow,
   type OutRecord,
 } from './index.ts';
 import { OffsetTracker, retryInPlace } from './inflight.ts';
@@ -774,6 +775,22 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       };
       consumers.push(handle);
       return handle;
+    },
+
+    async lag(groups) {
+      const rows: LagRow[] = [];
+      for (const { groupId, topics: defs } of groups) {
+        for (const def of defs) {
+          for (const p of topics.get(name(def)) ?? []) {
+            rows.push({ groupId, topic: def.name, partition: p.id, lag: Math.max(0, p.end() - startOf(groupId, p, true)) });
+          }
+        }
+      }
+      return rows;
+    },
+
+    async ping() {
+      if (closed) throw new Error('embedded log is closed');
     },
 
     async close() {

@@ -3,7 +3,7 @@
 // which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
 // mode implements too, so service code is the same in both modes.
 import { randomUUID } from 'node:crypto';
-import kafkajs, { type Consumer, type Producer } from 'kafkajs';
+import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import './kafkajs-idle-poll.ts';
 import './kafkajs-produce.ts';
@@ -160,7 +160,20 @@ export interface Bus {
    * order).
    */
   consumeDelayed<T>(options: DelayedConsumeOptions<T>): Promise<BusConsumer>;
+  /** Records each group has not committed yet, per partition (metrics; shared/src/metrics.ts). */
+  lag?(groups: Array<{ groupId: string; topics: TopicDef[] }>): Promise<LagRow[]>;
+  /** Resolves when the log answers (readiness); rejects when it cannot be reached. */
+  ping?(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** One partition's consumer lag: the log's end minus the group's committed offset (its start if none). */
+export interface LagRow {
+  groupId: string;
+  /** The catalogue name (without the deployment prefix). */
+  topic: string;
+  partition: number;
+  lag: number;
 }
 
 export interface KafkaBusOptions {
@@ -308,6 +321,19 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
   // Consumers close before producers: in-flight work still writes its results while finishing.
   const consumers: BusConsumer[] = [];
   const producers: BusProducer[] = [];
+  // For lag and readiness: one connection kept, without kafkajs's retries (a probe wants an answer now).
+  let admin: Promise<Admin> | null = null;
+  const adminOnce = (): Promise<Admin> => {
+    admin ??= (async () => {
+      const a = kafka.admin({ retry: { retries: 0 } });
+      await a.connect();
+      return a;
+    })().catch((err: unknown) => {
+      admin = null;
+      throw err;
+    });
+    return admin;
+  };
 
   async function ensureOnce(topics: TopicDef[]): Promise<void> {
     const admin = kafka.admin();
@@ -624,9 +650,35 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       return handle;
     },
 
+    async lag(groups) {
+      const a = await adminOnce();
+      const ends = new Map<string, Array<{ partition: number; high: string; low: string }>>();
+      const rows: LagRow[] = [];
+      for (const { groupId, topics } of groups) {
+        const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
+        for (const t of committed) {
+          const def = topics.find((d) => name(d) === t.topic);
+          const end = ends.get(t.topic) ?? (await a.fetchTopicOffsets(t.topic));
+          ends.set(t.topic, end);
+          for (const p of t.partitions) {
+            const e = end.find((x) => x.partition === p.partition);
+            if (!e) continue;
+            const from = Number(p.offset) >= 0 ? Number(p.offset) : Number(e.low);
+            rows.push({ groupId, topic: def?.name ?? t.topic, partition: p.partition, lag: Math.max(0, Number(e.high) - from) });
+          }
+        }
+      }
+      return rows;
+    },
+
+    async ping() {
+      await (await adminOnce()).describeCluster();
+    },
+
     async close() {
       await Promise.allSettled(consumers.splice(0).map((h) => h.close()));
       await Promise.allSettled(producers.splice(0).map((h) => h.close()));
+      if (admin) await (await admin.catch(() => null))?.disconnect();
     },
   };
 }

@@ -206,7 +206,7 @@ async function startProcess(
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [script], {
     cwd: ROOT,
-    env: { ...process.env, ...env, LOG_LEVEL: 'info' },
+    env: { ...process.env, METRICS_PORT: '0', ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

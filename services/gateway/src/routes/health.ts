@@ -1,6 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { exposition } from '@switchyard/shared/metrics.ts';
 import type { Ctx } from '../app.ts';
 
+// Probes and metrics need no credential (shared/src/ops.ts says what each answers). /metrics carries
+// no tenant or destination ids; a deployment that exposes the API publicly should still keep it
+// from the internet at its ingress (docs/operations.md).
 export function healthRoutes(ctx: Ctx) {
   return async (app: FastifyInstance) => {
     const handler = async (_req: unknown, reply: { status(n: number): unknown }) => {
@@ -21,5 +25,40 @@ export function healthRoutes(ctx: Ctx) {
         { config: { public: true }, schema: { tags: ['health'], summary: 'Liveness and dependencies; no credential needed' } },
         handler,
       );
+    app.get(
+      '/livez',
+      {
+        config: { public: true },
+        schema: { tags: ['health'], summary: 'Liveness: 200 while the process serves requests; no credential needed' },
+      },
+      async () => ({ status: 'alive' }),
+    );
+    app.get(
+      '/readyz',
+      {
+        config: { public: true },
+        schema: {
+          tags: ['health'],
+          summary: 'Readiness: 200 when Postgres and Kafka answer, else 503 naming the failed check; no credential needed',
+        },
+      },
+      async (_req, reply) => {
+        const r = await ctx.readiness();
+        reply.status(r.ready ? 200 : 503);
+        return { status: r.ready ? 'ready' : 'not_ready', checks: r.checks };
+      },
+    );
+    app.get(
+      '/metrics',
+      {
+        config: { public: true },
+        schema: { tags: ['health'], summary: 'Prometheus metrics (text exposition format); no credential needed' },
+      },
+      async (_req, reply) => {
+        const m = await exposition();
+        reply.type(m.contentType);
+        return m.body;
+      },
+    );
   };
 }

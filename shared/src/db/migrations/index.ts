@@ -8,6 +8,7 @@ import * as m006 from './006_canceled_status.ts';
 import * as m007 from './007_tenant_erasures.ts';
 import * as m008 from './008_destination_cancel_epoch.ts';
 import * as m009 from './009_sender_presence.ts';
+import * as m010 from './010_operations.ts';
 
 export interface Migration {
   name: string;
@@ -26,4 +27,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '007_tenant_erasures', ...m007 },
   { name: '008_destination_cancel_epoch', ...m008 },
   { name: '009_sender_presence', ...m009 },
+  { name: '010_operations', ...m010 },
 ];

@@ -48,6 +48,12 @@ export class HealthStore {
       }
       changes.push({ tenant_id: last.tenant_id, destination_id: last.destination_id, consecutive_failures: count, crossed, last });
     }
+    // The newest success and failure of each destination in this batch.
+    const lastOf = (c: HealthChange, status: string) =>
+      byDest
+        .get(`${c.tenant_id}\u0000${c.destination_id}`)
+        ?.filter((a) => a.status === status)
+        .reduce<AttemptRecord | undefined>((m, a) => (!m || a.time > m.time ? a : m), undefined);
     await this.db('destination_health')
       .insert(
         changes.map((c) => ({
@@ -55,10 +61,19 @@ export class HealthStore {
           destination_id: c.destination_id,
           consecutive_failures: c.consecutive_failures,
           last_attempt_at: c.last.time,
+          last_success_at: lastOf(c, 'success')?.time ?? null,
+          last_failure_at: lastOf(c, 'failed')?.time ?? null,
+          last_failure_code: lastOf(c, 'failed')?.code ?? null,
         })),
       )
       .onConflict(['tenant_id', 'destination_id'])
-      .merge(['consecutive_failures', 'last_attempt_at']);
+      .merge({
+        consecutive_failures: this.db.raw('excluded.consecutive_failures'),
+        last_attempt_at: this.db.raw('excluded.last_attempt_at'),
+        last_success_at: this.db.raw('coalesce(excluded.last_success_at, destination_health.last_success_at)'),
+        last_failure_at: this.db.raw('coalesce(excluded.last_failure_at, destination_health.last_failure_at)'),
+        last_failure_code: this.db.raw('coalesce(excluded.last_failure_code, destination_health.last_failure_code)'),
+      });
     return changes;
   }
 }

@@ -23,7 +23,27 @@ const INSERT_EVENTS = `
   FROM json_to_recordset(?::json) AS r(tenant_id text, id text, topic text, time timestamptz, metadata json, data json,
        eligible_for_retry boolean, destination_id text, received_at timestamptz, matched_destination_ids text[],
        skipped_destination_ids text[])
-  ON CONFLICT DO NOTHING`;
+  ON CONFLICT DO NOTHING
+  RETURNING tenant_id, topic, received_at`;
+
+// The metrics API's per-minute counts (migration 006) of the rows just inserted.
+const COUNT_EVENTS = `
+  INSERT INTO event_counts AS c (tenant_id, minute, topic, count)
+  SELECT tenant_id, date_trunc('minute', received_at, 'UTC'), topic, count(*)
+  FROM json_to_recordset(?::json) AS r(tenant_id text, topic text, received_at timestamptz)
+  GROUP BY 1, 2, 3
+  ON CONFLICT (tenant_id, minute, topic) DO UPDATE SET count = c.count + EXCLUDED.count`;
+const COUNT_ATTEMPTS = `
+  WITH r AS (
+    SELECT * FROM json_to_recordset(?::json) AS r(tenant_id text, time timestamptz, destination_id text, topic text, status text, code text)
+  ), per_minute AS (
+    INSERT INTO attempt_counts_minute AS c (tenant_id, minute, topic, status, code, count)
+    SELECT tenant_id, date_trunc('minute', time, 'UTC'), topic, status, code, count(*) FROM r GROUP BY 1, 2, 3, 4, 5
+    ON CONFLICT (tenant_id, minute, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count
+  )
+  INSERT INTO attempt_counts_hour AS c (tenant_id, hour, destination_id, topic, status, code, count)
+  SELECT tenant_id, date_trunc('hour', time, 'UTC'), destination_id, topic, status, code, count(*) FROM r GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (tenant_id, hour, destination_id, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count`;
 
 const DELIVERY_COLUMNS = `tenant_id text, event_id text, destination_id text, topic text, event_time timestamptz,
        created_at timestamptz, status text`;
@@ -110,7 +130,8 @@ export class PipelineStore {
       ...skipped_destination_ids.map((d) => deliveryRow(e, d, 'skipped')),
     ]);
     await this.db.transaction(async (tx) => {
-      await tx.raw(INSERT_EVENTS, [JSON.stringify(events)]);
+      const inserted = (await tx.raw(INSERT_EVENTS, [JSON.stringify(events)])).rows as unknown[];
+      if (inserted.length) await tx.raw(COUNT_EVENTS, [JSON.stringify(inserted)]);
       if (rows.length) await tx.raw(INSERT_PENDING_DELIVERIES, [JSON.stringify(rows)]);
     });
   }
@@ -165,6 +186,15 @@ export class PipelineStore {
         successful_at: succeededAt.get(k) ?? null,
       }));
       if (deliveries.length) await tx.raw(UPSERT_ATTEMPTED_DELIVERIES, [JSON.stringify(deliveries)]);
+      const counted = added.map(({ tenant_id, time, destination_id, topic, status, code }) => ({
+        tenant_id,
+        time,
+        destination_id,
+        topic,
+        status,
+        code,
+      }));
+      if (counted.length) await tx.raw(COUNT_ATTEMPTS, [JSON.stringify(counted)]);
       return added;
     });
   }

@@ -1,0 +1,69 @@
+// Reading the attempts topic as an analyst (docs/operations.md, "Reading the attempts topic"):
+// a consumer group of your own, so the services' groups are never disturbed, that prints per minute
+// how many attempts succeeded and failed for each destination type and code, and writes every
+// attempt as one JSON line to stdout when --raw is given.
+//
+//   KAFKA_BROKERS=127.0.0.1:9092 node docs/examples/read-attempts.ts [--group analytics] [--from-beginning] [--raw] [--max N]
+//
+// Records are the JSON of shared/schemas/attempt.schema.json, keyed by destination id. A record may
+// come twice after a sender crash (same `id`): deduplicate on `id` when counting exactly.
+// Uses kafkajs (a dependency of the project); any Kafka client in any language reads it the same.
+import { parseArgs } from 'node:util';
+import kafkajs from 'kafkajs';
+
+const { values: args } = parseArgs({
+  options: {
+    group: { type: 'string', default: 'analytics-attempts' },
+    'from-beginning': { type: 'boolean', default: false },
+    raw: { type: 'boolean', default: false },
+    /** Stop after this many records (0: run until Ctrl-C). */
+    max: { type: 'string', default: '0' },
+  },
+});
+const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+const topic = `${process.env.KAFKA_TOPIC_PREFIX ?? 'switchyard.'}attempts`;
+const max = Number(args.max);
+
+const kafka = new kafkajs.Kafka({ clientId: 'read-attempts', brokers, logLevel: kafkajs.logLevel.WARN });
+const consumer = kafka.consumer({ groupId: args.group as string });
+await consumer.connect();
+await consumer.subscribe({ topic, fromBeginning: args['from-beginning'] });
+
+interface Attempt {
+  id: string;
+  destination_type: string;
+  status: 'success' | 'failed';
+  code: string;
+  time: string;
+}
+const seen = new Set<string>();
+const counts = new Map<string, number>();
+let read = 0;
+const report = () => {
+  for (const [k, n] of [...counts].sort()) console.error(`${k} ${n}`);
+  counts.clear();
+};
+const timer = setInterval(report, 60_000);
+
+const stop = async () => {
+  clearInterval(timer);
+  report();
+  await consumer.disconnect();
+  process.exit(0);
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
+
+await consumer.run({
+  eachMessage: async ({ message }) => {
+    const a = JSON.parse(message.value?.toString('utf8') ?? 'null') as Attempt;
+    if (!seen.has(a.id)) {
+      seen.add(a.id);
+      if (seen.size > 100_000) seen.clear(); // bounded memory: duplicates arrive close together
+      const key = `${a.time.slice(0, 16)} ${a.destination_type} ${a.status} ${a.code}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      if (args.raw) process.stdout.write(`${JSON.stringify(a)}\n`);
+    }
+    if (max > 0 && ++read >= max) setImmediate(stop);
+  },
+});

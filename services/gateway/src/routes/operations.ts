@@ -1,0 +1,227 @@
+// What operators watch, through the API: a destination's health (consecutive failures, last success
+// and failure, why it is disabled) and the operator events (alerts, auto-disables) the attempts
+// service raises, which otherwise reach only the operator-events topic and the optional callback.
+// Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, operator
+// events of every tenant.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  ATTEMPT_DIMENSIONS,
+  BUCKETS,
+  type Bucket,
+  type CountQuery,
+  minuteByDestination,
+  OperationsStore,
+} from '@switchyard/shared/db/stores/operations.ts';
+import { AppError } from '@switchyard/shared/errors.ts';
+import { requireTenantAccess } from '../auth.ts';
+import type { Ctx } from '../app.ts';
+import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
+import { pageQuerySchema, pageRequest } from './paging.ts';
+
+const time = { type: ['string', 'null'], format: 'date-time' } as const;
+
+const healthSchema = {
+  type: 'object',
+  properties: {
+    destination_id: { type: 'string' },
+    consecutive_failures: { type: 'integer', description: 'Failed attempts in a row since the last success.' },
+    last_attempt_at: time,
+    last_success_at: time,
+    last_failure_at: time,
+    last_failure_code: { type: ['string', 'null'], description: "'ERR' or the HTTP status of the newest failed attempt." },
+    disabled_at: time,
+    disabled_reason: {
+      type: ['string', 'null'],
+      enum: ['consecutive_failures', 'manual', null],
+      description: 'consecutive_failures: disabled by ALERT_AUTO_DISABLE_DESTINATION; manual: through the API; null: enabled.',
+    },
+  },
+} as const;
+
+const operatorEventSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string', enum: ['alert.consecutive_failure', 'destination.auto_disabled'] },
+    time: { type: 'string', format: 'date-time' },
+    tenant_id: { type: 'string' },
+    destination_id: { type: 'string' },
+    data: { type: 'object', additionalProperties: true },
+  },
+} as const;
+
+const listQuery = {
+  type: 'object',
+  properties: {
+    ...pageQuerySchema.properties,
+    type: { type: 'string', description: 'Only these types (comma-separated or repeated).' },
+    destination_id: { type: 'string', description: 'Only events of this destination.' },
+  },
+} as const;
+
+/** Most buckets one metrics query may return per series (a week of minutes). */
+export const METRICS_MAX_BUCKETS = 10_080;
+
+const many = (description: string) => ({ type: 'string', description: `${description} (comma-separated or repeated)` }) as const;
+const countsQuery = (dimensions: readonly string[]) =>
+  ({
+    type: 'object',
+    properties: {
+      start: { type: 'string', format: 'date-time', description: 'Start of the range (default: end minus 24 h).' },
+      end: { type: 'string', format: 'date-time', description: 'End of the range, exclusive (default: now).' },
+      bucket: { type: 'string', enum: Object.keys(BUCKETS), default: 'hour', description: 'Bucket width, aligned to UTC.' },
+      group_by: many(`Split each bucket by these of: ${dimensions.join(', ')}`),
+      ...Object.fromEntries(dimensions.map((d) => [d, many(`Only these values of ${d}`)])),
+      tenant_id: many('Admin key only, without a tenant in the path: only these tenants'),
+    },
+  }) as const;
+const countsResponse = {
+  type: 'object',
+  properties: {
+    bucket: { type: 'string' },
+    start: { type: 'string', format: 'date-time' },
+    end: { type: 'string', format: 'date-time' },
+    group_by: { type: 'array', items: { type: 'string' } },
+    total: { type: 'integer' },
+    series: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: { type: ['string', 'number'] },
+        properties: {
+          time: { type: 'string', format: 'date-time' },
+          count: { type: 'integer' },
+          rate: { type: 'number', description: 'count per second of the bucket' },
+        },
+      },
+    },
+  },
+} as const;
+
+type ListReq = FastifyRequest<{ Params: { tenant_id?: string }; Querystring: Record<string, unknown> }>;
+
+export function operationsRoutes(ctx: Ctx) {
+  const store = new OperationsStore(ctx.db);
+  return async (app: FastifyInstance) => {
+    app.get(
+      '/destinations/:destination_id/health',
+      {
+        schema: {
+          tags: ['destinations'],
+          summary: "A destination's health: consecutive failures, last success and failure, why it is disabled",
+          params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
+          response: { 200: healthSchema },
+        },
+      },
+      async (req: TenantReq) => {
+        const tenantId = await existingTenant(ctx, req);
+        const health = await store.health(tenantId, req.params.destination_id ?? '');
+        if (!health) throw new AppError('DESTINATION_NOT_FOUND');
+        return health;
+      },
+    );
+
+    const countsOf =
+      <D extends string>(dimensions: readonly D[], run: (q: CountQuery<D>) => Promise<unknown[]>) =>
+      async (req: ListReq) => {
+        const q = req.query;
+        const p = req.principal;
+        const pathTenant = req.params.tenant_id ?? (p.kind === 'tenant' ? p.tenantId : null);
+        let tenantIds: string[] | null = null;
+        if (pathTenant !== null) {
+          requireTenantAccess(p, pathTenant);
+          await existingTenant(ctx, req as TenantReq);
+          tenantIds = [pathTenant];
+        } else {
+          tenantIds = multi(q, 'tenant_id') ?? null;
+        }
+        const problems: Array<{ path: string; message: string }> = [];
+        const end = typeof q.end === 'string' ? new Date(q.end) : new Date();
+        const start = typeof q.start === 'string' ? new Date(q.start) : new Date(end.getTime() - 86_400_000);
+        const bucket = (q.bucket ?? 'hour') as Bucket;
+        if (!(start < end)) problems.push({ path: 'query.start', message: 'must be before end' });
+        if ((end.getTime() - start.getTime()) / 1000 / BUCKETS[bucket] > METRICS_MAX_BUCKETS)
+          problems.push({
+            path: 'query.bucket',
+            message: `the range holds more than ${METRICS_MAX_BUCKETS} ${bucket} buckets: use a wider bucket`,
+          });
+        const groupBy = (multi(q, 'group_by') ?? []) as D[];
+        for (const g of groupBy)
+          if (!dimensions.includes(g)) problems.push({ path: 'query.group_by', message: `"${g}" is not one of ${dimensions.join(', ')}` });
+        const filters = Object.fromEntries(dimensions.map((d) => [d, multi(q, d)])) as Partial<Record<D, string[]>>;
+        if (minuteByDestination({ bucket, filters, groupBy }))
+          problems.push({
+            path: 'query.bucket',
+            message: 'minute buckets are not kept per destination: use bucket=hour to filter or group by destination_id',
+          });
+        if (problems.length) throw AppError.validation(problems);
+        const series = (await run({ tenantIds, start, end, bucket, filters, groupBy: [...new Set(groupBy)] })) as Array<{ count: number }>;
+        return {
+          bucket,
+          start: start.toISOString(),
+          end: end.toISOString(),
+          group_by: groupBy,
+          total: series.reduce((a, s) => a + s.count, 0),
+          series,
+        };
+      };
+
+    app.get(
+      '/metrics/attempts',
+      {
+        schema: {
+          tags: ['metrics'],
+          summary: 'Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates',
+          params: { type: 'object', properties: { tenant_id: idParam } },
+          querystring: countsQuery(ATTEMPT_DIMENSIONS),
+          response: { 200: countsResponse },
+        },
+      },
+      countsOf(ATTEMPT_DIMENSIONS, (q) => store.attemptCounts(q)),
+    );
+    app.get(
+      '/metrics/events',
+      {
+        schema: {
+          tags: ['metrics'],
+          summary: 'Events received per time bucket (minute, hour, day), by topic; counts and rates',
+          params: { type: 'object', properties: { tenant_id: idParam } },
+          querystring: countsQuery(['topic']),
+          response: { 200: countsResponse },
+        },
+      },
+      countsOf(['topic'] as const, (q) => store.eventCounts(q)),
+    );
+
+    app.get(
+      '/operator-events',
+      {
+        schema: {
+          tags: ['operations'],
+          summary: 'Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant',
+          params: { type: 'object', properties: { tenant_id: idParam } },
+          querystring: listQuery,
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                models: { type: 'array', items: operatorEventSchema },
+                pagination: { type: 'object', additionalProperties: true },
+              },
+            },
+          },
+        },
+      },
+      async (req: ListReq) => {
+        const p = req.principal;
+        const tenantId = req.params.tenant_id ?? (p.kind === 'tenant' ? p.tenantId : null);
+        if (tenantId !== null) {
+          requireTenantAccess(p, tenantId);
+          await existingTenant(ctx, req as TenantReq);
+        }
+        const destinationId = typeof req.query.destination_id === 'string' ? req.query.destination_id : undefined;
+        return store.listEvents(tenantId, { type: multi(req.query, 'type'), destinationId }, pageRequest(req.query));
+      },
+    );
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * Encryption-key rotation of an embedded deployment (`npm run rotate-encryption-key` with
+ * DATABASE_URL empty; docs/operations.md, "Rotating the encryption key"). Runs while `npm start` is
+ * stopped: the data directory belongs to one process.
+ *
+ * - rotate: when the key is embedded mode's own (DATA_DIR/secrets.env), a new AES_ENCRYPTION_SECRET
+ *   is generated and the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS in that file (written
+ *   durably before any row changes, so an interruption leaves both keys readable: run it again), then
+ *   every destination secret is re-encrypted under the new key. When AES_ENCRYPTION_SECRET comes from
+ *   the environment, the environment's two secrets are used as they are, as in production.
+ * - retire: re-encrypts what may remain, then refuses while deliveries routed before the rotation may
+ *   still wait in the log (a delivery record carries the ciphertext it was routed with: the sender
+ *   groups' and the retry scheduler's uncommitted records), unless forced; then drops
+ *   AES_ENCRYPTION_SECRET_PREVIOUS from secrets.env, so the old key can no longer read anything.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { loadConfig, SETTINGS } from '../config/index.ts';
+import { createCipher } from '../crypto.ts';
+import { createEmbeddedBus, lockDirectory } from '../kafka/embedded.ts';
+import { DESTINATION_TYPES, TOPIC } from '../kafka/topics.ts';
+import { createLogger } from '../log.ts';
+import { readEnvFile, writeSecretsFile } from '../secrets-file.ts';
+import { openEmbeddedDb } from './embedded.ts';
+import { migrateLatest } from './index.ts';
+import { reencryptAll } from './reencrypt.ts';
+
+export interface RotateResult {
+  action: 'rotated' | 'retired';
+  scanned: number;
+  rewritten: number;
+  /** Where the keys live: embedded mode's secrets file, or the environment (yours to change). */
+  keys: 'secrets-file' | 'environment';
+}
+
+export async function rotateEmbedded(
+  callerEnv: Record<string, string | undefined>,
+  opts: { retire?: boolean; force?: boolean } = {},
+): Promise<RotateResult> {
+  const dataDir = resolve(callerEnv.DATA_DIR || SETTINGS.DATA_DIR.default);
+  const file = join(dataDir, 'secrets.env');
+  if (!existsSync(join(dataDir, 'pg')))
+    throw new Error(`${dataDir} holds no embedded database (set DATA_DIR, or DATABASE_URL for Postgres)`);
+  // Refuses while npm start runs on this directory.
+  const lock = lockDirectory(dataDir);
+  try {
+    const stored = readEnvFile(file);
+    const fromEnv = Boolean(callerEnv.AES_ENCRYPTION_SECRET);
+    const env: Record<string, string> = {
+      ...stored,
+      ...(Object.fromEntries(Object.entries(callerEnv).filter(([, v]) => v)) as Record<string, string>),
+    };
+    if (!fromEnv) {
+      if (!stored.AES_ENCRYPTION_SECRET) throw new Error(`${file} has no AES_ENCRYPTION_SECRET: start the service once first`);
+      if (!opts.retire && !stored.AES_ENCRYPTION_SECRET_PREVIOUS) {
+        // The new key and the old one are durable before any row is rewritten under the new key.
+        stored.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET;
+        stored.AES_ENCRYPTION_SECRET = randomBytes(24).toString('base64url');
+        writeSecretsFile(file, stored);
+      }
+      env.AES_ENCRYPTION_SECRET = stored.AES_ENCRYPTION_SECRET;
+      env.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET_PREVIOUS ?? '';
+    }
+    const config = loadConfig({ ...env, DATABASE_URL: '', KAFKA_BROKERS: '' });
+    const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
+    const edb = await openEmbeddedDb(join(dataDir, 'pg'));
+    let counts: { scanned: number; rewritten: number };
+    try {
+      await migrateLatest(edb.db);
+      counts = await reencryptAll(edb.db, cipher);
+    } finally {
+      await edb.close();
+    }
+    const keys = fromEnv ? 'environment' : 'secrets-file';
+    if (!opts.retire) return { action: 'rotated', ...counts, keys };
+
+    if (!opts.force) {
+      const waiting = await waitingDeliveries(join(dataDir, 'log'), config.KAFKA_TOPIC_PREFIX, config.KAFKA_PARTITIONS);
+      if (waiting.length) {
+        throw new Error(
+          `deliveries routed before the rotation may still need the previous key: ${waiting.join(', ')} record(s) wait in the log. ` +
+            'Start the service until they are delivered (or given up), stop it, and retire again; --force retires now (those deliveries then fail to decrypt).',
+        );
+      }
+    }
+    if (!fromEnv) {
+      delete stored.AES_ENCRYPTION_SECRET_PREVIOUS;
+      writeSecretsFile(file, stored);
+    }
+    return { action: 'retired', ...counts, keys };
+  } finally {
+    lock.release();
+  }
+}
+
+/** `topic n` for each delivery or retry topic with records its consumer group has not committed. */
+async function waitingDeliveries(dir: string, topicPrefix: string, partitions: number): Promise<string[]> {
+  if (!existsSync(dir)) return [];
+  const bus = await createEmbeddedBus({ dir, topicPrefix, partitions, log: createLogger('rotate', 'silent') });
+  try {
+    await bus.ensureTopics();
+    const rows =
+      (await bus.lag?.([
+        ...DESTINATION_TYPES.map((type) => ({ groupId: `sender-${type}`, topics: [TOPIC.deliveries[type]] })),
+        { groupId: 'retry-scheduler', topics: TOPIC.retries },
+      ])) ?? [];
+    const byTopic = new Map<string, number>();
+    for (const r of rows) if (r.lag > 0) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + r.lag);
+    return [...byTopic].map(([t, n]) => `${t} ${n}`);
+  } finally {
+    await bus.close();
+  }
+}

@@ -1,0 +1,186 @@
+import type { Knex } from 'knex';
+import type { OperatorEvent } from '../../model/index.ts';
+import { type Page, type PageRequest, paginate } from '../paging.ts';
+
+/** A destination's health as the API shows it (GET .../destinations/{id}/health). */
+export interface DestinationHealth {
+  destination_id: string;
+  consecutive_failures: number;
+  last_attempt_at: string | null;
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  last_failure_code: string | null;
+  disabled_at: string | null;
+  /** Why it is disabled: consecutive_failures (auto-disabled by the attempts service) or manual; null when enabled. */
+  disabled_reason: 'consecutive_failures' | 'manual' | null;
+}
+
+interface HealthRow {
+  id: string;
+  disabled_at: Date | null;
+  consecutive_failures: number | null;
+  last_attempt_at: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_failure_code: string | null;
+  auto_disabled_at: Date | null;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export const BUCKETS = { minute: 60, hour: 3600, day: 86400 } as const;
+export type Bucket = keyof typeof BUCKETS;
+export const ATTEMPT_DIMENSIONS = ['topic', 'destination_id', 'status', 'code'] as const;
+export type AttemptDimension = (typeof ATTEMPT_DIMENSIONS)[number];
+
+/** Minute buckets are counted per tenant, topic, status and code: not by destination. */
+export const minuteByDestination = (q: { bucket: Bucket; filters: Record<string, unknown>; groupBy: string[] }) =>
+  q.bucket === 'minute' && (q.groupBy.includes('destination_id') || Boolean(q.filters.destination_id));
+
+export interface CountQuery<D extends string> {
+  /** null: every tenant (admin). */
+  tenantIds: string[] | null;
+  start: Date;
+  end: Date;
+  bucket: Bucket;
+  /** Only rows whose dimension is one of these values. */
+  filters: Partial<Record<D, string[]>>;
+  groupBy: D[];
+}
+
+export interface CountPoint {
+  time: string;
+  count: number;
+  /** Per second over the bucket. */
+  rate: number;
+  [dimension: string]: string | number;
+}
+
+/** Operator events (alerts, auto-disables) and destination health, for the API and the attempts service. */
+export class OperationsStore {
+  private readonly db: Knex;
+  constructor(db: Knex) {
+    this.db = db;
+  }
+
+  /** Stores operator events; a repeat of an id is ignored. */
+  async addEvents(events: OperatorEvent[]): Promise<void> {
+    if (!events.length) return;
+    await this.db('operator_events')
+      .insert(
+        events.map((e) => ({
+          tenant_id: e.tenant_id,
+          id: e.id,
+          destination_id: e.destination_id,
+          type: e.type,
+          time: e.time,
+          data: JSON.stringify(e.data),
+        })),
+      )
+      .onConflict(['tenant_id', 'id'])
+      .ignore();
+  }
+
+  /**
+   * Disables a destination for its consecutive failures, recording why; false when it was already
+   * disabled or is gone.
+   */
+  async autoDisable(tenantId: string, destinationId: string): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const rows = (await trx('destinations')
+        .where({ tenant_id: tenantId, id: destinationId })
+        .whereNull('disabled_at')
+        .update({ disabled_at: trx.fn.now(), updated_at: trx.fn.now() })
+        .returning('disabled_at')) as Array<{ disabled_at: Date }>;
+      const at = rows[0]?.disabled_at;
+      if (!at) return false;
+      await trx('destination_health')
+        .insert({ tenant_id: tenantId, destination_id: destinationId, auto_disabled_at: at })
+        .onConflict(['tenant_id', 'destination_id'])
+        .merge(['auto_disabled_at']);
+      return true;
+    });
+  }
+
+  /** Operator events newest first (or oldest with dir=asc); all tenants' when `tenantId` is null. */
+  async listEvents(
+    tenantId: string | null,
+    filter: { type?: string[] | undefined; destinationId?: string | undefined },
+    page: PageRequest,
+  ): Promise<Page<OperatorEvent>> {
+    const q = this.db('operator_events').select('id', 'type', 'time', 'tenant_id', 'destination_id', 'data');
+    if (tenantId !== null) q.where('tenant_id', tenantId);
+    if (filter.type) q.whereIn('type', filter.type);
+    if (filter.destinationId) q.where('destination_id', filter.destinationId);
+    const res = await paginate<OperatorEvent & { time: Date | string }>(this.db, q, {
+      ...page,
+      column: 'time',
+      idColumn: 'id',
+      orderBy: 'time',
+    });
+    return {
+      models: res.models.map((r) => ({ ...r, time: new Date(r.time).toISOString() })),
+      pagination: res.pagination,
+    };
+  }
+
+  /** Attempts per time bucket (from the per-minute counts), by the dimensions asked for. */
+  attemptCounts(q: CountQuery<AttemptDimension>): Promise<CountPoint[]> {
+    // Minute buckets come from the per-minute counts, which have no destination (minuteByDestination).
+    return q.bucket === 'minute' ? this.counts('attempt_counts_minute', 'minute', q) : this.counts('attempt_counts_hour', 'hour', q);
+  }
+
+  /** Events received per time bucket, optionally by topic. */
+  eventCounts(q: CountQuery<'topic'>): Promise<CountPoint[]> {
+    return this.counts('event_counts', 'minute', q);
+  }
+
+  private async counts(table: string, column: 'minute' | 'hour', q: CountQuery<string>): Promise<CountPoint[]> {
+    // Dimensions are column names from a fixed list (the route validates them), never caller text.
+    const dims = q.groupBy;
+    const query = this.db(table)
+      .select(this.db.raw(`date_trunc(?, ${column}, ?) AS bucket`, [q.bucket, 'UTC']), ...dims, this.db.raw('sum(count)::bigint AS count'))
+      .where(column, '>=', q.start)
+      .where(column, '<', q.end)
+      .groupByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '))
+      .orderByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '));
+    if (q.tenantIds) query.whereIn('tenant_id', q.tenantIds);
+    for (const [dim, values] of Object.entries(q.filters)) if (values?.length) query.whereIn(dim, values);
+    const rows = (await query) as Array<Record<string, unknown> & { bucket: Date; count: number }>;
+    const seconds = BUCKETS[q.bucket];
+    return rows.map((r) => {
+      const point: CountPoint = { time: r.bucket.toISOString(), count: r.count, rate: r.count / seconds };
+      for (const d of dims) point[d] = r[d] as string;
+      return point;
+    });
+  }
+
+  /** The health of one destination; undefined when it does not exist. */
+  async health(tenantId: string, destinationId: string): Promise<DestinationHealth | undefined> {
+    const row = (await this.db('destinations as d')
+      .leftJoin('destination_health as h', (j) => j.on('h.tenant_id', 'd.tenant_id').andOn('h.destination_id', 'd.id'))
+      .where({ 'd.tenant_id': tenantId, 'd.id': destinationId })
+      .first(
+        'd.id',
+        'd.disabled_at',
+        'h.consecutive_failures',
+        'h.last_attempt_at',
+        'h.last_success_at',
+        'h.last_failure_at',
+        'h.last_failure_code',
+        'h.auto_disabled_at',
+      )) as HealthRow | undefined;
+    if (!row) return undefined;
+    const auto = row.disabled_at && row.auto_disabled_at && row.disabled_at.getTime() === row.auto_disabled_at.getTime();
+    return {
+      destination_id: row.id,
+      consecutive_failures: row.consecutive_failures ?? 0,
+      last_attempt_at: iso(row.last_attempt_at),
+      last_success_at: iso(row.last_success_at),
+      last_failure_at: iso(row.last_failure_at),
+      last_failure_code: row.last_failure_code,
+      disabled_at: iso(row.disabled_at),
+      disabled_reason: row.disabled_at ? (auto ? 'consecutive_failures' : 'manual') : null,
+    };
+  }
+}

@@ -1,0 +1,107 @@
+// Consumer lag and in-flight records as the metrics report them, on both buses (the real broker and
+// the embedded log), and the ops listener's probes against reachable and unreachable dependencies.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { createDb } from '../src/db/index.ts';
+import { createEmbeddedBus } from '../src/kafka/embedded.ts';
+import { type Bus, createKafkaBus } from '../src/kafka/index.ts';
+import type { TopicDef } from '../src/kafka/topics.ts';
+import { createLogger } from '../src/log.ts';
+import { instrumentBus, registry } from '../src/metrics.ts';
+import { readiness, serveOps } from '../src/ops.ts';
+import { uniqueName, waitFor } from '../src/testing/index.ts';
+
+const log = createLogger('test', 'silent');
+const brokers = [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'];
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/switchyard';
+
+async function gauge(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const m = await registry.getSingleMetric(name)?.get();
+  return m?.values.find((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x))?.value;
+}
+
+async function lagAndInflight(t: Test, make: (t: Test) => Promise<Bus>) {
+  const topic: TopicDef = { name: uniqueName('lagged'), key: 'k', description: 'test' };
+  const bus = instrumentBus(await make(t));
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([topic]);
+  const producer = await bus.producer();
+  await producer.send(
+    topic,
+    Array.from({ length: 5 }, (_, i) => ({ key: 'same', value: { i } })),
+  );
+  const group = uniqueName('g');
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let started = 0;
+  await bus.consume<{ i: number }>({
+    groupId: group,
+    topics: [topic],
+    commitIntervalMs: 100,
+    async handle() {
+      started++;
+      await gate;
+    },
+  });
+  await waitFor('first record in flight', () => started === 1);
+  t.equal(await gauge('switchyard_consumer_inflight_records', { group }), 1, 'one record in flight');
+  t.equal(await gauge('switchyard_consumer_lag_records', { group, topic: topic.name, partition: '0' }), 5, 'nothing committed: lag 5');
+  release();
+  await waitFor(
+    'lag back to 0',
+    async () => (await gauge('switchyard_consumer_lag_records', { group, topic: topic.name, partition: '0' })) === 0,
+    20_000,
+  );
+  t.equal(await gauge('switchyard_consumer_inflight_records', { group }), 0, 'nothing in flight');
+  const consumed = await registry.getSingleMetric('switchyard_records_consumed_total')?.get();
+  t.equal(consumed?.values.find((v) => v.labels.group === group)?.value, 5, 'five consumed');
+}
+
+t.test('lag and in-flight records: embedded log', (t) =>
+  lagAndInflight(t, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sy-metrics-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    return createEmbeddedBus({ dir, topicPrefix: 'm.', partitions: 1, log });
+  }),
+);
+
+t.test('lag and in-flight records: Kafka', (t) =>
+  lagAndInflight(t, async () =>
+    createKafkaBus({ brokers, clientId: 'metrics-test', topicPrefix: `${uniqueName('m')}.`, partitions: 1, replicationFactor: 1, log }),
+  ),
+);
+
+t.test('readiness names the dependency that does not answer', async (t) => {
+  const good = {
+    db: createDb({ url: databaseUrl, poolMax: 1 }),
+    bus: createKafkaBus({ brokers, clientId: 'ready', topicPrefix: 'r.', partitions: 1, replicationFactor: 1, log }),
+  };
+  const bad = {
+    db: createDb({ url: 'postgres://postgres@127.0.0.1:1/none', poolMax: 1 }),
+    bus: createKafkaBus({ brokers: ['127.0.0.1:1'], clientId: 'ready', topicPrefix: 'r.', partitions: 1, replicationFactor: 1, log }),
+  };
+  t.teardown(async () => {
+    for (const x of [good, bad]) {
+      await x.bus.close();
+      await x.db.destroy();
+    }
+  });
+  t.same(await readiness(good), { ready: true, checks: { postgres: 'ok', kafka: 'ok' } });
+  t.same(await readiness(bad), { ready: false, checks: { postgres: 'failed', kafka: 'failed' } });
+  t.same(await readiness({ db: good.db, bus: bad.bus }), { ready: false, checks: { postgres: 'ok', kafka: 'failed' } });
+
+  const ops = await serveOps({ ...bad, logger: log }, '127.0.0.1', 0);
+  t.teardown(() => ops.close());
+  const url = `http://127.0.0.1:${(ops.server.address() as { port: number }).port}`;
+  t.equal((await fetch(`${url}/livez`)).status, 200, 'alive while its dependencies are down');
+  const ready = await fetch(`${url}/readyz`);
+  t.equal(ready.status, 503);
+  t.same(await ready.json(), { status: 'not_ready', checks: { postgres: 'failed', kafka: 'failed' } });
+  const metrics = await fetch(`${url}/metrics`);
+  t.equal(metrics.status, 200);
+  t.match(metrics.headers.get('content-type'), /^text\/plain/);
+  t.match(await metrics.text(), /# TYPE switchyard_deliveries_total counter/);
+  t.equal((await fetch(`${url}/nothing`)).status, 404);
+});

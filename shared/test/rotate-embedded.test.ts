@@ -1,0 +1,120 @@
+// Key rotation of an embedded deployment: `npm run rotate-encryption-key` generates the new key,
+// re-encrypts every destination secret in the embedded database under it, keeps the old key readable
+// for deliveries already in the log, and `--retire` drops the old key once nothing waits in the log.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { createCipher } from '../src/crypto.ts';
+import { openEmbeddedDb } from '../src/db/embedded.ts';
+import { migrateLatest } from '../src/db/index.ts';
+import { rotateEmbedded } from '../src/db/rotate-embedded.ts';
+import { DestinationStore } from '../src/db/stores/destinations.ts';
+import { TenantStore } from '../src/db/stores/tenants.ts';
+import { createEmbeddedBus, lockDirectory } from '../src/kafka/embedded.ts';
+import { TOPIC } from '../src/kafka/topics.ts';
+import { createLogger } from '../src/log.ts';
+import { loadSecretsFile, readEnvFile } from '../src/secrets-file.ts';
+import { ROOT, waitFor } from '../src/testing/index.ts';
+
+const log = createLogger('test', 'silent');
+
+t.test('embedded key rotation re-encrypts under a new key and retires the old one', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sy-rotate-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const file = join(dataDir, 'secrets.env');
+  const oldKey = loadSecretsFile(file).values.AES_ENCRYPTION_SECRET as string;
+
+  // A deployment with two destinations whose secrets are sealed with the generated key.
+  const seed = await openEmbeddedDb(join(dataDir, 'pg'));
+  await migrateLatest(seed.db);
+  await new TenantStore(seed.db).upsert('acme');
+  const seal = new DestinationStore(seed.db, createCipher(oldKey));
+  for (const i of [1, 2]) {
+    await seal.create({
+      id: `d${i}`,
+      tenant_id: 'acme',
+      type: 'webhook',
+      topics: ['*'],
+      config: { url: 'https://example.com/hook' },
+      credentials: { secret: `whsec_${i}` },
+      delivery_metadata: { env: 'prod' },
+      metadata: null,
+      filter: null,
+    });
+  }
+  await seed.close();
+
+  // A delivery routed before the rotation, still waiting in the log for its sender.
+  const bus = await createEmbeddedBus({ dir: join(dataDir, 'log'), topicPrefix: 'switchyard.', partitions: 12, log });
+  await bus.ensureTopics();
+  await (await bus.producer()).send(TOPIC.deliveries.webhook, [{ key: 'd1', value: { waiting: true } }]);
+  await bus.close();
+
+  t.test('refused while the data directory is in use', async (t) => {
+    const held = lockDirectory(dataDir);
+    t.teardown(() => held.release());
+    await t.rejects(rotateEmbedded({ DATA_DIR: dataDir }), /already open|in use/);
+    t.equal(readEnvFile(file).AES_ENCRYPTION_SECRET, oldKey, 'nothing changed');
+  });
+
+  t.test('rotate (the npm script, embedded mode)', async (t) => {
+    const r = spawnSync(process.execPath, [join(ROOT, 'shared/src/db/reencrypt-cli.ts')], {
+      env: { PATH: process.env.PATH, DATA_DIR: dataDir, DATABASE_URL: '', KAFKA_BROKERS: '' },
+      encoding: 'utf8',
+    });
+    t.equal(r.status, 0, r.stderr);
+    t.match(r.stdout, /re-encrypted 2 of 2 destinations under the current key/);
+    t.match(r.stdout, /--retire/);
+    const keys = readEnvFile(file);
+    t.not(keys.AES_ENCRYPTION_SECRET, oldKey, 'a new key');
+    t.equal(keys.AES_ENCRYPTION_SECRET_PREVIOUS, oldKey, 'the old key kept readable');
+    t.equal(keys.API_KEY, loadSecretsFile(file).values.API_KEY, 'the other secrets kept');
+
+    const db = await openEmbeddedDb(join(dataDir, 'pg'));
+    t.teardown(() => db.close());
+    const fresh = new DestinationStore(db.db, createCipher(keys.AES_ENCRYPTION_SECRET as string));
+    t.same((await fresh.list('acme')).map((d) => d.credentials.secret).sort(), ['whsec_1', 'whsec_2'], 'the new key alone reads every row');
+    await t.rejects(new DestinationStore(db.db, createCipher(oldKey)).get('acme', 'd1'), 'the old key alone reads none');
+    const rows = (await db.db('destinations').select('credentials')) as Array<{ credentials: string }>;
+    const newId = createCipher(keys.AES_ENCRYPTION_SECRET as string)
+      .encrypt('x')
+      .split('.')[1];
+    t.ok(
+      rows.every((r) => r.credentials.split('.')[1] === newId),
+      'every stored ciphertext names the new key',
+    );
+  });
+
+  t.test('embedded mode reads both keys meanwhile', async (t) => {
+    const { prepare } = await import('../../services/embedded/src/setup.ts');
+    const env = prepare({ DATA_DIR: dataDir }).env;
+    t.equal(env.AES_ENCRYPTION_SECRET_PREVIOUS, oldKey);
+    t.not(env.AES_ENCRYPTION_SECRET, oldKey);
+  });
+
+  t.test('retire waits for the deliveries in the log, then drops the old key', async (t) => {
+    await t.rejects(rotateEmbedded({ DATA_DIR: dataDir }, { retire: true }), /deliveries\.webhook 1 record/);
+    t.equal(readEnvFile(file).AES_ENCRYPTION_SECRET_PREVIOUS, oldKey, 'still there');
+
+    // The sender delivers it (its group commits past it).
+    const running = await createEmbeddedBus({ dir: join(dataDir, 'log'), topicPrefix: 'switchyard.', partitions: 12, log });
+    let handled = 0;
+    const consumer = await running.consume({
+      groupId: 'sender-webhook',
+      topics: [TOPIC.deliveries.webhook],
+      commitIntervalMs: 50,
+      handle: async () => void handled++,
+    });
+    await waitFor('delivered', () => handled === 1);
+    await consumer.close();
+    await running.close();
+
+    const r = await rotateEmbedded({ DATA_DIR: dataDir }, { retire: true });
+    t.match(r, { action: 'retired', rewritten: 0, scanned: 2, keys: 'secrets-file' });
+    const keys = readEnvFile(file);
+    t.notOk('AES_ENCRYPTION_SECRET_PREVIOUS' in keys, 'the old key is gone from the secrets file');
+    t.notMatch(readFileSync(file, 'utf8'), oldKey);
+  });
+});
