@@ -6,7 +6,7 @@ import { compile } from '@jmespath-community/jmespath';
 import t from 'tap';
 import { kafkaFailure, keyOf } from '../src/kafka/sender.ts';
 import { parseEndpoint, pubsubFailure } from '../src/pubsub/sender.ts';
-import { endpointHost, serviceBusFailure } from '../src/servicebus/sender.ts';
+import { endpointHost, serviceBusFailure, withoutEntityPath } from '../src/servicebus/sender.ts';
 
 const live = new AbortController().signal;
 const reasonOf = (o: { response_data: Record<string, unknown> | null }) => o.response_data?.reason;
@@ -62,6 +62,11 @@ t.test('servicebus: SDK codes and socket errors', async (t) => {
   t.equal(endpointHost('Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v'), 'ns.servicebus.windows.net');
   t.equal(endpointHost('SharedAccessKeyName=k;Endpoint=sb://127.0.0.1:5672;SharedAccessKey=v'), '127.0.0.1');
   t.equal(endpointHost('Endpoint=https://x/'), null);
+  t.equal(
+    withoutEntityPath('Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v;EntityPath=orders'),
+    'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=v',
+    'an entity-scoped policy: the name field decides the entity',
+  );
 });
 
 t.test('kafka: kafkajs errors, wrapped or not', async (t) => {

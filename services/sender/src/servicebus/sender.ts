@@ -62,11 +62,22 @@ export function endpointHost(connectionString: string): string | null {
   return m?.[1] ?? null;
 }
 
+/** The connection string without its EntityPath part. */
+export function withoutEntityPath(connectionString: string): string {
+  return connectionString
+    .split(';')
+    .filter((part) => !/^\s*EntityPath\s*=/i.test(part))
+    .join(';');
+}
+
 export function createServiceBusSender(opts: ServiceBusSenderOptions): TypeSender {
   return {
     open(target) {
       const name = String(target.config.name ?? '');
-      const connectionString = String(target.credentials.connection_string ?? '');
+      // The destination's `name` decides the entity: an EntityPath in the string (an entity-scoped
+      // policy's) would make the SDK refuse any other name, so it is dropped; a real namespace then
+      // refuses the policy's key for another entity as unauthorized.
+      const connectionString = withoutEntityPath(String(target.credentials.connection_string ?? ''));
       const host = endpointHost(connectionString);
       let client: ServiceBusClient | null = null;
       let sender: ServiceBusSender | null = null;

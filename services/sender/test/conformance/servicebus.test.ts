@@ -6,12 +6,23 @@ import { startServiceBusPeer } from '@switchyard/shared/testing/peers/servicebus
 import { parseAllowList } from '../../src/egress.ts';
 import type { Target } from '../../src/sender.ts';
 import { createServiceBusSender } from '../../src/servicebus/sender.ts';
-import { conformance, type Received } from './suite.ts';
+import { conformance, type Received, sampleEvent } from './suite.ts';
 
 const ENTITIES = Array.from({ length: 40 }, (_, i) => `queue-${i + 1}`);
 
 conformance({
   type: 'servicebus',
+  cases: {
+    'an EntityPath in the connection string does not override name': async (t, peer, deliver) => {
+      const base = await peer.destination();
+      const target = {
+        ...base,
+        credentials: { connection_string: `${String(base.credentials.connection_string)};EntityPath=some-other-queue` },
+      };
+      t.match(await deliver(target, sampleEvent()), { status: 'success' });
+      t.equal((await peer.received(target)).length, 1, 'delivered to the queue the name field says');
+    },
+  },
   async start(t) {
     const peer = await startServiceBusPeer({ entities: ENTITIES, keys: { SendOnly: 'c2VuZC1vbmx5LWtleQ==' } });
     t.teardown(() => peer.close());
