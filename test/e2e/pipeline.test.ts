@@ -319,9 +319,9 @@ t.test('delivery pipeline', async (t) => {
     t.equal(batch.status, 200);
     t.match(batch.body.results, [
       { status: 202, duplicate: false },
-      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[1].topic' }] },
+      { status: 422, code: 'VALIDATION_FAILED', problems: [{ path: 'body.events[1].topic' }] },
       { status: 202, duplicate: true, id: 'order-42' },
-      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[3].data' }] },
+      { status: 422, code: 'VALIDATION_FAILED', problems: [{ path: 'body.events[3].data' }] },
       { status: 404, code: 'TENANT_NOT_FOUND' },
     ]);
     await waitFor('two deliveries', () => at('/idem').length === 2);

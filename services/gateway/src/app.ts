@@ -10,6 +10,7 @@ import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerErrorHandling } from './errors.ts';
+import { registerJsonBody } from './json-body.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
@@ -68,6 +69,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   registerErrorHandling(app);
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
+  registerJsonBody(app);
   const routeTable: { method: string; url: string }[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (r) => {

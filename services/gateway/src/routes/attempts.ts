@@ -205,7 +205,8 @@ export async function expandAttempts(
     const events = await queries.eventsOf(attempts, withData);
     out.forEach((o, i) => {
       const a = attempts[i] as AttemptView;
-      o.event = events.get(`${a.tenant_id}\u0000${a.event_id}`) ?? null;
+      const event = events.get(`${a.tenant_id}\u0000${a.event_id}`);
+      if (event) o.event = event;
     });
   }
   if (include.has('destination')) {
@@ -218,7 +219,9 @@ export async function expandAttempts(
     }
     out.forEach((o, i) => {
       const a = attempts[i] as AttemptView;
-      o.destination = views.get(`${a.tenant_id}\u0000${a.destination_id}`) ?? null;
+      // A deleted destination is left out rather than sent as null.
+      const view = views.get(`${a.tenant_id}\u0000${a.destination_id}`);
+      if (view) o.destination = view;
     });
   }
   return out;

@@ -4,7 +4,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
 import { mergePatch } from '@switchyard/shared/merge-patch.ts';
 import type { DestinationType, JsonObject } from '@switchyard/shared/model/index.ts';
-import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import { canonicalType, INPUT_TYPE_NAMES, REGISTRY, TYPE_ALIASES } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
 import {
   checkCredentialRights,
@@ -24,6 +24,11 @@ const topicsSchema = {
   ],
 } as const;
 const objectOrNull = { type: ['object', 'null'] } as const;
+const typeInput = {
+  type: 'string',
+  enum: INPUT_TYPE_NAMES,
+  description: `One of ${DESTINATION_TYPES.join(', ')}; the aliases ${Object.keys(TYPE_ALIASES).join(', ')} are accepted as input and answered with the type they name.`,
+} as const;
 
 const createBody = {
   type: 'object',
@@ -31,7 +36,7 @@ const createBody = {
   additionalProperties: false,
   properties: {
     id: { type: 'string', maxLength: 255, pattern: '^[A-Za-z0-9_.:-]*$' },
-    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    type: typeInput,
     topics: topicsSchema,
     config: { type: 'object' },
     credentials: objectOrNull,
@@ -46,7 +51,7 @@ const patchBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    type: typeInput,
     topics: topicsSchema,
     config: objectOrNull,
     credentials: objectOrNull,
@@ -102,10 +107,12 @@ export function destinationRoutes(ctx: Ctx) {
       },
       async (req) => {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const type = multi(req.query, 'type');
         const problems: Problem[] = [];
-        for (const t of type ?? [])
-          if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+        const type = multi(req.query, 'type')?.map((t) => {
+          const canonical = canonicalType(t);
+          if (!canonical) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+          return canonical ?? t;
+        });
         fail(problems);
         const topics = multi(req.query, 'topics');
         return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) =>
@@ -119,7 +126,7 @@ export function destinationRoutes(ctx: Ctx) {
       { schema: { tags, summary: 'Create a destination', body: createBody } },
       async (req, reply) => {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const body = req.body;
+        const body = { ...req.body, type: canonicalType(req.body.type) as DestinationType };
         const def = REGISTRY[body.type];
         const problems: Problem[] = [];
         if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
@@ -178,10 +185,18 @@ export function destinationRoutes(ctx: Ctx) {
         const existing = await load(req as unknown as TenantReq);
         const body = req.body;
         const problems: Problem[] = [];
-        if (body.type !== undefined && body.type !== existing.type) problems.push({ path: 'body.type', message: 'cannot be changed' });
+        if (body.type !== undefined && canonicalType(body.type) !== existing.type)
+          problems.push({ path: 'body.type', message: 'cannot be changed' });
         checkCredentialRights(existing.type, body.credentials, req.principal, problems);
+        // RFC 7396 at the body's root: a member set to null is removed. A removed config is {} (its
+        // required fields are then reported); credentials null changes nothing (interface.md lets a
+        // patch send it, and removing them would drop or silently regenerate the signing secret).
         const config =
-          body.config === undefined ? existing.config : (mergePatch(existing.config, body.config ?? {}) as Record<string, unknown>);
+          body.config === undefined
+            ? existing.config
+            : body.config === null
+              ? {}
+              : (mergePatch(existing.config, body.config) as Record<string, unknown>);
         const credentials =
           body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
         // The filter is replaced whole; {} or null clears it.
@@ -190,7 +205,7 @@ export function destinationRoutes(ctx: Ctx) {
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
         const merged = <T>(current: T | null, patch: unknown) =>
-          patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object);
+          patch === undefined ? current : patch === null ? null : orNullIfEmpty(mergePatch(current ?? {}, patch) as T & object);
         const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {
           topics,
           config,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { isDestinationType, REGISTRY, typeSchema } from '@switchyard/shared/destinations/registry.ts';
+import { canonicalType, REGISTRY, typeSchema } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
 
 const fieldSchema = {
@@ -50,8 +50,9 @@ export function schemaRoutes(ctx: Ctx) {
         `${prefix}/destination-types/:type`,
         { schema: { tags, summary: 'One destination type schema', response: { 200: typeSchemaResponse } } },
         async (req) => {
-          if (!isDestinationType(req.params.type)) throw new AppError('DESTINATION_TYPE_NOT_FOUND');
-          return typeSchema(REGISTRY[req.params.type]);
+          const type = canonicalType(req.params.type);
+          if (!type) throw new AppError('DESTINATION_TYPE_NOT_FOUND');
+          return typeSchema(REGISTRY[type]);
         },
       );
     }

@@ -1,0 +1,25 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+/**
+ * JSON request bodies. An empty body sent with `Content-Type: application/json` is no body on a
+ * route whose body is optional (no body schema, or one that admits null): SDKs send exactly that
+ * for `PUT /tenants/{id}` or `DELETE` without fields. Where a body is required it stays a 400
+ * INVALID_JSON ("The request body is empty."). Non-empty bodies go to fastify's own parser, which
+ * refuses `__proto__` and `constructor.prototype` keys.
+ */
+export function registerJsonBody(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body.length === 0 && bodyIsOptional(req)) {
+      done(null, undefined);
+      return;
+    }
+    parse(req, body as string, done);
+  });
+}
+
+function bodyIsOptional(req: FastifyRequest): boolean {
+  const schema = (req.routeOptions.schema as { body?: { type?: string | string[] } } | undefined)?.body;
+  return schema === undefined || [schema.type].flat().includes('null');
+}
