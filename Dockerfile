@@ -21,6 +21,7 @@ COPY services/router/package.json services/router/
 COPY services/sender/package.json services/sender/
 COPY services/attempts/package.json services/attempts/
 COPY services/embedded/package.json services/embedded/
+COPY packages/client/package.json packages/client/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund
 # The sources after the install (.dockerignore keeps every node_modules/ of the build context out,

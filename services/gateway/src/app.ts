@@ -14,16 +14,17 @@ import { registerJsonBody } from './json-body.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
-import { destinationRoutes } from './routes/destinations.ts';
+import { createBody, destinationRoutes, patchBody } from './routes/destinations.ts';
+import { exactDocument, exactOperation, registerModels } from './openapi.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
-import { publishRoutes } from './routes/publish.ts';
-import { retryRoutes } from './routes/retry.ts';
+import { publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
+import { retryBody, retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { schemaRoutes } from './routes/schemas.ts';
-import { tenantListRoutes, tenantRoutes } from './routes/tenants.ts';
+import { tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
 
 export interface GatewayDeps {
   db: Knex;
@@ -67,6 +68,17 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
   });
   registerErrorHandling(app);
+  // Responses are sent as JSON.stringify writes them: the route's response schemas document them
+  // (and the e2e suites check them against the document) but never filter or coerce a field.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  registerModels(app, {
+    TenantUpsert: tenantUpsertBody,
+    DestinationCreate: createBody,
+    DestinationUpdate: patchBody,
+    PublishRequest: publishBodySchema,
+    PublishBatchRequest: publishBatchBodySchema,
+    RetryRequest: retryBody,
+  });
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   registerJsonBody(app);
@@ -133,6 +145,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
       },
       security: [{ bearer: [] }],
     },
+    // Components are named by their model's $id (Tenant, Destination, ...), not def-0, def-1.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transform: exactOperation,
+    transformObject: exactDocument as never,
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 

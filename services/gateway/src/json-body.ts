@@ -19,7 +19,11 @@ export function registerJsonBody(app: FastifyInstance): void {
   });
 }
 
+type BodySchema = { type?: string | string[]; $ref?: string };
+
 function bodyIsOptional(req: FastifyRequest): boolean {
-  const schema = (req.routeOptions.schema as { body?: { type?: string | string[] } } | undefined)?.body;
+  let schema = (req.routeOptions.schema as { body?: BodySchema } | undefined)?.body;
+  // A named model (openapi.ts) is looked up by its $id.
+  if (schema?.$ref) schema = req.server.getSchema(schema.$ref.replace(/#$/, '')) as BodySchema | undefined;
   return schema === undefined || [schema.type].flat().includes('null');
 }

@@ -3,6 +3,7 @@
 // against both databases the gateway runs on: Postgres (stack mode) and PGlite (embedded mode).
 import t from 'tap';
 import { uuidv7 } from '@switchyard/shared/ids.ts';
+import { type Doc, openApiChecker } from '@switchyard/shared/testing/openapi.ts';
 import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
 
 const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promise<TestApp>]> = [
@@ -12,7 +13,15 @@ const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promis
 
 for (const [mode, build] of modes) {
   t.test(mode, async (t) => {
-    const { app, call, config, db } = await build(t);
+    const built = await build(t);
+    const { app, config, db } = built;
+    // Every answer here is also checked against the served OpenAPI document.
+    const openapi = openApiChecker((await built.call('GET', '/api/v1/openapi.json', undefined, null)).body as Doc);
+    const call: TestApp['call'] = async (method, url, body, token) => {
+      const r = await built.call(method, url, body, token);
+      openapi.check(method, url, r.status, r.body);
+      return r;
+    };
     /** A request with `Content-Type: application/json` and no body at all, as SDKs send it. */
     const bare = async (method: 'PUT' | 'DELETE' | 'POST' | 'PATCH', url: string) => {
       const res = await app.inject({
@@ -21,7 +30,9 @@ for (const [mode, build] of modes) {
         headers: { authorization: `Bearer ${config.API_KEY}`, 'content-type': 'application/json' },
         payload: '',
       });
-      return { status: res.statusCode, body: res.body ? res.json() : undefined };
+      const r = { status: res.statusCode, body: res.body ? res.json() : undefined };
+      openapi.check(method, url, r.status, r.body);
+      return r;
     };
 
     t.test('an empty JSON body is no body where the body is optional', async (t) => {
@@ -185,6 +196,11 @@ for (const [mode, build] of modes) {
       t.notOk('destination_id' in ev.body);
       const listed = await call('GET', '/api/v1/tenants/omit-co/events');
       t.notOk(Object.values(listed.body.models[0]).includes(null), 'listed events carry no null');
+    });
+
+    t.test('every answer matches the served OpenAPI document', async (t) => {
+      t.ok(openapi.checked > 40, `${openapi.checked} answers`);
+      t.same(openapi.problems, []);
     });
   });
 }

@@ -16,6 +16,8 @@ import {
 } from '../destination-input.ts';
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
+import { documentedOnly, manyQueryDocs } from './attempts.ts';
+import { answers, ref } from '../openapi.ts';
 
 const topicsSchema = {
   anyOf: [
@@ -23,14 +25,15 @@ const topicsSchema = {
     { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 }, minItems: 1 },
   ],
 } as const;
-const objectOrNull = { type: ['object', 'null'] } as const;
+// Free-form objects say so (additionalProperties: true): generated clients type them as records.
+const objectOrNull = { type: ['object', 'null'], additionalProperties: true } as const;
 const typeInput = {
   type: 'string',
   enum: INPUT_TYPE_NAMES,
   description: `One of ${DESTINATION_TYPES.join(', ')}; the aliases ${Object.keys(TYPE_ALIASES).join(', ')} are accepted as input and answered with the type they name.`,
 } as const;
 
-const createBody = {
+export const createBody = {
   type: 'object',
   required: ['type', 'topics'],
   additionalProperties: false,
@@ -38,7 +41,7 @@ const createBody = {
     id: { type: 'string', maxLength: 255, pattern: '^[A-Za-z0-9_.:-]*$' },
     type: typeInput,
     topics: topicsSchema,
-    config: { type: 'object' },
+    config: { type: 'object', additionalProperties: true },
     credentials: objectOrNull,
     filter: objectOrNull,
     delivery_metadata: stringMap,
@@ -47,7 +50,7 @@ const createBody = {
   },
 } as const;
 
-const patchBody = {
+export const patchBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
@@ -99,10 +102,19 @@ export function destinationRoutes(ctx: Ctx) {
     app.get<{ Querystring: Record<string, unknown> }>(
       '/destinations',
       {
+        ...documentedOnly,
         schema: {
           tags,
           summary: 'List destinations (not paged); filter by type and topics',
-          querystring: { type: 'object', additionalProperties: true, properties: { type: {}, topics: {} } },
+          querystring: {
+            type: 'object',
+            additionalProperties: true,
+            properties: {
+              type: manyQueryDocs('Destinations of these types (aliases accepted).', INPUT_TYPE_NAMES),
+              topics: manyQueryDocs('Destinations subscribed to any of these topics.'),
+            },
+          },
+          response: answers({ 200: 'DestinationList' }),
         },
       },
       async (req) => {
@@ -123,7 +135,9 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.post<{ Body: CreateBody }>(
       '/destinations',
-      { schema: { tags, summary: 'Create a destination', body: createBody } },
+      {
+        schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
+      },
       async (req, reply) => {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
         const body = { ...req.body, type: canonicalType(req.body.type) as DestinationType };
@@ -167,7 +181,7 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.get(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Get a destination', params: destParams } },
+      { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
       async (req: TenantReq) => destinationView(await load(req)),
     );
 
@@ -178,7 +192,8 @@ export function destinationRoutes(ctx: Ctx) {
           tags,
           summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)',
           params: destParams,
-          body: patchBody,
+          body: ref('DestinationUpdate'),
+          response: answers({ 200: 'Destination' }),
         },
       },
       async (req) => {
@@ -221,7 +236,7 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.delete(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Delete a destination', params: destParams } },
+      { schema: { tags, summary: 'Delete a destination', params: destParams, response: answers({ 200: 'Success' }) } },
       async (req: TenantReq) => {
         const d = await load(req);
         await ctx.destinations.delete(d.tenant_id, d.id);
@@ -232,7 +247,7 @@ export function destinationRoutes(ctx: Ctx) {
     for (const action of ['enable', 'disable'] as const) {
       app.put(
         `/destinations/:destination_id/${action}`,
-        { schema: { tags, summary: `${action} a destination`, params: destParams } },
+        { schema: { tags, summary: `${action} a destination`, params: destParams, response: answers({ 200: 'Destination' }) } },
         async (req: TenantReq) => {
           const d = await load(req);
           const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());

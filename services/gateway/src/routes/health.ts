@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Ctx } from '../app.ts';
+import { answers, ref } from '../openapi.ts';
 
 export function healthRoutes(ctx: Ctx) {
   return async (app: FastifyInstance) => {
@@ -18,7 +19,14 @@ export function healthRoutes(ctx: Ctx) {
     for (const url of ['/healthz', '/api/v1/healthz'])
       app.get(
         url,
-        { config: { public: true }, schema: { tags: ['health'], summary: 'Liveness and dependencies; no credential needed' } },
+        {
+          config: { public: true },
+          schema: {
+            tags: ['health'],
+            summary: 'Liveness and dependencies; no credential needed',
+            response: answers({ 200: 'Health', 503: { ...ref('Health'), description: 'A dependency failed.' } }),
+          },
+        },
         handler,
       );
   };
