@@ -327,21 +327,48 @@ export function exactOperation({ schema, url, route }: { schema: FastifySchema; 
 
 const okDescriptions: Record<string, string> = { '200': 'OK.', '201': 'Created.', '202': 'Accepted.' };
 
+/** The error answers every operation shares, as named responses (components.responses). */
+const ERROR_RESPONSES: Record<string, string> = {
+  '400': 'BadRequest',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'NotFound',
+  '409': 'Conflict',
+  '413': 'PayloadTooLarge',
+  '415': 'UnsupportedMediaType',
+  '422': 'ValidationFailed',
+  '500': 'InternalError',
+  '503': 'ServiceUnavailable',
+};
+
 /**
  * @fastify/swagger's whole-document transform: a request body is required only where the route
- * refuses an empty one (json-body.ts: a body schema that admits null is optional), and success
- * answers say what they are rather than "Default Response".
+ * refuses an empty one (json-body.ts: a body schema that admits null is optional), success answers
+ * say what they are rather than "Default Response", and the shared error answers are named
+ * responses (`#/components/responses/NotFound`, ...) rather than a copy in every operation.
  */
 export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }) {
   const schemas = openapiObject.components?.schemas ?? {};
+  const responses: Record<string, object> = {};
+  for (const [status, name] of Object.entries(ERROR_RESPONSES))
+    responses[name] = {
+      description: errorDescriptions[Number(status)],
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  if (openapiObject.components) (openapiObject.components as { responses?: object }).responses = responses;
   for (const ops of Object.values(openapiObject.paths ?? {})) {
     for (const op of Object.values(ops)) {
       const content = op.requestBody?.content?.['application/json'];
       const refName = content?.schema?.$ref?.replace('#/components/schemas/', '');
       const bodySchema = refName ? schemas[refName] : content?.schema;
       if (op.requestBody && [bodySchema?.type].flat().includes('null')) op.requestBody.required = false;
-      for (const [status, r] of Object.entries(op.responses ?? {}))
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
         if (r.description === 'Default Response') r.description = okDescriptions[status] ?? 'OK.';
+        const name = ERROR_RESPONSES[status];
+        const isError = (r.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref === '#/components/schemas/Error';
+        if (name && isError && r.description === errorDescriptions[Number(status)] && op.responses)
+          op.responses[status] = { $ref: `#/components/responses/${name}` };
+      }
     }
   }
   return openapiObject;
@@ -355,7 +382,7 @@ interface OpenApiLike {
       string,
       {
         requestBody?: { required?: boolean; content?: Record<string, { schema?: { $ref?: string; type?: string | string[] } }> };
-        responses?: Record<string, { description?: string }>;
+        responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }>; $ref?: string }>;
       }
     >
   >;

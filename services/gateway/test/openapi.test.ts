@@ -6,17 +6,18 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
 import { ERRORS } from '@switchyard/shared/errors.ts';
+import { type Doc as CheckedDoc, openApiChecker } from '@switchyard/shared/testing/openapi.ts';
 import { openapiDocument } from '../src/openapi-document.ts';
 
 type Op = {
   parameters?: Array<{ in: string; name: string; required?: boolean; schema?: Record<string, unknown> }>;
-  responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>;
+  responses: Record<string, { $ref?: string; content?: Record<string, { schema: { $ref?: string } }> }>;
   security?: unknown[];
   requestBody?: { required?: boolean; content: Record<string, { schema: { $ref?: string } }> };
 };
 type Doc = {
   paths: Record<string, Record<string, Op>>;
-  components: { schemas: Record<string, Record<string, unknown>> };
+  components: { schemas: Record<string, Record<string, unknown>>; responses: Record<string, Op['responses'][string]> };
   security: unknown[];
 };
 
@@ -76,14 +77,21 @@ t.test('every operation is exact', async (t) => {
         statuses.some((s) => /^2\d\d$/.test(s)),
         `${where} documents its success`,
       );
+      // A named response (#/components/responses/X) stands for its definition.
+      const resolve = (r: Op['responses'][string] | undefined) =>
+        r?.$ref ? doc.components.responses[r.$ref.replace('#/components/responses/', '')] : r;
       for (const s of isHealth ? ['500'] : ['401', '403', '404', '422', '500', '503'])
         t.equal(
-          op.responses[s]?.content?.['application/json']?.schema.$ref,
+          resolve(op.responses[s])?.content?.['application/json']?.schema.$ref,
           '#/components/schemas/Error',
           `${where} documents ${s} as Error`,
         );
       for (const [s, r] of Object.entries(op.responses))
-        t.match(r.content?.['application/json']?.schema, { $ref: /^#\/components\/schemas\/\w+$/ }, `${where} ${s}: a named model`);
+        t.match(
+          resolve(r)?.content?.['application/json']?.schema,
+          { $ref: /^#\/components\/schemas\/\w+$/ },
+          `${where} ${s}: a named model`,
+        );
       if (op.requestBody)
         t.match(op.requestBody.content['application/json']?.schema ?? {}, { $ref: /^#\/components\/schemas\// }, `${where}: named body`);
     }
@@ -97,4 +105,21 @@ t.test('every operation is exact', async (t) => {
   });
   t.match(attemptParams.find((p) => p.name === 'status')?.schema, { anyOf: [{ enum: ['success', 'failed'] }] });
   t.match(attemptParams.find((p) => p.name === 'dir')?.schema, { enum: ['asc', 'desc'] });
+});
+
+t.test('the answer checker the e2e suites use catches what the document does not allow', async (t) => {
+  const c = openApiChecker((await openapiDocument()) as unknown as CheckedDoc);
+  const tenant = { id: 'acme', destinations_count: 0, topics: [], created_at: '2026-01-01T00:00:00Z', updated_at: '2026-01-01T00:00:00Z' };
+  t.same(c.check('GET', '/api/v1/tenants/acme', 200, tenant), []);
+  t.same(
+    c.check('GET', '/api/v1/acme', 404, { status: 404, code: 'TENANT_NOT_FOUND', message: 'Tenant not found.' }),
+    [],
+    'named error response',
+  );
+  t.equal(c.check('GET', '/api/v1/tenants/acme', 200, { ...tenant, topics: null }).length, 1, 'null where a list is due');
+  t.equal(c.check('GET', '/api/v1/acme', 404, { status: 404, code: 'NOPE', message: 'x' }).length, 1, 'an unknown error code');
+  t.equal(c.check('GET', '/api/v1/tenants/acme', 418, {}).length, 1, 'an undocumented status');
+  t.equal(c.check('GET', '/api/v1/nowhere/at/all/really', 200, {}).length, 1, 'an undocumented operation');
+  t.same(c.check('GET', '/api/v1/nowhere/at/all/really', 404, { status: 404, code: 'NOT_FOUND', message: 'No route' }), []);
+  t.equal(c.problems.length, 4);
 });

@@ -3,7 +3,11 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
-export type Doc = { paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> };
+type Response = { content?: Record<string, unknown>; $ref?: string };
+export type Doc = {
+  paths: Record<string, Record<string, { responses?: Record<string, Response> }>>;
+  components?: { responses?: Record<string, Response> };
+};
 
 export interface OpenApiChecker {
   /** What is wrong with this answer to `method url` (empty when it matches the document). */
@@ -52,17 +56,23 @@ export function openApiChecker(doc: Doc): OpenApiChecker {
         const key =
           String(status) in responses ? String(status) : `${String(status)[0]}XX` in responses ? `${String(status)[0]}XX` : 'default';
         if (!(key in responses)) out.push(`${where}: status not documented for ${m.toUpperCase()} ${found.path}`);
-        else if (responses[key]?.content?.['application/json']) {
-          const id = `${found.path} ${m} ${key}`;
-          let validate = compiled.get(id);
-          if (!validate) {
-            validate = ajv.compile({
-              $ref: `openapi.json#/${pointer('paths', found.path, m, 'responses', key, 'content', 'application/json', 'schema')}`,
-            });
-            compiled.set(id, validate);
+        else {
+          // A named response (#/components/responses/NotFound) is looked up there.
+          const named = responses[key]?.$ref?.replace('#/components/responses/', '');
+          const response = named ? doc.components?.responses?.[named] : responses[key];
+          const at = named ? ['components', 'responses', named] : ['paths', found.path, m, 'responses', key];
+          if (!response?.content?.['application/json']) {
+            if (body !== undefined) out.push(`${where}: a body where the document has none`);
+          } else {
+            const id = at.join(' ');
+            let validate = compiled.get(id);
+            if (!validate) {
+              validate = ajv.compile({ $ref: `openapi.json#/${pointer(...at, 'content', 'application/json', 'schema')}` });
+              compiled.set(id, validate);
+            }
+            if (!validate(body))
+              out.push(`${where}: ${ajv.errorsText(validate.errors, { dataVar: 'body' })} (${JSON.stringify(body).slice(0, 300)})`);
           }
-          if (!validate(body))
-            out.push(`${where}: ${ajv.errorsText(validate.errors, { dataVar: 'body' })} (${JSON.stringify(body).slice(0, 300)})`);
         }
       }
       problems.push(...out);
