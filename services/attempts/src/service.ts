@@ -63,8 +63,11 @@ export async function start(rt: Runtime): Promise<Service> {
       await new Promise((r) => setTimeout(r, pause));
       waiting = await store.missingEvents(waiting);
     }
-    if (waiting.length && !closing)
+    if (waiting.length && !closing) {
       logger.warn({ attempts: waiting.length, event_id: waiting[0]?.event_id }, 'attempts stored before their events');
+      // Given up once: later attempts of these events (a deleted tenant's, say) do not wait again.
+      for (const a of waiting) remember(`${a.tenant_id}\u0000${a.event_id}`);
+    }
   };
 
   // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
