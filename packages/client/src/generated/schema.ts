@@ -3934,7 +3934,7 @@ export interface components {
             topic: string;
             destination_id?: string;
             /** @default true */
-            eligible_for_retry: boolean;
+            eligible_for_retry?: boolean;
             /** Format: date-time */
             time?: string;
             metadata?: {
