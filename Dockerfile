@@ -39,6 +39,7 @@ COPY services/sender/package.json services/sender/
 COPY services/attempts/package.json services/attempts/
 COPY services/embedded/package.json services/embedded/
 COPY services/portal/package.json services/portal/
+COPY packages/client/package.json packages/client/
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund
 # The sources after the install (.dockerignore keeps every node_modules/ of the build context out,

@@ -83,6 +83,11 @@ async function workload(db: Knex): Promise<void> {
     stored.push(...r);
     await store.storeRouted(r);
   });
+  let m = 0;
+  await timed('missingEvents, 100 attempts per batch (events stored)', 30, async () => {
+    await store.missingEvents(attempts(stored.slice(m, m + 100)));
+    m += 100;
+  });
   let a = 0;
   await timed('storeAttempts, 100 attempts per batch (+ deliveries)', 30, async () => {
     await store.storeAttempts(attempts(stored.slice(a, a + 100)));

@@ -41,9 +41,10 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly retryable: boolean;
-  readonly data: unknown;
+  /** The problems of a validation error. */
+  readonly data: Problem[] | undefined;
 
-  constructor(code: ErrorCode, message?: string, data?: unknown, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message?: string, data?: Problem[], options?: { cause?: unknown }) {
     super(message ?? ERRORS[code].message, options);
     this.name = 'AppError';
     this.code = code;
@@ -57,9 +58,31 @@ export class AppError extends Error {
   }
 }
 
-/** The one error body shape of the API: {status, code, message, data?}. */
-export function errorBody(err: AppError): { status: number; code: ErrorCode; message: string; data?: unknown } {
-  return err.data === undefined
-    ? { status: err.status, code: err.code, message: err.message }
-    : { status: err.status, code: err.code, message: err.message, data: err.data };
+/** The error body of the API. */
+export interface ErrorBody {
+  status: number;
+  code: ErrorCode;
+  message: string;
+  /** Validation errors: every problem as one human-readable line, `"<path> <message>"`. */
+  data?: string[];
+  /** The same problems, structured: where each is and what is wrong. */
+  problems?: Problem[];
+}
+
+/** One line per problem, as existing clients expect `data`: `body.type must be one of webhook, ...`. */
+export const problemText = (p: Problem): string => `${p.path} ${p.message}`;
+
+/**
+ * The one error body shape of the API: {status, code, message, data?, problems?}. `data` lists the
+ * problems of a validation error as strings (the form existing clients read); `problems` carries
+ * them with their field path apart.
+ */
+export function errorBody(err: AppError): ErrorBody {
+  const body: ErrorBody = { status: err.status, code: err.code, message: err.message };
+  if (Array.isArray(err.data)) {
+    const problems = err.data as Problem[];
+    body.data = problems.map(problemText);
+    body.problems = problems;
+  }
+  return body;
 }

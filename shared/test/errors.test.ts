@@ -27,7 +27,8 @@ t.test('errors carry code, status and retryable; the body has one shape', async 
     status: 422,
     code: 'VALIDATION_FAILED',
     message: 'The request is invalid.',
-    data: [{ path: 'body.topic', message: 'is required' }],
+    data: ['body.topic is required'],
+    problems: [{ path: 'body.topic', message: 'is required' }],
   });
   t.same(errorBody(new AppError('TENANT_NOT_FOUND')), { status: 404, code: 'TENANT_NOT_FOUND', message: 'Tenant not found.' });
 });

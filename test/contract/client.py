@@ -12,12 +12,12 @@ BASE, KEY = sys.argv[1].rstrip("/"), sys.argv[2]
 checks = 0
 
 
-def call(method, path, body=None, token=KEY):
+def call(method, path, body=None, token=KEY, json_header=False):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(BASE + path, data=data, method=method)
     if token:
         req.add_header("Authorization", "Bearer " + token)
-    if data is not None:
+    if data is not None or json_header:
         req.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(req, timeout=10) as res:
@@ -54,6 +54,10 @@ s, b = call("PUT", "/api/v1/tenants/contract-co")
 expect(s == 200 and b["id"] == "contract-co", "PUT /tenants/{id} again answers 200")
 s, b = call("GET", "/api/v1/contract-co")
 expect(s == 200 and "created_at" in b, "GET tenant")
+s, b = call("PUT", "/api/v1/tenants/sdk-co", json_header=True)
+expect(s == 201 and b["id"] == "sdk-co", "PUT with Content-Type: application/json and no body creates (as SDKs send it)")
+s, b = call("DELETE", "/api/v1/tenants/sdk-co", json_header=True)
+expect(s == 200 and b == {"success": True}, "DELETE with Content-Type: application/json and no body")
 s, b = call("PUT", "/api/v1/tenants/publish")
 expect(s == 422 and is_error(b, 422), "a tenant id colliding with a fixed path is refused")
 s, b = call("GET", "/api/v1/tenants/nobody-here")
@@ -81,6 +85,13 @@ s, b = call("GET", "/api/v1/tenants/contract-co/destinations?type=sqs")
 expect(s == 200 and [x["type"] for x in b] == ["sqs"], "list filtered by type")
 s, b = call("PATCH", f"/api/v1/tenants/contract-co/destinations/{did}", {"metadata": {"name": "main"}, "config": {"url": "https://example.com/v2"}})
 expect(s == 200 and b["config"]["url"] == "https://example.com/v2" and b["metadata"] == {"name": "main"}, "PATCH merges")
+s, b = call("PATCH", f"/api/v1/tenants/contract-co/destinations/{did}", {"metadata": None})
+expect(s == 200 and "metadata" not in b, "PATCH {metadata: null} removes it (RFC 7396)")
+s, b = call("POST", "/api/v1/contract-co/destinations", {"type": "pigeon", "topics": "*"})
+expect(s == 422 and all(isinstance(x, str) for x in b["data"]) and b["data"][0].startswith("body.type must be one of"), "422 data: human-readable strings")
+s, b = call("POST", "/api/v1/contract-co/destinations", {"type": "aws_sqs", "topics": "*", "config": {"queue_url": "https://sqs.example.com/q2"}, "credentials": {"key": "AKIA", "secret": "supersecretvalue"}})
+expect(s == 201 and b["type"] == "sqs", "type alias aws_sqs accepted, answered as sqs")
+call("DELETE", f"/api/v1/contract-co/destinations/{b['id']}")
 s, b = call("PUT", f"/api/v1/tenants/contract-co/destinations/{did}/disable")
 expect(s == 200 and b["disabled_at"], "disable sets disabled_at")
 s, b = call("PUT", f"/api/v1/contract-co/destinations/{did}/enable")

@@ -7,16 +7,9 @@ import { createKafkaBus, type InRecord } from '@switchyard/shared/kafka/index.ts
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { OperatorEvent } from '@switchyard/shared/model/index.ts';
-import {
-  apiClient,
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { type DestinationCreate, ok, type PublishRequest } from '@switchyard/client';
+import { createTestDatabase, e2eMode, freePort, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import { e2eClient } from './client.ts';
 
 interface AttemptRow {
   id: string;
@@ -53,8 +46,10 @@ t.test('delivery pipeline', async (t) => {
   const services = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
   let sender = services[1];
   await startService(t, 'gateway', { ...env, API_PORT: String(port2) });
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
-  const api2 = apiClient(`http://127.0.0.1:${port2}`, env.API_KEY as string);
+  // Both gateways through the typed client; every answer is checked against the served document.
+  const c1 = await e2eClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const c2 = await e2eClient(`http://127.0.0.1:${port2}`, env.API_KEY as string);
+  const api = c1.call;
   // Embedded mode: the log and the database belong to the one service process, so the suite reads
   // attempts through the API there (the same rows) and skips what needs the raw log or columns.
   const embedded = e2eMode() === 'embedded';
@@ -86,23 +81,16 @@ t.test('delivery pipeline', async (t) => {
     return r.body.models;
   };
   const attemptsOf = (eventId: string) => attemptRows({ event_id: eventId });
-  const publish = async (body: Record<string, unknown>, client = api) => {
-    const r = await client<{ id: string; duplicate: boolean; destination_ids: string[] }>('POST', '/api/v1/publish', {
-      eligible_for_retry: true,
-      ...body,
-    });
-    if (r.status !== 202) throw new Error(`publish answered ${r.status}: ${JSON.stringify(r.body)}`);
-    return r.body;
-  };
-  const hook = async (tenant: string, path: string, extra: Record<string, unknown> = {}, receiverUrl?: string) => {
-    const r = await api<{ id: string }>('POST', `/api/v1/tenants/${tenant}/destinations`, {
-      type: 'webhook',
-      topics: '*',
-      config: { url: `${receiverUrl}${path}` },
-      ...extra,
-    });
-    if (r.status !== 201) throw new Error(`create destination answered ${r.status}: ${JSON.stringify(r.body)}`);
-    return r.body.id;
+  const publish = (body: Omit<PublishRequest, 'eligible_for_retry'> & { eligible_for_retry?: boolean }, client = c1) =>
+    ok(client.api.POST('/api/v1/publish', { body: { eligible_for_retry: true, ...body } }));
+  const hook = async (tenant: string, path: string, extra: Partial<DestinationCreate> = {}, receiverUrl?: string) => {
+    const created = await ok(
+      c1.api.POST('/api/v1/tenants/{tenant_id}/destinations', {
+        params: { path: { tenant_id: tenant } },
+        body: { type: 'webhook', topics: '*', config: { url: `${receiverUrl}${path}` }, ...extra },
+      }),
+    );
+    return created.id;
   };
   const rx = await startReceiver(t);
   const at = (path: string) => rx.requests.filter((r) => r.url === path);
@@ -132,6 +120,41 @@ t.test('delivery pipeline', async (t) => {
     t.same(JSON.parse(at('/big')[0]?.body ?? '{}'), { amount: 150 });
   });
 
+  t.test('read-your-write: an event is readable once publish answered; no attempt is listed without its event', async (t) => {
+    await api('PUT', '/api/v1/tenants/ryw');
+    const d = await hook('ryw', '/ryw', {}, rx.url);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      // Generated ids and caller-chosen ones; read back at once, from this gateway or the other.
+      const p = await publish({ tenant_id: 'ryw', topic: 'user.created', data: { i }, ...(i % 2 ? { id: `ryw-${i}` } : {}) });
+      ids.push(p.id);
+      const r = await (i % 4 < 2 ? c1 : c2).api.GET('/api/v1/tenants/{tenant_id}/events/{event_id}', {
+        params: { path: { tenant_id: 'ryw', event_id: p.id } },
+      });
+      t.equal(r.response.status, 200, `event ${i} readable right after its 202`);
+      t.same(r.data?.data, { i });
+      // Meanwhile, every attempt listed so far embeds its event.
+      const listed = await ok(
+        c1.api.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts', {
+          params: { path: { tenant_id: 'ryw', destination_id: d }, query: { include: 'event.data', limit: 100 } },
+        }),
+      );
+      for (const a of listed.models) if (a.event?.id !== a.event_id) t.fail(`attempt of ${a.event_id} listed without its event`);
+    }
+    const all = await waitFor('every attempt', async () => {
+      const page = await ok(
+        c1.api.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts', {
+          params: { path: { tenant_id: 'ryw', destination_id: d }, query: { include: 'event', limit: 100 } },
+        }),
+      );
+      return page.models.length === ids.length ? page.models : undefined;
+    });
+    t.ok(
+      all.every((a) => a.event?.id === a.event_id),
+      'every attempt embeds its event',
+    );
+  });
+
   t.test('events near the 1 MiB body limit, several at once, reach every destination', async (t) => {
     // Kafka refuses a partition's record batch over its max.message.bytes (1 MiB unless the topic
     // says otherwise): three such events to one partition, fanned out twice, are several MiB.
@@ -159,7 +182,7 @@ t.test('delivery pipeline', async (t) => {
     const d = await hook('cfg', '/cfg', { topics: ['user.created'] }, rx.url);
     await api('PUT', `/api/v1/tenants/cfg/destinations/${d}/disable`);
     // Published through the other gateway instance, right after the change answered.
-    const skipped = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'disabled' } }, api2);
+    const skipped = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'disabled' } }, c2);
     if (db) {
       const row = await waitFor(
         'the skipped event stored',
@@ -177,9 +200,9 @@ t.test('delivery pipeline', async (t) => {
       t.equal(listed.status, 'skipped', 'the event records the skipped delivery');
     }
     await api('PUT', `/api/v1/tenants/cfg/destinations/${d}/enable`);
-    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'enabled' } }, api2);
+    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'enabled' } }, c2);
     await api('PATCH', `/api/v1/tenants/cfg/destinations/${d}`, { config: { url: `${rx.url}/cfg-moved` } });
-    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'moved' } }, api2);
+    await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'moved' } }, c2);
     const phases = () => [...at('/cfg'), ...at('/cfg-moved')].map((r) => JSON.parse(r.body).phase as string);
     await waitFor('deliveries after the changes', () => phases().length === 2);
     await new Promise((r) => setTimeout(r, 500));
@@ -194,7 +217,7 @@ t.test('delivery pipeline', async (t) => {
     // An event published before the change but routed after it may already use the new URL.
     const unmatched = await publish({ tenant_id: 'cfg', topic: 'order.refunded', data: {} });
     await api('DELETE', `/api/v1/tenants/cfg/destinations/${d}`);
-    const afterDelete = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'deleted' } }, api2);
+    const afterDelete = await publish({ tenant_id: 'cfg', topic: 'user.created', data: { phase: 'deleted' } }, c2);
     if (db) {
       const stored = await waitFor('the unmatched event stored', async () =>
         db('events').where({ tenant_id: 'cfg', id: afterDelete.id }).first(),
@@ -305,7 +328,7 @@ t.test('delivery pipeline', async (t) => {
     await hook('idem', '/idem', {}, rx.url);
     const first = await publish({ tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } });
     t.same([first.id, first.duplicate], ['order-42', false]);
-    const second = await publish({ tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } }, api2);
+    const second = await publish({ tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } }, c2);
     t.same([second.id, second.duplicate], ['order-42', true], 'a repeat through another gateway is a duplicate');
     const batch = await api<{ results: Array<Record<string, unknown>> }>('POST', '/api/v1/publish/batch', {
       events: [
@@ -319,9 +342,9 @@ t.test('delivery pipeline', async (t) => {
     t.equal(batch.status, 200);
     t.match(batch.body.results, [
       { status: 202, duplicate: false },
-      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[1].topic' }] },
+      { status: 422, code: 'VALIDATION_FAILED', problems: [{ path: 'body.events[1].topic' }] },
       { status: 202, duplicate: true, id: 'order-42' },
-      { status: 422, code: 'VALIDATION_FAILED', data: [{ path: 'body.events[3].data' }] },
+      { status: 422, code: 'VALIDATION_FAILED', problems: [{ path: 'body.events[3].data' }] },
       { status: 404, code: 'TENANT_NOT_FOUND' },
     ]);
     await waitFor('two deliveries', () => at('/idem').length === 2);
@@ -467,5 +490,10 @@ t.test('delivery pipeline', async (t) => {
     t.same(done.map((r) => r.event_id).sort(), [...ids].sort(), 'nothing accepted was lost');
     const received = new Set(at('/crash').map((r) => r.headers['x-outpost-event-id']));
     t.equal(received.size, ids.length, 'every event reached the receiver');
+  });
+
+  t.test('every answer the suite saw matches the served OpenAPI document', async (t) => {
+    t.ok(c1.openapi.checked + c2.openapi.checked > 100, `${c1.openapi.checked + c2.openapi.checked} answers checked`);
+    t.same([...c1.openapi.problems, ...c2.openapi.problems], []);
   });
 });

@@ -34,6 +34,11 @@ function malformedAttempt(r: InRecord<AttemptRecord>): string | null {
   return null;
 }
 
+/** Longest an attempt waits for its event row before it is stored anyway. */
+const EVENT_WAIT_MS = 30_000;
+/** Keys of recently stored events kept in memory (about 100 bytes each: 2 MB), seconds of traffic at full load. */
+const RECENT_EVENTS_MAX = 20_000;
+
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
   const { config, logger } = rt;
@@ -97,6 +102,34 @@ export async function start(rt: Runtime): Promise<Service> {
     }
     return ok;
   }
+  let closing = false;
+  // Events this instance stored lately: their attempts need no look-up (the common case; another
+  // instance's events, or any after a restart, are looked up in the table).
+  const stored = new Set<string>();
+  const remember = (key: string) => {
+    stored.add(key);
+    if (stored.size > RECENT_EVENTS_MAX) stored.delete(stored.values().next().value as string);
+  };
+  /**
+   * Read-your-write for include=event: an attempt is stored only once its event row is (the router
+   * sends the routed event before the delivery, so it is at most a batch of the other consumer
+   * away). Bounded, so an event that can never arrive (its partition dropped by retention) does not
+   * hold attempts back for long; on shutdown the batch is stored as it is.
+   */
+  const eventsStored = async (attempts: AttemptRecord[]) => {
+    const deadline = Date.now() + EVENT_WAIT_MS;
+    const unknown = attempts.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
+    let waiting = await store.missingEvents(unknown);
+    for (let pause = 5; waiting.length && !closing && Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
+      await new Promise((r) => setTimeout(r, pause));
+      waiting = await store.missingEvents(waiting);
+    }
+    if (waiting.length && !closing) {
+      logger.warn({ attempts: waiting.length, event_id: waiting[0]?.event_id }, 'attempts stored before their events');
+      // Given up once: later attempts of these events (a deleted tenant's, say) do not wait again.
+      for (const a of waiting) remember(`${a.tenant_id}\u0000${a.event_id}`);
+    }
+  };
 
   // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
   // 10 MiB default took the service to 235 MB catching up (docs/performance.md, "Fetch limits per
@@ -111,6 +144,7 @@ export async function start(rt: Runtime): Promise<Service> {
         await writeIsolating(await takeMalformed(records, malformedRouted), {
           write: async (rs) => {
             await store.storeRouted(rs.map((r) => r.value));
+            for (const r of rs) remember(`${r.value.event.tenant_id}\u0000${r.value.event.id}`);
             return [];
           },
           deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
@@ -125,7 +159,9 @@ export async function start(rt: Runtime): Promise<Service> {
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
-        const added = await writeIsolating(await takeMalformed(records, malformedAttempt), {
+        const valid = await takeMalformed(records, malformedAttempt);
+        await eventsStored(valid.map((r) => r.value));
+        const added = await writeIsolating(valid, {
           write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
           // An attempt is the record of a delivery that happened: when even its escaped response
           // cannot be stored (nested too deep, say), it is stored without the response, saying why.
@@ -153,6 +189,7 @@ export async function start(rt: Runtime): Promise<Service> {
   logger.info('attempts service consuming');
   return {
     async close() {
+      closing = true;
       await partitions.stop();
       await erasure.stop();
       await Promise.all(consumers.map((c) => c.close()));

@@ -14,24 +14,25 @@ import { registerBodyBudget } from './body-budget.ts';
 import { type Announce, createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
-import { withErrorResponses } from './openapi-errors.ts';
 import cors from '@fastify/cors';
+import { registerJsonBody } from './json-body.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
-import { destinationRoutes } from './routes/destinations.ts';
+import { createBody, destinationRoutes, patchBody } from './routes/destinations.ts';
+import { exactDocument, exactOperation, registerModels } from './openapi.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { operationsRoutes } from './routes/operations.ts';
-import { PUBLISH_BATCH_BODY_LIMIT, publishRoutes } from './routes/publish.ts';
+import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
 import { replayRoutes } from './routes/replay.ts';
-import { retryRoutes } from './routes/retry.ts';
+import { retryBody, retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { schemaRoutes } from './routes/schemas.ts';
-import { tenantListRoutes, tenantRoutes } from './routes/tenants.ts';
+import { tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
 
 export interface GatewayDeps {
   db: Knex;
@@ -98,8 +99,20 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   app.addHook('onResponse', async (req, reply) => {
     observeHttp(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
   });
+  // Responses are sent as JSON.stringify writes them: the route's response schemas document them
+  // (and the e2e suites check them against the document) but never filter or coerce a field.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  registerModels(app, {
+    TenantUpsert: tenantUpsertBody,
+    DestinationCreate: createBody,
+    DestinationUpdate: patchBody,
+    PublishRequest: publishBodySchema,
+    PublishBatchRequest: publishBatchBodySchema,
+    RetryRequest: retryBody,
+  });
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
+  registerJsonBody(app);
   const routeTable: { method: string; url: string }[] = [];
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (r) => {
@@ -163,7 +176,6 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   });
 
   await app.register(swagger, {
-    transform: withErrorResponses,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -178,6 +190,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
       },
       security: [{ bearer: [] }],
     },
+    // Components are named by their model's $id (Tenant, Destination, ...), not def-0, def-1.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transform: exactOperation,
+    transformObject: exactDocument as never,
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 

@@ -63,7 +63,7 @@ t.test('tenant tokens', async (t) => {
       token,
     );
     t.equal(d.status, 422);
-    t.match(d.body.data, [{ path: 'body.credentials.secret' }]);
+    t.match(d.body.problems, [{ path: 'body.credentials.secret' }]);
     const ok = await call(
       'POST',
       '/api/v1/destinations',

@@ -79,14 +79,14 @@ t.test('destinations', async (t) => {
         delete body.config[f.key];
         const r = await call('POST', '/api/v1/tenants/acme/destinations', body);
         t.equal(r.status, 422, `${type} without config.${f.key} is refused`);
-        t.match(r.body.data, [{ path: `body.config.${f.key}`, message: 'is required' }]);
+        t.match(r.body.problems, [{ path: `body.config.${f.key}`, message: 'is required' }]);
       }
       for (const f of def.credential_fields.filter((f) => f.required)) {
         const body = structuredClone(VALID[type]) as { credentials: Record<string, unknown> };
         delete body.credentials[f.key];
         const r = await call('POST', '/api/v1/tenants/acme/destinations', body);
         t.equal(r.status, 422, `${type} without credentials.${f.key} is refused`);
-        t.match(r.body.data, [{ path: `body.credentials.${f.key}`, message: 'is required' }]);
+        t.match(r.body.problems, [{ path: `body.credentials.${f.key}`, message: 'is required' }]);
       }
     }
     // Clean up so later subtests have room under the limit.
@@ -130,7 +130,7 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
   t.test('topics must be configured; * is kept as all', async (t) => {
     const bad = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['user.created', 'nope'] });
     t.equal(bad.status, 422);
-    t.match(bad.body.data, [{ path: 'body.topics', message: '"nope" is not a configured topic' }]);
+    t.match(bad.body.problems, [{ path: 'body.topics', message: '"nope" is not a configured topic' }]);
     const wild = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, topics: ['user.*'] });
     t.equal(wild.status, 201, 'a wildcard covering configured topics is accepted');
     t.equal(
@@ -160,7 +160,7 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
   t.test('filters are validated', async (t) => {
     const r = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, filter: { data: { amount: { $bogus: 1 } } } });
     t.equal(r.status, 422);
-    t.ok(r.body.data.some((p: { path: string }) => p.path.startsWith('filter')));
+    t.ok(r.body.problems.some((p: { path: string }) => p.path.startsWith('filter')));
   });
 
   t.test('PATCH merges config, credentials, metadata and delivery_metadata; replaces filter; refuses type change', async (t) => {
@@ -265,7 +265,7 @@ t.test('webhook specifics: reserved custom headers refused; an expired previous 
     },
   });
   t.equal(bad.status, 422);
-  t.same(bad.body.data.map((p: { path: string }) => p.path).sort(), [
+  t.same(bad.body.problems.map((p: { path: string }) => p.path).sort(), [
     'body.config.custom_headers.Content-Type',
     'body.config.custom_headers.x-bad',
     'body.config.custom_headers.x-outpost-topic',

@@ -54,7 +54,7 @@ t.test('gateway basics', async (t) => {
     });
     t.equal(r.status, 422);
     t.equal(r.body.code, 'VALIDATION_FAILED');
-    const paths = r.body.data.map((p: { path: string }) => p.path).sort();
+    const paths = r.body.problems.map((p: { path: string }) => p.path).sort();
     t.same(paths, ['body.config.url', 'body.credentials.bogus']);
   });
 
@@ -68,7 +68,7 @@ t.test('gateway basics', async (t) => {
     t.equal((await call('POST', '/api/v1/publish', { tenant_id: 'ghost', topic: 'a', data: {} })).status, 404);
     const bad = await call('POST', '/api/v1/publish', { tenant_id: 't1', topic: 'a', data: [1, 2] });
     t.equal(bad.status, 422);
-    t.match(bad.body.data, [{ path: 'body.data' }]);
+    t.match(bad.body.problems, [{ path: 'body.data' }]);
   });
 });
 

@@ -24,6 +24,29 @@ export function isDestinationType(t: unknown): t is DestinationType {
   return typeof t === 'string' && (DESTINATION_TYPES as readonly string[]).includes(t);
 }
 
+/**
+ * Type names of the service this contract follows, accepted as input (create, patch, the `type`
+ * filter, /destination-types/{type}) so existing configuration can be pasted. Responses always
+ * carry interface.md's names.
+ */
+export const TYPE_ALIASES: Readonly<Record<string, DestinationType>> = {
+  aws_sqs: 'sqs',
+  aws_kinesis: 'kinesis',
+  aws_s3: 's3',
+  azure_servicebus: 'servicebus',
+  gcp_pubsub: 'pubsub',
+  hookdeck: 'gateway',
+};
+
+/** Every type name accepted as input: interface.md's names, then the aliases. */
+export const INPUT_TYPE_NAMES: readonly string[] = [...DESTINATION_TYPES, ...Object.keys(TYPE_ALIASES)];
+
+/** interface.md's name of a type named by its own name or an alias; undefined for no type. */
+export function canonicalType(t: unknown): DestinationType | undefined {
+  if (isDestinationType(t)) return t;
+  return typeof t === 'string' && Object.hasOwn(TYPE_ALIASES, t) ? TYPE_ALIASES[t] : undefined;
+}
+
 /** The public schema of a type, as served by GET /destination-types. */
 export function typeSchema(def: DestinationTypeDef) {
   // interface.md names the regular expression `validation`; contract-details.md calls it `pattern`. Both are served.

@@ -15,6 +15,7 @@ import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { destinationView } from '../destination-view.ts';
 import { existingDestination, existingTenant, idParam, multi, type TenantReq } from './common.ts';
+import { answers } from '../openapi.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Query parameters of the event and attempt listings. They are checked here rather than by the
@@ -26,9 +27,6 @@ export type Query = Record<string, unknown>;
 /** Route options shared by these routes: the schema documents, the handler validates. */
 export const documentedOnly = { validatorCompiler: () => () => true } as const;
 
-const manyStrings = {
-  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
-} as const;
 const dateTime = { type: 'string', format: 'date-time' } as const;
 
 export const pageQueryDocs = {
@@ -53,11 +51,12 @@ export const timeQueryDocs = {
   'time[lt]': dateTime,
 } as const;
 
-export const statusQueryDocs = {
-  ...manyStrings,
-  description: 'success, failed or canceled; several values (x=a&x=b, x[]=a, x[0]=a, x=a,b) match any.',
-} as const;
-export const manyQueryDocs = (description: string) => ({ ...manyStrings, description: `${description} Several values match any.` });
+/** A query parameter that takes one value or several (x=a&x=b, x[]=a, x[0]=a, x=a,b), from `values` when given. */
+export const manyQueryDocs = (description: string, values?: readonly string[]) => {
+  const one = values ? { type: 'string', enum: [...values] } : { type: 'string' };
+  return { anyOf: [one, { type: 'array', items: one }], description: `${description} Several values match any.` } as const;
+};
+export const statusQueryDocs = manyQueryDocs('success, failed or canceled.', ATTEMPT_STATUSES);
 
 export class Problems {
   readonly list: Problem[] = [];
@@ -165,6 +164,7 @@ export function parseInclude(q: Query, p: Problems): Set<Include> {
 
 const includeDocs = manyQueryDocs(
   'Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility).',
+  INCLUDES,
 );
 
 /**
@@ -205,7 +205,8 @@ export async function expandAttempts(
     const events = await queries.eventsOf(attempts, withData);
     out.forEach((o, i) => {
       const a = attempts[i] as AttemptView;
-      o.event = events.get(`${a.tenant_id}\u0000${a.event_id}`) ?? null;
+      const event = events.get(`${a.tenant_id}\u0000${a.event_id}`);
+      if (event) o.event = event;
     });
   }
   if (include.has('destination')) {
@@ -218,7 +219,9 @@ export async function expandAttempts(
     }
     out.forEach((o, i) => {
       const a = attempts[i] as AttemptView;
-      o.destination = views.get(`${a.tenant_id}\u0000${a.destination_id}`) ?? null;
+      // A deleted destination is left out rather than sent as null.
+      const view = views.get(`${a.tenant_id}\u0000${a.destination_id}`);
+      if (view) o.destination = view;
     });
   }
   return out;
@@ -275,6 +278,7 @@ export function attemptRoutes(ctx: Ctx) {
           summary: 'List the attempts of a destination, newest first, cursor-paged',
           params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
           querystring: attemptListQuery,
+          response: answers({ 200: 'AttemptPage' }),
         },
       },
       async (req: Req) => {
@@ -291,7 +295,13 @@ export function attemptRoutes(ctx: Ctx) {
       '/destinations/:destination_id/attempts/:attempt_id',
       {
         ...documentedOnly,
-        schema: { tags: ['attempts'], summary: 'Get one attempt of a destination', params: attemptIdParams, querystring: includeQuery },
+        schema: {
+          tags: ['attempts'],
+          summary: 'Get one attempt of a destination',
+          params: attemptIdParams,
+          querystring: includeQuery,
+          response: answers({ 200: 'Attempt' }),
+        },
       },
       async (req: Req) => {
         const p = new Problems();
@@ -314,6 +324,7 @@ export function attemptRoutes(ctx: Ctx) {
             'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
           params: { type: 'object', properties: { tenant_id: idParam } },
           querystring: adminAttemptListQuery,
+          response: answers({ 200: 'AttemptPage' }),
         },
       },
       async (req: Req) => {
@@ -335,6 +346,7 @@ export function attemptRoutes(ctx: Ctx) {
           summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
           params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
           querystring: includeQuery,
+          response: answers({ 200: 'Attempt' }),
         },
       },
       async (req: Req) => {

@@ -5,7 +5,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
 import { mergePatch } from '@switchyard/shared/merge-patch.ts';
 import type { DestinationType, JsonObject } from '@switchyard/shared/model/index.ts';
-import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import { canonicalType, INPUT_TYPE_NAMES, REGISTRY, TYPE_ALIASES } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
 import {
   checkCredentialRights,
@@ -19,6 +19,8 @@ import {
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
 import { verifyGatewayToken } from '../gateway-token.ts';
+import { documentedOnly, manyQueryDocs } from './attempts.ts';
+import { answers, ref } from '../openapi.ts';
 
 const topicsSchema = {
   anyOf: [
@@ -26,18 +28,24 @@ const topicsSchema = {
     { type: 'array', items: { type: 'string', minLength: 1, maxLength: 255 }, minItems: 1 },
   ],
 } as const;
-const objectOrNull = { type: ['object', 'null'] } as const;
+// Free-form objects say so (additionalProperties: true): generated clients type them as records.
+const objectOrNull = { type: ['object', 'null'], additionalProperties: true } as const;
+const typeInput = {
+  type: 'string',
+  enum: INPUT_TYPE_NAMES,
+  description: `One of ${DESTINATION_TYPES.join(', ')}; the aliases ${Object.keys(TYPE_ALIASES).join(', ')} are accepted as input and answered with the type they name.`,
+} as const;
 
-const createBody = {
+export const createBody = {
   type: 'object',
   required: ['type', 'topics'],
   additionalProperties: false,
   properties: {
     // Empty: one is generated.
     id: { type: 'string', maxLength: 255, pattern: `^$|${ID_PATTERN}` },
-    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    type: typeInput,
     topics: topicsSchema,
-    config: { type: 'object' },
+    config: { type: 'object', additionalProperties: true },
     credentials: objectOrNull,
     filter: objectOrNull,
     delivery_metadata: stringMap,
@@ -46,11 +54,11 @@ const createBody = {
   },
 } as const;
 
-const patchBody = {
+export const patchBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    type: { type: 'string', enum: [...DESTINATION_TYPES] },
+    type: typeInput,
     topics: topicsSchema,
     config: objectOrNull,
     credentials: objectOrNull,
@@ -98,18 +106,29 @@ export function destinationRoutes(ctx: Ctx) {
     app.get<{ Querystring: Record<string, unknown> }>(
       '/destinations',
       {
+        ...documentedOnly,
         schema: {
           tags,
           summary: 'List destinations (not paged); filter by type and topics',
-          querystring: { type: 'object', additionalProperties: true, properties: { type: {}, topics: {} } },
+          querystring: {
+            type: 'object',
+            additionalProperties: true,
+            properties: {
+              type: manyQueryDocs('Destinations of these types (aliases accepted).', INPUT_TYPE_NAMES),
+              topics: manyQueryDocs('Destinations subscribed to any of these topics.'),
+            },
+          },
+          response: answers({ 200: 'DestinationList' }),
         },
       },
       async (req) => {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const type = multi(req.query, 'type');
         const problems: Problem[] = [];
-        for (const t of type ?? [])
-          if (!(t in REGISTRY)) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+        const type = multi(req.query, 'type')?.map((t) => {
+          const canonical = canonicalType(t);
+          if (!canonical) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+          return canonical ?? t;
+        });
         fail(problems);
         const topics = multi(req.query, 'topics');
         return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) =>
@@ -120,10 +139,12 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.post<{ Body: CreateBody }>(
       '/destinations',
-      { schema: { tags, summary: 'Create a destination', body: createBody } },
+      {
+        schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
+      },
       async (req, reply) => {
         const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const body = req.body;
+        const body = { ...req.body, type: canonicalType(req.body.type) as DestinationType };
         const def = REGISTRY[body.type];
         const problems: Problem[] = [];
         if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
@@ -170,7 +191,7 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.get(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Get a destination', params: destParams } },
+      { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
       async (req: TenantReq) => destinationView(await load(req)),
     );
 
@@ -181,17 +202,26 @@ export function destinationRoutes(ctx: Ctx) {
           tags,
           summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)',
           params: destParams,
-          body: patchBody,
+          body: ref('DestinationUpdate'),
+          response: answers({ 200: 'Destination' }),
         },
       },
       async (req) => {
         const existing = await load(req as unknown as TenantReq);
         const body = req.body;
         const problems: Problem[] = [];
-        if (body.type !== undefined && body.type !== existing.type) problems.push({ path: 'body.type', message: 'cannot be changed' });
+        if (body.type !== undefined && canonicalType(body.type) !== existing.type)
+          problems.push({ path: 'body.type', message: 'cannot be changed' });
         checkCredentialRights(existing.type, body.credentials, req.principal, problems);
+        // RFC 7396 at the body's root: a member set to null is removed. A removed config is {} (its
+        // required fields are then reported); credentials null changes nothing (interface.md lets a
+        // patch send it, and removing them would drop or silently regenerate the signing secret).
         const config =
-          body.config === undefined ? existing.config : (mergePatch(existing.config, body.config ?? {}) as Record<string, unknown>);
+          body.config === undefined
+            ? existing.config
+            : body.config === null
+              ? {}
+              : (mergePatch(existing.config, body.config) as Record<string, unknown>);
         const credentials =
           body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
         // The filter is replaced whole; {} or null clears it.
@@ -204,7 +234,7 @@ export function destinationRoutes(ctx: Ctx) {
           fail([await verifyGatewayToken(ctx.config.EVENT_GATEWAY_VERIFY_URL, credentials.token)].filter((p) => p !== null));
         }
         const merged = <T>(current: T | null, patch: unknown) =>
-          patch === undefined ? current : orNullIfEmpty(mergePatch(current ?? {}, patch ?? {}) as T & object);
+          patch === undefined ? current : patch === null ? null : orNullIfEmpty(mergePatch(current ?? {}, patch) as T & object);
         const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {
           topics,
           config,
@@ -221,7 +251,7 @@ export function destinationRoutes(ctx: Ctx) {
 
     app.delete(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Delete a destination', params: destParams } },
+      { schema: { tags, summary: 'Delete a destination', params: destParams, response: answers({ 200: 'Success' }) } },
       async (req: TenantReq) => {
         const d = await load(req);
         await ctx.destinations.delete(d.tenant_id, d.id);
@@ -233,7 +263,7 @@ export function destinationRoutes(ctx: Ctx) {
     for (const action of ['enable', 'disable'] as const) {
       app.put(
         `/destinations/:destination_id/${action}`,
-        { schema: { tags, summary: `${action} a destination`, params: destParams } },
+        { schema: { tags, summary: `${action} a destination`, params: destParams, response: answers({ 200: 'Destination' }) } },
         async (req: TenantReq) => {
           const d = await load(req);
           const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { QueryStore } from '@switchyard/shared/db/stores/queries.ts';
+import { QueryStore, type Tenants } from '@switchyard/shared/db/stores/queries.ts';
 import type { Ctx } from '../app.ts';
 import { createPendingReasons } from '../pending-reason.ts';
 import {
@@ -17,6 +17,7 @@ import {
   timeQueryDocs,
 } from './attempts.ts';
 import { existingDestination, idParam, multi, type TenantReq } from './common.ts';
+import { answers } from '../openapi.ts';
 
 const eventListQuery = {
   type: 'object',
@@ -45,6 +46,48 @@ const destinationEventListQuery = {
     ...pageQueryDocs,
   },
 } as const;
+
+/** How long a read waits for an event that may still be on its way to the events table. */
+export const EVENT_READ_WAIT_MS = 10_000;
+/** An event id generated or reserved this recently may be accepted and not yet stored. */
+const IN_FLIGHT_MS = 60_000;
+const UUIDV7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether an event not found may have been accepted (202) and not stored yet: the gateway answers
+ * publish once the event is in the log, and the attempts service stores it a batch later. Ids the
+ * gateway generated carry their time (UUIDv7); caller-chosen ids were reserved in event_ids first.
+ */
+async function mayBeInFlight(ctx: Ctx, tenants: Tenants, eventId: string): Promise<boolean> {
+  const m = UUIDV7.exec(eventId);
+  if (m) {
+    const age = Date.now() - Number.parseInt(`${m[1]}${m[2]}`, 16);
+    if (age > -IN_FLIGHT_MS && age < IN_FLIGHT_MS) return true;
+  }
+  const q = ctx
+    .db('event_ids')
+    .where({ id: eventId })
+    .andWhere('reserved_at', '>', new Date(Date.now() - IN_FLIGHT_MS));
+  if (tenants) q.whereIn('tenant_id', [...tenants]);
+  return (await q.first('id')) !== undefined;
+}
+
+/**
+ * Read-your-write for single-event reads in both modes, with nothing added to publish: a read of an
+ * event that is not stored but may be in flight polls until it is (or EVENT_READ_WAIT_MS passes),
+ * so `GET /events/{id}` right after publish's 202 answers the event rather than 404.
+ */
+export async function readEvent<T>(ctx: Ctx, tenants: Tenants, eventId: string, read: () => Promise<T | null>): Promise<T | null> {
+  const found = await read();
+  if (found !== null || !(await mayBeInFlight(ctx, tenants, eventId))) return found;
+  const deadline = Date.now() + EVENT_READ_WAIT_MS;
+  for (let pause = 10; Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
+    await new Promise((r) => setTimeout(r, pause));
+    const again = await read();
+    if (again !== null) return again;
+  }
+  return null;
+}
 
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; event_id?: string }; Querystring: Query }>;
 
@@ -75,6 +118,7 @@ export function eventRoutes(ctx: Ctx) {
             'List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
           params: { type: 'object', properties: { tenant_id: idParam } },
           querystring: eventListQuery,
+          response: answers({ 200: 'EventPage' }),
         },
       },
       async (req: Req) => {
@@ -96,10 +140,13 @@ export function eventRoutes(ctx: Ctx) {
             type: 'object',
             properties: { tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.') },
           },
+          response: answers({ 200: 'Event' }),
         },
       },
       async (req: Req) => {
-        const event = await queries.getEvent(await readableTenants(ctx, req), req.params.event_id ?? '');
+        const tenants = await readableTenants(ctx, req);
+        const eventId = req.params.event_id ?? '';
+        const event = await readEvent(ctx, tenants, eventId, () => queries.getEvent(tenants, eventId));
         if (!event) throw new AppError('EVENT_NOT_FOUND');
         return event;
       },
@@ -120,13 +167,14 @@ export function eventRoutes(ctx: Ctx) {
               tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.'),
             },
           },
+          response: answers({ 200: 'EventDeliveryList' }),
         },
       },
       async (req: Req) => {
-        const attempts = await queries.eventAttempts(
-          await readableTenants(ctx, req),
-          req.params.event_id ?? '',
-          multi(req.query, 'destination_id'),
+        const tenants = await readableTenants(ctx, req);
+        const eventId = req.params.event_id ?? '';
+        const attempts = await readEvent(ctx, tenants, eventId, () =>
+          queries.eventAttempts(tenants, eventId, multi(req.query, 'destination_id')),
         );
         if (!attempts) throw new AppError('EVENT_NOT_FOUND');
         return attempts.map((a) => ({ delivered_at: a.time, ...a }));
@@ -142,6 +190,7 @@ export function eventRoutes(ctx: Ctx) {
           summary: "List the events routed to a destination with that delivery's status, newest event time first, cursor-paged",
           params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
           querystring: destinationEventListQuery,
+          response: answers({ 200: 'EventPage' }),
         },
       },
       async (req: Req) => {
@@ -162,11 +211,13 @@ export function eventRoutes(ctx: Ctx) {
           tags: ['events'],
           summary: 'Get one event routed to a destination, as an array holding the event',
           params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam, event_id: idParam } },
+          response: answers({ 200: 'EventInArray' }),
         },
       },
       async (req: Req) => {
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const event = await queries.getEvent([tenantId], req.params.event_id ?? '', destinationId);
+        const eventId = req.params.event_id ?? '';
+        const event = await readEvent(ctx, [tenantId], eventId, () => queries.getEvent([tenantId], eventId, destinationId));
         if (!event) throw new AppError('EVENT_NOT_FOUND');
         return pendingReasons(() => typeOf(tenantId, destinationId), [event]);
       },

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { exposition } from '@switchyard/shared/metrics.ts';
 import type { Ctx } from '../app.ts';
+import { answers, ref } from '../openapi.ts';
 
 // Probes and metrics need no credential (shared/src/ops.ts says what each answers). /metrics carries
 // no tenant or destination ids; a deployment that exposes the API publicly should still keep it
@@ -22,7 +23,14 @@ export function healthRoutes(ctx: Ctx) {
     for (const url of ['/healthz', '/api/v1/healthz'])
       app.get(
         url,
-        { config: { public: true }, schema: { tags: ['health'], summary: 'Liveness and dependencies; no credential needed' } },
+        {
+          config: { public: true },
+          schema: {
+            tags: ['health'],
+            summary: 'Liveness and dependencies; no credential needed',
+            response: answers({ 200: 'Health', 503: { ...ref('Health'), description: 'A dependency failed.' } }),
+          },
+        },
         handler,
       );
     app.get(

@@ -10,6 +10,7 @@ import { requireAdmin } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { toAppError } from '../errors.ts';
 import { idParam } from './common.ts';
+import { answers, ref } from '../openapi.ts';
 
 /** Most events one batch publish may carry. */
 export const PUBLISH_BATCH_MAX = 1000;
@@ -27,13 +28,23 @@ export const publishBodySchema = {
     eligible_for_retry: { type: 'boolean', default: true },
     time: { type: 'string', format: 'date-time' },
     metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'number', 'boolean'] } },
-    data: { type: 'object' },
+    data: { type: 'object', additionalProperties: true },
   },
 } as const;
 
-const publishResponse = {
+export const publishBatchBodySchema = {
   type: 'object',
-  properties: { id: { type: 'string' }, duplicate: { type: 'boolean' }, destination_ids: { type: 'array', items: { type: 'string' } } },
+  required: ['events'],
+  additionalProperties: false,
+  properties: {
+    events: {
+      type: 'array',
+      minItems: 1,
+      maxItems: PUBLISH_BATCH_MAX,
+      description: 'Each item is a PublishRequest, validated on its own: a bad item fails alone.',
+      items: { type: 'object', additionalProperties: true },
+    },
+  },
 } as const;
 
 interface PublishBody {
@@ -76,8 +87,8 @@ export function publishRoutes(ctx: Ctx) {
         schema: {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
-          body: publishBodySchema,
-          response: { 202: publishResponse },
+          body: ref('PublishRequest'),
+          response: answers({ 202: 'PublishResult' }, [409]),
         },
       },
       async (req, reply) => {
@@ -99,12 +110,8 @@ export function publishRoutes(ctx: Ctx) {
         schema: {
           tags: ['publish'],
           summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
-          body: {
-            type: 'object',
-            required: ['events'],
-            additionalProperties: false,
-            properties: { events: { type: 'array', minItems: 1, maxItems: PUBLISH_BATCH_MAX, items: { type: 'object' } } },
-          },
+          body: ref('PublishBatchRequest'),
+          response: answers({ 200: 'BatchPublishResult' }),
         },
       },
       async (req) => {

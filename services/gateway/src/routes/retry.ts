@@ -4,6 +4,18 @@ import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import type { Ctx } from '../app.ts';
 import { idParam, type TenantReq } from './common.ts';
+import { answers, ref } from '../openapi.ts';
+
+export const retryBody = {
+  type: 'object',
+  required: ['event_id', 'destination_id'],
+  additionalProperties: false,
+  properties: {
+    event_id: idParam,
+    destination_id: idParam,
+    tenant_id: { ...idParam, description: 'With the admin key, when several tenants have this event id.' },
+  },
+} as const;
 
 /**
  * Manual retry: a new attempt of one event to one destination, with manual: true and the next
@@ -59,12 +71,8 @@ export function retryRoutes(ctx: Ctx) {
         schema: {
           tags: ['attempts'],
           summary: 'Retry one event to one destination (a manual attempt); 202',
-          body: {
-            type: 'object',
-            required: ['event_id', 'destination_id'],
-            additionalProperties: false,
-            properties: { event_id: idParam, destination_id: idParam, tenant_id: idParam },
-          },
+          body: ref('RetryRequest'),
+          response: answers({ 202: 'Success' }),
         },
       },
       async (req, reply) => {
@@ -76,7 +84,9 @@ export function retryRoutes(ctx: Ctx) {
     for (const prefix of ['/api/v1/:tenant_id', '/api/v1/tenants/:tenant_id', '/api/v1']) {
       app.post<{ Params: { tenant_id?: string; destination_id: string; event_id: string } }>(
         `${prefix}/destination/:destination_id/events/:event_id/retry`,
-        { schema: { tags: ['attempts'], summary: 'Retry one event to one destination (first form)' } },
+        {
+          schema: { tags: ['attempts'], summary: 'Retry one event to one destination (first form)', response: answers({ 202: 'Success' }) },
+        },
         async (req, reply) => {
           const result = await retry(req.params.tenant_id, req.params.event_id, req.params.destination_id, req.principal);
           reply.status(202);

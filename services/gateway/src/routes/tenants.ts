@@ -5,6 +5,7 @@ import { requireAdmin } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
 import { existingTenant, idParam, stringMap, type TenantReq, tenantOf } from './common.ts';
+import { answers, ref } from '../openapi.ts';
 
 /** How long creating a tenant may spend erasing a deleted one of the same id before answering 503. */
 const ERASE_IN_REQUEST_MS = 5_000;
@@ -32,16 +33,12 @@ export const RESERVED_TENANT_IDS = new Set([
   'docs',
 ]);
 
-const tenantSchema = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    destinations_count: { type: 'integer' },
-    topics: { type: 'array', items: { type: 'string' } },
-    metadata: stringMap,
-    created_at: { type: 'string', format: 'date-time' },
-    updated_at: { type: 'string', format: 'date-time' },
-  },
+/** PUT's optional body: `{metadata}`, or nothing. */
+export const tenantUpsertBody = {
+  type: ['object', 'null'],
+  description: 'Optional: an empty body (or none) creates the tenant without metadata.',
+  additionalProperties: false,
+  properties: { metadata: stringMap },
 } as const;
 
 export function tenantRoutes(ctx: Ctx) {
@@ -53,8 +50,8 @@ export function tenantRoutes(ctx: Ctx) {
           tags: ['tenants'],
           summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
           params: { type: 'object', properties: { tenant_id: idParam } },
-          body: { type: ['object', 'null'], additionalProperties: false, properties: { metadata: stringMap } },
-          response: { 200: tenantSchema, 201: tenantSchema },
+          body: ref('TenantUpsert'),
+          response: answers({ 200: 'Tenant', 201: 'Tenant' }),
         },
       },
       async (req, reply) => {
@@ -73,11 +70,15 @@ export function tenantRoutes(ctx: Ctx) {
       },
     );
 
-    app.get('', { schema: { tags: ['tenants'], summary: 'Get a tenant', response: { 200: tenantSchema } } }, async (req: TenantReq) => {
-      const tenant = await ctx.tenants.get(tenantOf(req));
-      if (!tenant) throw new AppError('TENANT_NOT_FOUND');
-      return tenant;
-    });
+    app.get(
+      '',
+      { schema: { tags: ['tenants'], summary: 'Get a tenant', response: answers({ 200: 'Tenant' }) } },
+      async (req: TenantReq) => {
+        const tenant = await ctx.tenants.get(tenantOf(req));
+        if (!tenant) throw new AppError('TENANT_NOT_FOUND');
+        return tenant;
+      },
+    );
 
     app.delete(
       '',
@@ -85,6 +86,7 @@ export function tenantRoutes(ctx: Ctx) {
         schema: {
           tags: ['tenants'],
           summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
+          response: answers({ 200: 'Success' }),
         },
       },
       async (req: TenantReq) => {
@@ -99,7 +101,7 @@ export function tenantRoutes(ctx: Ctx) {
 
     app.get(
       '/token',
-      { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)' } },
+      { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
       async (req: TenantReq) => {
         requireAdmin(req.principal);
         const tenantId = await existingTenant(ctx, req);
@@ -114,6 +116,7 @@ export function tenantRoutes(ctx: Ctx) {
           tags: ['tenants'],
           summary: 'A portal URL carrying a tenant token (admin only)',
           querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
+          response: answers({ 200: 'PortalRedirect' }),
         },
       },
       async (req) => {
@@ -134,7 +137,14 @@ export function tenantListRoutes(ctx: Ctx) {
   return async (app: FastifyInstance) => {
     app.get<{ Querystring: Record<string, string> }>(
       '/tenants',
-      { schema: { tags: ['tenants'], summary: 'List tenants (admin only)', querystring: pageQuerySchema } },
+      {
+        schema: {
+          tags: ['tenants'],
+          summary: 'List tenants (admin only)',
+          querystring: pageQuerySchema,
+          response: answers({ 200: 'TenantPage' }),
+        },
+      },
       async (req) => {
         requireAdmin(req.principal);
         return ctx.tenants.list(pageRequest(req.query));

@@ -65,6 +65,14 @@ const INSERT_ATTEMPTS = `
   ON CONFLICT DO NOTHING
   RETURNING id`;
 
+// An attempt recorded before its event's received_at was carried (none since migration 003) has no
+// partition key: its event is looked up by tenant and id alone.
+const MISSING_EVENTS = `
+  SELECT r.i FROM json_to_recordset(?::json) AS r(i integer, tenant_id text, event_id text, received_at timestamptz)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM events e
+    WHERE e.tenant_id = r.tenant_id AND e.id = r.event_id AND (r.received_at IS NULL OR e.received_at = r.received_at))`;
+
 // A success is never undone; counts and times only move forward.
 const UPSERT_ATTEMPTED_DELIVERIES = `
   INSERT INTO deliveries AS d (tenant_id, event_id, destination_id, topic, event_time, created_at, status, attempts,
@@ -134,6 +142,19 @@ export class PipelineStore {
       if (inserted.length) await tx.raw(COUNT_EVENTS, [JSON.stringify(inserted)]);
       if (rows.length) await tx.raw(INSERT_PENDING_DELIVERIES, [JSON.stringify(rows)]);
     });
+  }
+
+  /**
+   * The attempts whose event row is not stored yet. Attempts and routed events come from two topics
+   * consumed apart, so an attempt can be ready first; the attempts service holds such attempts back
+   * until their event is stored, so no attempt is listed without its event. One statement per
+   * batch: a primary-key probe per attempt (event_received_at is the event's partition key).
+   */
+  async missingEvents(attempts: AttemptRecord[]): Promise<AttemptRecord[]> {
+    if (!attempts.length) return [];
+    const keys = attempts.map((a, i) => ({ i, tenant_id: a.tenant_id, event_id: a.event_id, received_at: a.event_received_at || null }));
+    const { rows } = (await this.db.raw(MISSING_EVENTS, [JSON.stringify(keys)])) as { rows: Array<{ i: number }> };
+    return rows.map((r) => attempts[r.i] as AttemptRecord);
   }
 
   /** Stores attempts; returns those that were new (a redelivered attempt is not counted twice). */

@@ -84,25 +84,32 @@ export interface AttemptView {
   topic: string;
   status: AttemptStatus;
   code: string;
-  response_data: Record<string, unknown> | null;
+  /** Absent when the destination answered nothing worth keeping. */
+  response_data?: Record<string, unknown>;
   attempt_number: number;
   manual: boolean;
   final: boolean;
-  duration_ms: number | null;
+  /** Absent for attempts recorded without a duration. */
+  duration_ms?: number;
   time: string;
 }
 
+/**
+ * An event as the API shows it. Optional fields the contract types as strings are left out when
+ * absent, never null: clients that validate responses refuse null there.
+ */
 export interface EventView {
   id: string;
   tenant_id: string;
-  destination_id: string | null;
+  /** The destination the event was published to (publish with destination_id), or in scope. */
+  destination_id?: string;
   topic: string;
   time: string;
   eligible_for_retry: boolean;
   metadata: Record<string, unknown>;
   data?: unknown;
-  /** When a delivery (to the destinations in scope) succeeded; null when none has. */
-  successful_at: string | null;
+  /** When a delivery (to the destinations in scope) succeeded; absent while none has. */
+  successful_at?: string;
   /** The delivery's status, when the listing is scoped to one destination. */
   status?: string;
 }
@@ -405,7 +412,12 @@ const stripKeys = <T extends object>(r: T): Omit<T, keyof KeyRow> => {
 // Row shapes
 
 /** An attempt as read: its view's fields with the time still a Date, and where its event is stored. */
-type AttemptRow = Omit<AttemptView, 'time'> & { time: Date; event_received_key: string | null };
+type AttemptRow = Omit<AttemptView, 'time' | 'response_data' | 'duration_ms'> & {
+  time: Date;
+  response_data: Record<string, unknown> | null;
+  duration_ms: number | null;
+  event_received_key: string | null;
+};
 
 const ATTEMPT_COLUMNS =
   'a.id, a.tenant_id, a.destination_id, a.event_id, a.topic, a.status, a.code, a.response_data, a.attempt_number, a.manual, a.final, a.duration_ms, a.time, ' +
@@ -431,11 +443,11 @@ const attemptFields = (r: AttemptRow): AttemptView => ({
   topic: r.topic,
   status: r.status,
   code: r.code,
-  response_data: r.response_data,
+  ...(r.response_data === null ? {} : { response_data: r.response_data }),
   attempt_number: r.attempt_number,
   manual: r.manual,
   final: r.final,
-  duration_ms: r.duration_ms,
+  ...(r.duration_ms === null ? {} : { duration_ms: r.duration_ms }),
   time: r.time.toISOString(),
 });
 
@@ -498,7 +510,8 @@ const pairKey = (tenant: string, id: string) => `${tenant}\u0000${id}`;
 export interface EmbeddedEvent {
   id: string;
   tenant_id: string;
-  destination_id: string | null;
+  /** Absent unless the event was published to one destination. */
+  destination_id?: string;
   topic: string;
   time: string;
   eligible_for_retry: boolean;
@@ -939,15 +952,16 @@ export class QueryStore {
 function eventView(r: EventRow, states: DeliveryState[], withData: boolean, scopedDestination?: string): EventView {
   let successful: Date | null = null;
   for (const s of states) if (s.successful_at && (!successful || s.successful_at < successful)) successful = s.successful_at;
+  const destinationId = scopedDestination ?? r.destination_id;
   const v: EventView = {
     id: r.id,
     tenant_id: r.tenant_id,
-    destination_id: scopedDestination ?? r.destination_id,
+    ...(destinationId === null ? {} : { destination_id: destinationId }),
     topic: r.topic,
     time: r.time.toISOString(),
     eligible_for_retry: r.eligible_for_retry,
     metadata: r.metadata ?? {},
-    successful_at: successful ? successful.toISOString() : null,
+    ...(successful ? { successful_at: successful.toISOString() } : {}),
   };
   if (withData) v.data = r.data ?? null;
   if (scopedDestination !== undefined) v.status = states[0]?.status ?? 'pending';
@@ -958,7 +972,7 @@ function embedded(r: EventRow, withData: boolean): EmbeddedEvent {
   const e: EmbeddedEvent = {
     id: r.id,
     tenant_id: r.tenant_id,
-    destination_id: r.destination_id,
+    ...(r.destination_id === null ? {} : { destination_id: r.destination_id }),
     topic: r.topic,
     time: r.time.toISOString(),
     eligible_for_retry: r.eligible_for_retry,

@@ -1,0 +1,394 @@
+/**
+ * The OpenAPI document's one source: the named models of every request and response (registered
+ * with fastify by $id, so request validation and the document use the same objects) and the rules
+ * that make each operation exact. Responses are not serialized through these schemas (the gateway
+ * sends JSON.stringify's output, so a schema can never hide or coerce a field); the e2e suites check
+ * every response they see against the document instead (shared/src/testing/openapi.ts).
+ *
+ * Per operation, derived from the route so that no route can get it wrong: path parameters are
+ * exactly those in its path; a public route (config.public) needs no credential; every status it
+ * can answer is documented, errors with the Error model.
+ */
+import type { FastifyInstance, FastifySchema } from 'fastify';
+import { ERRORS } from '@switchyard/shared/errors.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+const strings = { type: 'array', items: { type: 'string' } } as const;
+/** A reference to a model, as fastify (validation) and @fastify/swagger (the document) resolve it. */
+export const ref = (name: ModelName) => ({ $ref: `${name}#` }) as const;
+
+const fieldDescriptor = {
+  type: 'object',
+  required: ['key', 'type', 'label', 'required'],
+  properties: {
+    key: { type: 'string' },
+    type: { type: 'string', enum: ['text', 'checkbox', 'key_value_map', 'select'] },
+    label: { type: 'string' },
+    description: { type: 'string' },
+    required: { type: 'boolean' },
+    sensitive: { type: 'boolean' },
+    default: { type: 'string' },
+    minlength: { type: 'integer' },
+    maxlength: { type: 'integer' },
+    pattern: { type: 'string' },
+    validation: { type: 'string', description: 'The regular expression of `pattern`, under the name interface.md gives it.' },
+    options: {
+      type: 'array',
+      items: { type: 'object', required: ['label', 'value'], properties: { label: { type: 'string' }, value: { type: 'string' } } },
+    },
+  },
+} as const;
+
+const pagination = {
+  type: 'object',
+  required: ['order_by', 'dir', 'limit', 'next', 'prev'],
+  properties: {
+    order_by: { type: 'string', enum: ['time', 'created_at'] },
+    dir: { type: 'string', enum: ['asc', 'desc'] },
+    limit: { type: 'integer', minimum: 1, maximum: 1000 },
+    next: { type: ['string', 'null'], description: 'Cursor of the next page; null on the last.' },
+    prev: { type: ['string', 'null'], description: 'Cursor of the previous page; null on the first.' },
+  },
+} as const;
+
+const page = (item: ModelName) =>
+  ({
+    type: 'object',
+    required: ['models', 'pagination'],
+    properties: { models: { type: 'array', items: ref(item) }, pagination: ref('Pagination') },
+  }) as const;
+
+const publishResultProps = {
+  id: { type: 'string' },
+  duplicate: { type: 'boolean', description: 'The id was accepted before; nothing new was published.' },
+  destination_ids: { ...strings, description: 'The enabled destinations it routes to.' },
+} as const;
+
+/** Every named model of the API, by component name. */
+export const MODELS = {
+  Error: {
+    type: 'object',
+    description: 'The one error shape (docs/errors.md).',
+    required: ['status', 'code', 'message'],
+    properties: {
+      status: { type: 'integer', description: 'The HTTP status, repeated.' },
+      code: { type: 'string', enum: Object.keys(ERRORS) },
+      message: { type: 'string' },
+      data: { type: 'array', items: { type: 'string' }, description: 'Validation errors: every problem as "<path> <message>".' },
+      problems: {
+        type: 'array',
+        items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } },
+      },
+    },
+  },
+  Pagination: pagination,
+  Tenant: {
+    type: 'object',
+    required: ['id', 'destinations_count', 'topics', 'created_at', 'updated_at'],
+    properties: {
+      id: { type: 'string' },
+      destinations_count: { type: 'integer' },
+      topics: { ...strings, description: 'Topics subscribed across the tenant’s destinations.' },
+      metadata: stringMap,
+      created_at: dateTime,
+      updated_at: dateTime,
+    },
+  },
+  TenantPage: page('Tenant'),
+  TenantToken: {
+    type: 'object',
+    required: ['token', 'tenant_id'],
+    properties: { token: { type: 'string' }, tenant_id: { type: 'string' } },
+  },
+  PortalRedirect: {
+    type: 'object',
+    required: ['redirect_url', 'tenant_id'],
+    properties: { redirect_url: { type: 'string', format: 'uri' }, tenant_id: { type: 'string' } },
+  },
+  Success: { type: 'object', required: ['success'], properties: { success: { type: 'boolean' } } },
+  Destination: {
+    type: 'object',
+    required: ['id', 'tenant_id', 'type', 'topics', 'config', 'credentials', 'disabled_at', 'created_at', 'updated_at', 'target'],
+    properties: {
+      id: { type: 'string' },
+      tenant_id: { type: 'string' },
+      type: { type: 'string', enum: [...DESTINATION_TYPES] },
+      topics: { anyOf: [{ type: 'string', const: '*' }, strings] },
+      config: { type: 'object', additionalProperties: true },
+      credentials: { type: 'object', additionalProperties: true, description: 'Sensitive values masked; the webhook secret readable.' },
+      disabled_at: { ...dateTime, type: ['string', 'null'] },
+      created_at: dateTime,
+      updated_at: dateTime,
+      target: { type: 'string' },
+      target_url: { type: 'string', format: 'uri' },
+      filter: { type: 'object', additionalProperties: true },
+      delivery_metadata: stringMap,
+      metadata: stringMap,
+    },
+  },
+  DestinationList: { type: 'array', items: ref('Destination') },
+  Event: {
+    type: 'object',
+    required: ['id', 'tenant_id', 'topic', 'time', 'eligible_for_retry', 'metadata'],
+    properties: {
+      id: { type: 'string' },
+      tenant_id: { type: 'string' },
+      destination_id: { type: 'string', description: 'The destination it was published to, or the one a listing is scoped to.' },
+      topic: { type: 'string' },
+      time: dateTime,
+      eligible_for_retry: { type: 'boolean' },
+      metadata: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] } },
+      data: { description: 'The payload as published (left out where not asked for).' },
+      successful_at: { ...dateTime, description: 'When a delivery (in scope) succeeded; left out while none has.' },
+      status: {
+        type: 'string',
+        enum: ['pending', 'success', 'failed', 'skipped'],
+        description: 'The delivery’s state, in listings scoped to one destination.',
+      },
+    },
+  },
+  EventPage: page('Event'),
+  EventInArray: {
+    type: 'array',
+    items: ref('Event'),
+    minItems: 1,
+    maxItems: 1,
+    description: 'One event, as an array holding it (interface.md’s first form).',
+  },
+  Attempt: {
+    type: 'object',
+    required: ['id', 'tenant_id', 'destination_id', 'event_id', 'topic', 'status', 'code', 'attempt_number', 'manual', 'final', 'time'],
+    properties: {
+      id: { type: 'string' },
+      tenant_id: { type: 'string' },
+      destination_id: { type: 'string' },
+      event_id: { type: 'string' },
+      topic: { type: 'string' },
+      status: { type: 'string', enum: ['success', 'failed'] },
+      code: { type: 'string', description: 'OK, ERR, or the HTTP status of the destination’s answer.' },
+      response_data: { type: 'object', additionalProperties: true },
+      attempt_number: { type: 'integer', minimum: 1 },
+      manual: { type: 'boolean' },
+      final: { type: 'boolean', description: 'No further automatic attempt follows.' },
+      duration_ms: { type: 'integer' },
+      time: dateTime,
+      event: ref('Event'),
+      destination: ref('Destination'),
+    },
+  },
+  AttemptPage: page('Attempt'),
+  EventDelivery: {
+    type: 'object',
+    description: 'An attempt of the event, with the delivered_at of interface.md’s deliveries listing.',
+    allOf: [ref('Attempt')],
+    required: ['delivered_at'],
+    properties: { delivered_at: dateTime },
+  },
+  EventDeliveryList: { type: 'array', items: ref('EventDelivery') },
+  PublishResult: { type: 'object', required: ['id', 'duplicate', 'destination_ids'], properties: publishResultProps },
+  BatchPublishResult: {
+    type: 'object',
+    required: ['results'],
+    properties: {
+      results: {
+        type: 'array',
+        description: 'One result per event, in order: the publish result with status 202, or an error.',
+        items: {
+          anyOf: [
+            {
+              type: 'object',
+              required: ['status', 'id', 'duplicate', 'destination_ids'],
+              properties: { status: { type: 'integer', const: 202 }, ...publishResultProps },
+            },
+            ref('Error'),
+          ],
+        },
+      },
+    },
+  },
+  DestinationTypeSchema: {
+    type: 'object',
+    required: ['type', 'label', 'description', 'icon', 'instructions', 'config_fields', 'credential_fields'],
+    properties: {
+      type: { type: 'string', enum: [...DESTINATION_TYPES] },
+      label: { type: 'string' },
+      description: { type: 'string' },
+      icon: { type: 'string', description: 'SVG markup.' },
+      instructions: { type: 'string', description: 'Markdown.' },
+      remote_setup_url: { type: 'string', format: 'uri' },
+      config_fields: { type: 'array', items: fieldDescriptor },
+      credential_fields: { type: 'array', items: fieldDescriptor },
+    },
+  },
+  DestinationTypeSchemaList: { type: 'array', items: ref('DestinationTypeSchema') },
+  Topics: strings,
+  Health: {
+    type: 'object',
+    required: ['status', 'checks'],
+    properties: {
+      status: { type: 'string', enum: ['healthy', 'failed'] },
+      checks: { type: 'object', additionalProperties: { type: 'string', enum: ['ok', 'failed'] } },
+    },
+  },
+} as const;
+
+export type ModelName =
+  | 'Error'
+  | 'Pagination'
+  | 'Tenant'
+  | 'TenantPage'
+  | 'TenantUpsert'
+  | 'TenantToken'
+  | 'PortalRedirect'
+  | 'Success'
+  | 'Destination'
+  | 'DestinationList'
+  | 'DestinationCreate'
+  | 'DestinationUpdate'
+  | 'Event'
+  | 'EventPage'
+  | 'EventInArray'
+  | 'PublishBatchRequest'
+  | 'Attempt'
+  | 'AttemptPage'
+  | 'EventDelivery'
+  | 'EventDeliveryList'
+  | 'PublishRequest'
+  | 'PublishResult'
+  | 'BatchPublishResult'
+  | 'RetryRequest'
+  | 'DestinationTypeSchema'
+  | 'DestinationTypeSchemaList'
+  | 'Topics'
+  | 'Health';
+
+/** Registers every model (and the request models given) by $id, for `ref(name)` to resolve. */
+export function registerModels(app: FastifyInstance, requests: Partial<Record<ModelName, object>>): void {
+  for (const [name, schema] of Object.entries({ ...MODELS, ...requests })) app.addSchema({ $id: name, ...schema });
+}
+
+/**
+ * The responses of an operation: its success answers, plus the errors it answers beyond those
+ * every route of its kind may (exactOperation adds those).
+ */
+export const answers = (ok: Record<number, ModelName | object>, errors: readonly number[] = []) => {
+  const out: Record<number, object> = {};
+  for (const [status, model] of Object.entries(ok)) out[Number(status)] = typeof model === 'string' ? ref(model as ModelName) : model;
+  for (const status of errors) out[status] = { ...ref('Error'), description: errorDescriptions[status] };
+  return out;
+};
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Malformed request: invalid JSON, an empty body where one is required, or the destination limit reached.',
+  401: 'Missing or invalid credentials.',
+  403: 'The credentials do not allow this request.',
+  404: 'Not found: the tenant, destination, event, attempt or type.',
+  408: 'The request body did not arrive within API_BODY_TIMEOUT_MS.',
+  409: 'Conflict.',
+  413: 'The body is too large.',
+  415: 'The body is not application/json.',
+  422: 'Validation failed: data lists every problem.',
+  500: 'Internal error.',
+  503: 'Temporarily unavailable; nothing was changed. Retry.',
+};
+
+type RouteLike = { method: string | string[]; url: string; config?: unknown; schema?: FastifySchema };
+
+/**
+ * @fastify/swagger's per-route transform: the rules that make every operation exact, applied to
+ * the document only (the route's own schema keeps validating requests as written).
+ */
+export function exactOperation({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteLike }) {
+  const s = { ...(schema ?? {}) } as Record<string, unknown>;
+  const pathParams = [...url.matchAll(/:(\w+)/g)].map((m) => m[1] as string);
+  const declared = ((s.params as { properties?: Record<string, object> } | undefined)?.properties ?? {}) as Record<string, object>;
+  if (pathParams.length) {
+    const properties: Record<string, object> = {};
+    for (const p of pathParams) properties[p] = declared[p] ?? { type: 'string', minLength: 1, maxLength: 255 };
+    s.params = { type: 'object', required: pathParams, properties };
+  } else delete s.params;
+
+  const isPublic = (route.config as { public?: boolean } | undefined)?.public === true;
+  if (isPublic) s.security = [];
+  const responses = { ...((s.response as Record<string, object> | undefined) ?? {}) };
+  const method = [route.method].flat()[0] as string;
+  const takesBody = s.body !== undefined || ['PUT', 'DELETE', 'POST', 'PATCH'].includes(method);
+  const statuses = [500, 503];
+  if (!isPublic) statuses.push(401, 403, 404, 422);
+  // Any request may be refused as malformed (bad percent-encoding, docs/api.md); a body also for its
+  // size, its type, or arriving too slowly (body-budget.ts).
+  statuses.push(400);
+  if (takesBody) statuses.push(408, 413, 415);
+  for (const st of statuses) {
+    const key = String(st);
+    if (!(key in responses)) responses[key] = { ...ref('Error'), description: errorDescriptions[st] };
+  }
+  s.response = responses;
+  return { schema: s, url };
+}
+
+const okDescriptions: Record<string, string> = { '200': 'OK.', '201': 'Created.', '202': 'Accepted.' };
+
+/** The error answers every operation shares, as named responses (components.responses). */
+const ERROR_RESPONSES: Record<string, string> = {
+  '400': 'BadRequest',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'NotFound',
+  '408': 'RequestTimeout',
+  '409': 'Conflict',
+  '413': 'PayloadTooLarge',
+  '415': 'UnsupportedMediaType',
+  '422': 'ValidationFailed',
+  '500': 'InternalError',
+  '503': 'ServiceUnavailable',
+};
+
+/**
+ * @fastify/swagger's whole-document transform: a request body is required only where the route
+ * refuses an empty one (json-body.ts: a body schema that admits null is optional), success answers
+ * say what they are rather than "Default Response", and the shared error answers are named
+ * responses (`#/components/responses/NotFound`, ...) rather than a copy in every operation.
+ */
+export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }) {
+  const schemas = openapiObject.components?.schemas ?? {};
+  const responses: Record<string, object> = {};
+  for (const [status, name] of Object.entries(ERROR_RESPONSES))
+    responses[name] = {
+      description: errorDescriptions[Number(status)],
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    };
+  if (openapiObject.components) (openapiObject.components as { responses?: object }).responses = responses;
+  for (const ops of Object.values(openapiObject.paths ?? {})) {
+    for (const op of Object.values(ops)) {
+      const content = op.requestBody?.content?.['application/json'];
+      const refName = content?.schema?.$ref?.replace('#/components/schemas/', '');
+      const bodySchema = refName ? schemas[refName] : content?.schema;
+      if (op.requestBody && [bodySchema?.type].flat().includes('null')) op.requestBody.required = false;
+      for (const [status, r] of Object.entries(op.responses ?? {})) {
+        if (r.description === 'Default Response') r.description = okDescriptions[status] ?? 'OK.';
+        const name = ERROR_RESPONSES[status];
+        const isError = (r.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref === '#/components/schemas/Error';
+        if (name && isError && r.description === errorDescriptions[Number(status)] && op.responses)
+          op.responses[status] = { $ref: `#/components/responses/${name}` };
+      }
+    }
+  }
+  return openapiObject;
+}
+
+interface OpenApiLike {
+  components: { schemas: Record<string, { type?: string | string[] }> };
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        requestBody?: { required?: boolean; content?: Record<string, { schema?: { $ref?: string; type?: string | string[] } }> };
+        responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }>; $ref?: string }>;
+      }
+    >
+  >;
+}
