@@ -25,7 +25,8 @@ export function AttemptPage() {
   if (q.error || !q.data) return <ErrorMessage error={q.error} />;
   const a = q.data;
   const r = a.response_data ?? {};
-  const failedWithoutResponse = typeof r.reason === 'string';
+  // Failures name their reason; those that got an answer (an HTTP status) show it as a response.
+  const failedWithoutResponse = typeof r.reason === 'string' && r.status === undefined && r.body === undefined;
   return (
     <section aria-labelledby="a-title">
       <p className="crumbs">
@@ -94,6 +95,7 @@ export function AttemptPage() {
               <p>
                 Status <code data-testid="response-status">{String(r.status ?? a.code)}</code>
                 {r.truncated ? <span className="muted small"> (body truncated)</span> : null}
+                {typeof r.reason === 'string' ? <span className="muted small"> ({r.reason.replace(/_/g, ' ')})</span> : null}
               </p>
               <h3>Body</h3>
               <pre className="code" data-testid="response-body">
