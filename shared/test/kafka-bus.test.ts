@@ -404,7 +404,10 @@ t.test('topics created here allow large batches; an existing topic with a smalle
   const admin = new kafkajs.Kafka({ clientId: 'kafka-bus-test-admin', brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   t.teardown(() => admin.disconnect());
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${prefix}old`, numPartitions: 1 }] });
+  // The broker may answer UNKNOWN_TOPIC_OR_PARTITION (retriable) while a new topic's metadata settles.
+  await waitFor('the old topic', () =>
+    admin.createTopics({ waitForLeaders: true, topics: [{ topic: `${prefix}old`, numPartitions: 1 }] }).then(() => true),
+  );
 
   const lines: Array<{ msg: string; topics?: string[] }> = [];
   const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
@@ -412,10 +415,12 @@ t.test('topics created here allow large batches; an existing topic with a smalle
   t.teardown(() => bus.close());
   await bus.ensureTopics([old, fresh]);
 
-  const { resources } = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: `${prefix}fresh`, configNames: ['max.message.bytes'] }],
-  });
+  const { resources } = await waitFor('the fresh topic config', () =>
+    admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: `${prefix}fresh`, configNames: ['max.message.bytes'] }],
+    }),
+  );
   t.equal(resources[0]?.configEntries[0]?.configValue, String(DEFAULT_MAX_MESSAGE_BYTES), 'a topic made here takes the limit');
   const warning = lines.find((l) => l.msg.includes('max.message.bytes'));
   t.ok(warning, 'a warning at start');
