@@ -73,7 +73,8 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
 
     // Memory requests above each service's peak RSS in the recorded benchmark.
     const baseline = readFileSync(join(ROOT, 'bench/results/baseline.md'), 'utf8');
-    const peakLine = baseline.split('\n').find((l) => l.includes('RSS (peak, VmHWM)')) ?? '';
+    // The memory target's row names each service's peak RSS ("RSS gateway 123.7 MB, router ...").
+    const peakLine = baseline.split('\n').find((l) => /RSS gateway [\d.]+ MB/.test(l)) ?? '';
     const peaks = Object.fromEntries(
       [...peakLine.matchAll(/(gateway|router|sender|attempts) ([\d.]+) MB/g)].map((m) => [m[1], Number(m[2])]),
     );
