@@ -15,7 +15,14 @@ t.test('Kafka broker restart during a run', async (t) => {
   const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? '/tmp', 'kafka-fault-'));
   const kafka = (cmd: 'start' | 'stop') =>
     execFileSync('bash', [`${ROOT}infra/kafka/kafka.sh`, cmd], {
-      env: { ...process.env, KAFKA_PORT: String(kafkaPort), KAFKA_CONTROLLER_PORT: String(controllerPort), KAFKA_DATA_DIR: dir },
+      // No SASL listener: the suite's own broker holds KAFKA_SASL_PORT.
+      env: {
+        ...process.env,
+        KAFKA_PORT: String(kafkaPort),
+        KAFKA_CONTROLLER_PORT: String(controllerPort),
+        KAFKA_DATA_DIR: dir,
+        KAFKA_SASL_PORT: '',
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   kafka('start');

@@ -23,9 +23,9 @@ import { createBody, destinationRoutes, patchBody } from './routes/destinations.
 import { exactDocument, exactOperation, registerModels } from './openapi.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
-import { operationsRoutes } from './routes/operations.ts';
+import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
-import { replayRoutes } from './routes/replay.ts';
+import { REPLAY_MODELS, replayRoutes } from './routes/replay.ts';
 import { retryBody, retryRoutes } from './routes/retry.ts';
 import { createPublisher } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
@@ -109,6 +109,8 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     PublishRequest: publishBodySchema,
     PublishBatchRequest: publishBatchBodySchema,
     RetryRequest: retryBody,
+    ...OPERATIONS_MODELS,
+    ...REPLAY_MODELS,
   });
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');

@@ -262,7 +262,12 @@ export type ModelName =
   | 'DestinationTypeSchema'
   | 'DestinationTypeSchemaList'
   | 'Topics'
-  | 'Health';
+  | 'Health'
+  | 'DestinationHealth'
+  | 'OperatorEventPage'
+  | 'MetricCounts'
+  | 'ReplayRequest'
+  | 'ReplayResult';
 
 /** Registers every model (and the request models given) by $id, for `ref(name)` to resolve. */
 export function registerModels(app: FastifyInstance, requests: Partial<Record<ModelName, object>>): void {

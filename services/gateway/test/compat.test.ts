@@ -99,7 +99,7 @@ for (const [mode, build] of modes) {
       const q = await call('GET', '/api/v1/tenants/err-co/attempts?limit=0&status=maybe');
       t.same(q.body.data.sort(), [
         'query.limit must be an integer from 1 to 1000',
-        'query.status must be one of success, failed (got "maybe")',
+        'query.status must be one of success, failed, canceled (got "maybe")',
       ]);
     });
 

@@ -20,7 +20,7 @@ t.test('tokens are verified with the event gateway when a verify URL is set', as
 
   const refused = await create(token('src_ok', 'wrong'));
   t.equal(refused.status, 422);
-  t.match(refused.body, { data: [{ path: 'body.credentials.token', message: /refused by the event gateway/ }] });
+  t.match(refused.body, { problems: [{ path: 'body.credentials.token', message: /refused by the event gateway/ }] });
 
   const patch = await call('PATCH', `/api/v1/tenants/acme/destinations/${ok.body.id}`, {
     credentials: { token: token('src_ok', 'wrong') },

@@ -103,7 +103,7 @@ t.test('every operation is exact', async (t) => {
   t.match(attemptParams.find((p) => p.name === 'include')?.schema, {
     anyOf: [{ enum: ['event', 'event.data', 'response_data', 'destination'] }],
   });
-  t.match(attemptParams.find((p) => p.name === 'status')?.schema, { anyOf: [{ enum: ['success', 'failed'] }] });
+  t.match(attemptParams.find((p) => p.name === 'status')?.schema, { anyOf: [{ enum: ['success', 'failed', 'canceled'] }] });
   t.match(attemptParams.find((p) => p.name === 'dir')?.schema, { enum: ['asc', 'desc'] });
 });
 

@@ -95,96 +95,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/livez": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Liveness: 200 while the process serves requests; no credential needed */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                400: components["responses"]["BadRequest"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/readyz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Readiness: 200 when Postgres and Kafka answer, else 503 naming the failed check; no credential needed */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                400: components["responses"]["BadRequest"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/metrics": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Prometheus metrics (text exposition format); no credential needed */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                400: components["responses"]["BadRequest"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/retry": {
         parameters: {
             query?: never;
@@ -1808,6 +1718,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Accepted. */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Success"];
+                    };
+                };
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -1850,29 +1769,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description Deliveries of events received at or after this time.
-                         */
-                        since: string;
-                        /**
-                         * Format: date-time
-                         * @description And before this time (default: now).
-                         */
-                        until?: string;
-                        /** @description Only this destination (default: every destination of the tenant). */
-                        destination_id?: string;
-                        /** @description Which deliveries (default: failed). failed counts only once no automatic retry follows. */
-                        status?: ("failed" | "skipped" | "canceled")[];
-                        /**
-                         * @description Deliveries replayed by this call.
-                         * @default 100
-                         */
-                        limit?: number;
-                        /** @description The `next` of the previous call. */
-                        cursor?: string;
-                    };
+                    "application/json": components["schemas"]["ReplayRequest"];
                 };
             };
             responses: {
@@ -1882,14 +1779,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Deliveries sent again by this call. */
-                            replayed?: number;
-                            /** @description Deliveries of this page left alone: their destination is disabled or gone, or their event no longer stored. */
-                            not_replayed?: number;
-                            /** @description Cursor of the next page; null when this was the last. */
-                            next?: string | null;
-                        };
+                        "application/json": components["schemas"]["ReplayResult"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -1936,26 +1826,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            destination_id?: string;
-                            /** @description Failed attempts in a row since the last success. */
-                            consecutive_failures?: number;
-                            /** Format: date-time */
-                            last_attempt_at?: string | null;
-                            /** Format: date-time */
-                            last_success_at?: string | null;
-                            /** Format: date-time */
-                            last_failure_at?: string | null;
-                            /** @description 'ERR' or the HTTP status of the newest failed attempt. */
-                            last_failure_code?: string | null;
-                            /** Format: date-time */
-                            disabled_at?: string | null;
-                            /**
-                             * @description consecutive_failures: disabled by ALERT_AUTO_DISABLE_DESTINATION; manual: through the API; null: enabled.
-                             * @enum {string|null}
-                             */
-                            disabled_reason?: "consecutive_failures" | "manual" | null;
-                        };
+                        "application/json": components["schemas"]["DestinationHealth"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -2019,24 +1890,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -2094,24 +1948,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -2166,23 +2003,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            models?: {
-                                id?: string;
-                                /** @enum {string} */
-                                type?: "alert.consecutive_failure" | "destination.auto_disabled";
-                                /** Format: date-time */
-                                time?: string;
-                                tenant_id?: string;
-                                destination_id?: string;
-                                data?: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            pagination?: {
-                                [key: string]: unknown;
-                            };
-                        };
+                        "application/json": components["schemas"]["OperatorEventPage"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -3254,6 +3075,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Accepted. */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Success"];
+                    };
+                };
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -3296,29 +3126,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description Deliveries of events received at or after this time.
-                         */
-                        since: string;
-                        /**
-                         * Format: date-time
-                         * @description And before this time (default: now).
-                         */
-                        until?: string;
-                        /** @description Only this destination (default: every destination of the tenant). */
-                        destination_id?: string;
-                        /** @description Which deliveries (default: failed). failed counts only once no automatic retry follows. */
-                        status?: ("failed" | "skipped" | "canceled")[];
-                        /**
-                         * @description Deliveries replayed by this call.
-                         * @default 100
-                         */
-                        limit?: number;
-                        /** @description The `next` of the previous call. */
-                        cursor?: string;
-                    };
+                    "application/json": components["schemas"]["ReplayRequest"];
                 };
             };
             responses: {
@@ -3328,14 +3136,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Deliveries sent again by this call. */
-                            replayed?: number;
-                            /** @description Deliveries of this page left alone: their destination is disabled or gone, or their event no longer stored. */
-                            not_replayed?: number;
-                            /** @description Cursor of the next page; null when this was the last. */
-                            next?: string | null;
-                        };
+                        "application/json": components["schemas"]["ReplayResult"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -3382,26 +3183,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            destination_id?: string;
-                            /** @description Failed attempts in a row since the last success. */
-                            consecutive_failures?: number;
-                            /** Format: date-time */
-                            last_attempt_at?: string | null;
-                            /** Format: date-time */
-                            last_success_at?: string | null;
-                            /** Format: date-time */
-                            last_failure_at?: string | null;
-                            /** @description 'ERR' or the HTTP status of the newest failed attempt. */
-                            last_failure_code?: string | null;
-                            /** Format: date-time */
-                            disabled_at?: string | null;
-                            /**
-                             * @description consecutive_failures: disabled by ALERT_AUTO_DISABLE_DESTINATION; manual: through the API; null: enabled.
-                             * @enum {string|null}
-                             */
-                            disabled_reason?: "consecutive_failures" | "manual" | null;
-                        };
+                        "application/json": components["schemas"]["DestinationHealth"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -3465,24 +3247,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -3540,24 +3305,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -3612,23 +3360,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            models?: {
-                                id?: string;
-                                /** @enum {string} */
-                                type?: "alert.consecutive_failure" | "destination.auto_disabled";
-                                /** Format: date-time */
-                                time?: string;
-                                tenant_id?: string;
-                                destination_id?: string;
-                                data?: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            pagination?: {
-                                [key: string]: unknown;
-                            };
-                        };
+                        "application/json": components["schemas"]["OperatorEventPage"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -4669,6 +4401,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description Accepted. */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Success"];
+                    };
+                };
                 400: components["responses"]["BadRequest"];
                 401: components["responses"]["Unauthorized"];
                 403: components["responses"]["Forbidden"];
@@ -4709,29 +4450,7 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description Deliveries of events received at or after this time.
-                         */
-                        since: string;
-                        /**
-                         * Format: date-time
-                         * @description And before this time (default: now).
-                         */
-                        until?: string;
-                        /** @description Only this destination (default: every destination of the tenant). */
-                        destination_id?: string;
-                        /** @description Which deliveries (default: failed). failed counts only once no automatic retry follows. */
-                        status?: ("failed" | "skipped" | "canceled")[];
-                        /**
-                         * @description Deliveries replayed by this call.
-                         * @default 100
-                         */
-                        limit?: number;
-                        /** @description The `next` of the previous call. */
-                        cursor?: string;
-                    };
+                    "application/json": components["schemas"]["ReplayRequest"];
                 };
             };
             responses: {
@@ -4741,14 +4460,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            /** @description Deliveries sent again by this call. */
-                            replayed?: number;
-                            /** @description Deliveries of this page left alone: their destination is disabled or gone, or their event no longer stored. */
-                            not_replayed?: number;
-                            /** @description Cursor of the next page; null when this was the last. */
-                            next?: string | null;
-                        };
+                        "application/json": components["schemas"]["ReplayResult"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -4794,26 +4506,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            destination_id?: string;
-                            /** @description Failed attempts in a row since the last success. */
-                            consecutive_failures?: number;
-                            /** Format: date-time */
-                            last_attempt_at?: string | null;
-                            /** Format: date-time */
-                            last_success_at?: string | null;
-                            /** Format: date-time */
-                            last_failure_at?: string | null;
-                            /** @description 'ERR' or the HTTP status of the newest failed attempt. */
-                            last_failure_code?: string | null;
-                            /** Format: date-time */
-                            disabled_at?: string | null;
-                            /**
-                             * @description consecutive_failures: disabled by ALERT_AUTO_DISABLE_DESTINATION; manual: through the API; null: enabled.
-                             * @enum {string|null}
-                             */
-                            disabled_reason?: "consecutive_failures" | "manual" | null;
-                        };
+                        "application/json": components["schemas"]["DestinationHealth"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -4875,24 +4568,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -4948,24 +4624,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            bucket?: string;
-                            /** Format: date-time */
-                            start?: string;
-                            /** Format: date-time */
-                            end?: string;
-                            group_by?: string[];
-                            total?: number;
-                            series?: ({
-                                /** Format: date-time */
-                                time?: string;
-                                count?: number;
-                                /** @description count per second of the bucket */
-                                rate?: number;
-                            } & {
-                                [key: string]: string | number;
-                            })[];
-                        };
+                        "application/json": components["schemas"]["MetricCounts"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -5018,23 +4677,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": {
-                            models?: {
-                                id?: string;
-                                /** @enum {string} */
-                                type?: "alert.consecutive_failure" | "destination.auto_disabled";
-                                /** Format: date-time */
-                                time?: string;
-                                tenant_id?: string;
-                                destination_id?: string;
-                                data?: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            pagination?: {
-                                [key: string]: unknown;
-                            };
-                        };
+                        "application/json": components["schemas"]["OperatorEventPage"];
                     };
                 };
                 400: components["responses"]["BadRequest"];
@@ -5369,6 +5012,92 @@ export interface components {
             destination_id: string;
             /** @description With the admin key, when several tenants have this event id. */
             tenant_id?: string;
+        };
+        DestinationHealth: {
+            destination_id?: string;
+            /** @description Failed attempts in a row since the last success. */
+            consecutive_failures?: number;
+            /** Format: date-time */
+            last_attempt_at?: string | null;
+            /** Format: date-time */
+            last_success_at?: string | null;
+            /** Format: date-time */
+            last_failure_at?: string | null;
+            /** @description 'ERR' or the HTTP status of the newest failed attempt. */
+            last_failure_code?: string | null;
+            /** Format: date-time */
+            disabled_at?: string | null;
+            /**
+             * @description consecutive_failures: disabled by ALERT_AUTO_DISABLE_DESTINATION; manual: through the API; null: enabled.
+             * @enum {string|null}
+             */
+            disabled_reason?: "consecutive_failures" | "manual" | null;
+        };
+        OperatorEventPage: {
+            models?: {
+                id?: string;
+                /** @enum {string} */
+                type?: "alert.consecutive_failure" | "destination.auto_disabled";
+                /** Format: date-time */
+                time?: string;
+                tenant_id?: string;
+                destination_id?: string;
+                data?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            pagination?: {
+                [key: string]: unknown;
+            };
+        };
+        MetricCounts: {
+            bucket?: string;
+            /** Format: date-time */
+            start?: string;
+            /** Format: date-time */
+            end?: string;
+            group_by?: string[];
+            total?: number;
+            series?: ({
+                /** Format: date-time */
+                time?: string;
+                count?: number;
+                /** @description count per second of the bucket */
+                rate?: number;
+            } & {
+                [key: string]: string | number;
+            })[];
+        };
+        ReplayRequest: {
+            /**
+             * Format: date-time
+             * @description Deliveries of events received at or after this time.
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description And before this time (default: now).
+             */
+            until?: string;
+            /** @description Only this destination (default: every destination of the tenant). */
+            destination_id?: string;
+            /** @description Which deliveries (default: failed). failed counts only once no automatic retry follows. */
+            status?: ("failed" | "skipped" | "canceled")[];
+            /**
+             * @description Deliveries replayed by this call.
+             * @default 100
+             */
+            limit?: number;
+            /** @description The `next` of the previous call. */
+            cursor?: string;
+        };
+        ReplayResult: {
+            /** @description Deliveries sent again by this call. */
+            replayed?: number;
+            /** @description Deliveries of this page left alone: their destination is disabled or gone, or their event no longer stored. */
+            not_replayed?: number;
+            /** @description Cursor of the next page; null when this was the last. */
+            next?: string | null;
         };
     };
     responses: {

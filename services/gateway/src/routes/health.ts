@@ -3,7 +3,9 @@ import { exposition } from '@switchyard/shared/metrics.ts';
 import type { Ctx } from '../app.ts';
 import { answers, ref } from '../openapi.ts';
 
-// Probes and metrics need no credential (shared/src/ops.ts says what each answers). /metrics carries
+// Probes and metrics need no credential and are operations' endpoints, not API operations: left out
+// of the OpenAPI document (docs/operations.md describes them).
+// They need no credential (shared/src/ops.ts says what each answers). /metrics carries
 // no tenant or destination ids; a deployment that exposes the API publicly should still keep it
 // from the internet at its ingress (docs/operations.md).
 export function healthRoutes(ctx: Ctx) {
@@ -37,7 +39,7 @@ export function healthRoutes(ctx: Ctx) {
       '/livez',
       {
         config: { public: true },
-        schema: { tags: ['health'], summary: 'Liveness: 200 while the process serves requests; no credential needed' },
+        schema: { tags: ['health'], summary: 'Liveness: 200 while the process serves requests; no credential needed', hide: true },
       },
       async () => ({ status: 'alive' }),
     );
@@ -48,6 +50,7 @@ export function healthRoutes(ctx: Ctx) {
         schema: {
           tags: ['health'],
           summary: 'Readiness: 200 when Postgres and Kafka answer, else 503 naming the failed check; no credential needed',
+          hide: true,
         },
       },
       async (_req, reply) => {
@@ -60,7 +63,7 @@ export function healthRoutes(ctx: Ctx) {
       '/metrics',
       {
         config: { public: true },
-        schema: { tags: ['health'], summary: 'Prometheus metrics (text exposition format); no credential needed' },
+        schema: { tags: ['health'], summary: 'Prometheus metrics (text exposition format); no credential needed', hide: true },
       },
       async (_req, reply) => {
         const m = await exposition();

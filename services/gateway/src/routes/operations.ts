@@ -17,6 +17,7 @@ import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
+import { answers } from '../openapi.ts';
 
 const time = { type: ['string', 'null'], format: 'date-time' } as const;
 
@@ -110,7 +111,7 @@ export function operationsRoutes(ctx: Ctx) {
           tags: ['destinations'],
           summary: "A destination's health: consecutive failures, last success and failure, why it is disabled",
           params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
-          response: { 200: healthSchema },
+          response: answers({ 200: 'DestinationHealth' }),
         },
       },
       async (req: TenantReq) => {
@@ -174,7 +175,7 @@ export function operationsRoutes(ctx: Ctx) {
           summary: 'Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates',
           params: { type: 'object', properties: { tenant_id: idParam } },
           querystring: countsQuery(ATTEMPT_DIMENSIONS),
-          response: { 200: countsResponse },
+          response: answers({ 200: 'MetricCounts' }),
         },
       },
       countsOf(ATTEMPT_DIMENSIONS, (q) => store.attemptCounts(q)),
@@ -187,7 +188,7 @@ export function operationsRoutes(ctx: Ctx) {
           summary: 'Events received per time bucket (minute, hour, day), by topic; counts and rates',
           params: { type: 'object', properties: { tenant_id: idParam } },
           querystring: countsQuery(['topic']),
-          response: { 200: countsResponse },
+          response: answers({ 200: 'MetricCounts' }),
         },
       },
       countsOf(['topic'] as const, (q) => store.eventCounts(q)),
@@ -201,15 +202,7 @@ export function operationsRoutes(ctx: Ctx) {
           summary: 'Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant',
           params: { type: 'object', properties: { tenant_id: idParam } },
           querystring: listQuery,
-          response: {
-            200: {
-              type: 'object',
-              properties: {
-                models: { type: 'array', items: operatorEventSchema },
-                pagination: { type: 'object', additionalProperties: true },
-              },
-            },
-          },
+          response: answers({ 200: 'OperatorEventPage' }),
         },
       },
       async (req: ListReq) => {
@@ -225,3 +218,16 @@ export function operationsRoutes(ctx: Ctx) {
     );
   };
 }
+
+/** The named models of these routes (components of the OpenAPI document, registered in app.ts). */
+export const OPERATIONS_MODELS = {
+  DestinationHealth: healthSchema,
+  OperatorEventPage: {
+    type: 'object',
+    properties: {
+      models: { type: 'array', items: operatorEventSchema },
+      pagination: { type: 'object', additionalProperties: true },
+    },
+  },
+  MetricCounts: countsResponse,
+} as const;

@@ -14,6 +14,7 @@ import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord, EventRecord } from '@switchyard/shared/model/index.ts';
 import type { Ctx } from '../app.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
+import { answers, ref } from '../openapi.ts';
 
 const REPLAYABLE = ['failed', 'skipped', 'canceled'] as const;
 type Replayable = (typeof REPLAYABLE)[number];
@@ -93,6 +94,7 @@ export function replayRoutes(ctx: Ctx) {
           description:
             'Each ends as one final attempt with status canceled (response_data.reason "canceled") when its turn comes, instead of a request. Deliveries made after this call (new events, replays, manual retries) go out as usual.',
           params: destParams,
+          response: answers({ 202: 'Success' }),
         },
       },
       async (req: TenantReq, reply) => {
@@ -114,8 +116,8 @@ export function replayRoutes(ctx: Ctx) {
           summary: 'Replay failed, skipped or canceled deliveries of the tenant or one destination since a time; 202',
           description:
             'One manual attempt per delivery, to the destination as it is now, in the order the events were received. At most `limit` a call; continue with `next` as `cursor`.',
-          body: replayBody,
-          response: { 202: replayAnswer },
+          body: ref('ReplayRequest'),
+          response: answers({ 202: 'ReplayResult' }),
         },
       },
       async (req, reply) => {
@@ -211,3 +213,6 @@ export function replayRoutes(ctx: Ctx) {
     );
   };
 }
+
+/** The named models of these routes (components of the OpenAPI document, registered in app.ts). */
+export const REPLAY_MODELS = { ReplayRequest: replayBody, ReplayResult: replayAnswer } as const;
