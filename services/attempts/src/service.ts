@@ -11,6 +11,7 @@ import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { createAlerts } from './alerts.ts';
 import { writeIsolating } from './isolate.ts';
 
@@ -32,6 +33,30 @@ function malformedAttempt(r: InRecord<AttemptRecord>): string | null {
   if (!isObject(v) || typeof v.id !== 'string' || (v.response_data !== null && v.response_data !== undefined && !isObject(v.response_data)))
     return 'not an attempt record';
   return null;
+}
+
+/**
+ * Tracing on only: `store` in one span per attempt record, a child of the delivery span whose
+ * traceparent the record carries, ended when the batch is written (and the records committable).
+ */
+async function traced(tracing: Tracing, records: InRecord<AttemptRecord>[], store: (rs: InRecord<AttemptRecord>[]) => Promise<void>) {
+  const spans = records.map((r) =>
+    tracing.span('store attempt', 'consumer', r.headers, {
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': TOPIC.attempts.name,
+      'messaging.batch.message_count': records.length,
+      'switchyard.attempt_id': typeof r.value?.id === 'string' ? r.value.id : undefined,
+      'switchyard.event_id': typeof r.value?.event_id === 'string' ? r.value.event_id : undefined,
+    }),
+  );
+  try {
+    await store(records);
+  } catch (err) {
+    for (const s of spans) s.end(err);
+    throw err;
+  }
+  for (const s of spans) s.end();
 }
 
 export async function start(rt: Runtime): Promise<Service> {
@@ -118,6 +143,22 @@ export async function start(rt: Runtime): Promise<Service> {
       },
     }),
   );
+  // The attempts topic's batches: stored, then destination health updated from what was added.
+  async function storeAttempts(records: InRecord<AttemptRecord>[]): Promise<void> {
+    const added = await writeIsolating(await takeMalformed(records, malformedAttempt), {
+      write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
+      // An attempt is the record of a delivery that happened: when even its escaped response
+      // cannot be stored (nested too deep, say), it is stored without the response, saying why.
+      repairs: (r) => {
+        const rd = r.value.response_data;
+        if (rd === null) return [];
+        const status = typeof rd.status === 'number' ? { status: rd.status } : {};
+        return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
+      },
+      deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
+    });
+    await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
+  }
   consumers.push(
     await rt.bus.consume<AttemptRecord>({
       groupId: 'attempts',
@@ -125,19 +166,8 @@ export async function start(rt: Runtime): Promise<Service> {
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
-        const added = await writeIsolating(await takeMalformed(records, malformedAttempt), {
-          write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
-          // An attempt is the record of a delivery that happened: when even its escaped response
-          // cannot be stored (nested too deep, say), it is stored without the response, saying why.
-          repairs: (r) => {
-            const rd = r.value.response_data;
-            if (rd === null) return [];
-            const status = typeof rd.status === 'number' ? { status: rd.status } : {};
-            return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
-          },
-          deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
-        });
-        await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
+        if (rt.tracing) return traced(rt.tracing, records, storeAttempts);
+        return storeAttempts(records);
       },
     }),
   );
