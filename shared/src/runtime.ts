@@ -6,6 +6,7 @@ import { createEmbeddedBus, lockDirectory } from './kafka/embedded.ts';
 import { type Bus, createKafkaBus } from './kafka/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
+import type { Tracing } from './tracing.ts';
 
 /** The concrete dependencies of one service process. The only place that chooses implementations. */
 export interface Runtime {
@@ -14,6 +15,8 @@ export interface Runtime {
   db: Knex;
   bus: Bus;
   cipher: Cipher;
+  /** OpenTelemetry traces (shared/src/tracing.ts); null when off (OTEL_EXPORTER_OTLP_ENDPOINT empty). */
+  tracing: Tracing | null;
   /** Which implementations were chosen (see `embeddedParts`). */
   mode: { log: 'kafka' | 'embedded'; db: 'postgres' | 'embedded' };
   close(): Promise<void>;
@@ -67,6 +70,18 @@ export async function createRuntime(service: string, config: Config = loadConfig
     for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => undefined);
   };
   try {
+    // Loaded only when on: a process without tracing never loads the SDK. Closed last, after the
+    // services' last spans.
+    let tracing: Tracing | null = null;
+    if (config.OTEL_EXPORTER_OTLP_ENDPOINT) {
+      const { createTracing } = await import('./tracing.ts');
+      const t = createTracing({
+        endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+        serviceName: config.OTEL_SERVICE_NAME || `switchyard-${service}`,
+      });
+      cleanup.push(() => t.close());
+      tracing = t;
+    }
     let db: Knex;
     if (embedded.db) {
       // Loaded only here: a production process never loads PGlite.
@@ -110,6 +125,7 @@ export async function createRuntime(service: string, config: Config = loadConfig
       db,
       bus,
       cipher,
+      tracing,
       mode: { log: embedded.log ? 'embedded' : 'kafka', db: embedded.db ? 'embedded' : 'postgres' },
       // The bus first (consumers finish their work and commit), then the database, then the lock.
       close: () => (closing ??= undo()),

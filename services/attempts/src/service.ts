@@ -11,6 +11,7 @@ import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { createAlerts } from './alerts.ts';
 import { writeIsolating } from './isolate.ts';
 
@@ -38,6 +39,29 @@ function malformedAttempt(r: InRecord<AttemptRecord>): string | null {
 const EVENT_WAIT_MS = 30_000;
 /** Keys of recently stored events kept in memory (about 100 bytes each: 2 MB), seconds of traffic at full load. */
 const RECENT_EVENTS_MAX = 20_000;
+/**
+ * Tracing on only: `store` in one span per attempt record, a child of the delivery span whose
+ * traceparent the record carries, ended when the batch is written (and the records committable).
+ */
+async function traced(tracing: Tracing, records: InRecord<AttemptRecord>[], store: (rs: InRecord<AttemptRecord>[]) => Promise<void>) {
+  const spans = records.map((r) =>
+    tracing.span('store attempt', 'consumer', r.headers, {
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': TOPIC.attempts.name,
+      'messaging.batch.message_count': records.length,
+      'switchyard.attempt_id': typeof r.value?.id === 'string' ? r.value.id : undefined,
+      'switchyard.event_id': typeof r.value?.event_id === 'string' ? r.value.event_id : undefined,
+    }),
+  );
+  try {
+    await store(records);
+  } catch (err) {
+    for (const s of spans) s.end(err);
+    throw err;
+  }
+  for (const s of spans) s.end();
+}
 
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
@@ -152,6 +176,25 @@ export async function start(rt: Runtime): Promise<Service> {
       },
     }),
   );
+  // The attempts topic's batches: stored, then destination health updated from what was added.
+  async function storeAttempts(records: InRecord<AttemptRecord>[]): Promise<void> {
+    const valid = await takeMalformed(records, malformedAttempt);
+    // Read-your-write: an attempt is stored only once its event row is (eventsStored).
+    await eventsStored(valid.map((r) => r.value));
+    const added = await writeIsolating(valid, {
+      write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
+      // An attempt is the record of a delivery that happened: when even its escaped response
+      // cannot be stored (nested too deep, say), it is stored without the response, saying why.
+      repairs: (r) => {
+        const rd = r.value.response_data;
+        if (rd === null) return [];
+        const status = typeof rd.status === 'number' ? { status: rd.status } : {};
+        return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
+      },
+      deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
+    });
+    await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
+  }
   consumers.push(
     await rt.bus.consume<AttemptRecord>({
       groupId: 'attempts',
@@ -159,21 +202,8 @@ export async function start(rt: Runtime): Promise<Service> {
       batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
       fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
       async handleBatch(records) {
-        const valid = await takeMalformed(records, malformedAttempt);
-        await eventsStored(valid.map((r) => r.value));
-        const added = await writeIsolating(valid, {
-          write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
-          // An attempt is the record of a delivery that happened: when even its escaped response
-          // cannot be stored (nested too deep, say), it is stored without the response, saying why.
-          repairs: (r) => {
-            const rd = r.value.response_data;
-            if (rd === null) return [];
-            const status = typeof rd.status === 'number' ? { status: rd.status } : {};
-            return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
-          },
-          deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
-        });
-        await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
+        if (rt.tracing) return traced(rt.tracing, records, storeAttempts);
+        return storeAttempts(records);
       },
     }),
   );

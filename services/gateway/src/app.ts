@@ -31,6 +31,7 @@ import { createPublisher } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
+import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
 import { tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
 
@@ -43,6 +44,8 @@ export interface GatewayDeps {
   portalDir?: string;
   /** Readiness of Postgres and Kafka (shared/src/ops.ts); without it /readyz checks Postgres only. */
   readiness?: () => Promise<Readiness>;
+  /** OpenTelemetry traces (shared/src/tracing.ts); absent or null: off. */
+  tracing?: Tracing | null;
 }
 
 /** Everything a route handler needs, built once per app. */
@@ -146,6 +149,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
         routing,
         log: deps.logger,
         lingerMs: config.PUBLISH_LINGER_MS,
+        tracing: deps.tracing ?? null,
       }),
     ),
   };

@@ -4,6 +4,7 @@ import { AppError } from '@switchyard/shared/errors.ts';
 import type { BusProducer } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
+import type { Tracing } from '@switchyard/shared/tracing.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 import type { RoutingCache } from './routing-cache.ts';
@@ -25,7 +26,12 @@ export function createPublisher(deps: {
   routing: RoutingCache;
   log: Logger;
   lingerMs?: number;
+  /** With tracing on, each publish is a span and its event's record carries the traceparent. */
+  tracing?: Tracing | null;
 }) {
+  const tracing = deps.tracing ?? null;
+  // The trace headers of events being published (tracing on only): the batcher takes events.
+  const traceHeaders = new WeakMap<EventRecord, Record<string, string>>();
   const reserve = createBatcher((keys: Array<{ tenant_id: string; id: string }>) => deps.eventIds.reserve(keys), 1000);
   const accept = createBatcher(async (keys: Array<{ tenant_id: string; id: string }>) => {
     await deps.eventIds.accept(keys);
@@ -35,7 +41,10 @@ export function createPublisher(deps: {
     async (events: EventRecord[]) => {
       await deps.producer.send(
         TOPIC.events,
-        events.map((e) => ({ key: e.tenant_id, value: e })),
+        events.map((e) => {
+          const headers = tracing && traceHeaders.get(e);
+          return headers ? { key: e.tenant_id, value: e, headers } : { key: e.tenant_id, value: e };
+        }),
       );
       return events.map(() => undefined);
     },
@@ -43,7 +52,7 @@ export function createPublisher(deps: {
     deps.lingerMs,
   );
 
-  return async function publish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
+  async function publish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
     const started = performance.now();
     const { exists, destinations } = await deps.routing.get(event.tenant_id);
     if (!exists) throw new AppError('TENANT_NOT_FOUND');
@@ -95,5 +104,27 @@ export function createPublisher(deps: {
       'publish',
     );
     return { id: event.id, duplicate: false, destination_ids: destinationIds };
+  }
+
+  if (!tracing) return publish;
+  return async function tracedPublish(event: EventRecord, callerChoseId: boolean): Promise<PublishResult> {
+    const span = tracing.span('publish', 'producer', undefined, {
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': TOPIC.events.name,
+      'switchyard.event_id': event.id,
+      'switchyard.tenant_id': event.tenant_id,
+      'switchyard.topic': event.topic,
+    });
+    traceHeaders.set(event, span.headers());
+    try {
+      const result = await publish(event, callerChoseId);
+      span.set({ 'switchyard.duplicate': result.duplicate, 'switchyard.destinations': result.destination_ids.length });
+      span.end();
+      return result;
+    } catch (err) {
+      span.end(err);
+      throw err;
+    }
   };
 }

@@ -6,7 +6,14 @@ import { build } from './app.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
   const producer = await rt.bus.producer();
-  const app = await build(rt.config, { db: rt.db, cipher: rt.cipher, producer, logger: rt.logger, readiness: () => readiness(rt) });
+  const app = await build(rt.config, {
+    db: rt.db,
+    cipher: rt.cipher,
+    producer,
+    logger: rt.logger,
+    readiness: () => readiness(rt),
+    tracing: rt.tracing,
+  });
   await app.listen({ port: rt.config.API_PORT, host: rt.config.API_HOST });
   return {
     async close() {

@@ -5,12 +5,22 @@ import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { createRouter } from './handler.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
   const destinations = new DestinationStore(rt.db, rt.cipher);
   const eventIds = new EventIdStore(rt.db);
   const producer = await rt.bus.producer();
+  const tracing = rt.tracing;
+  // Tracing on only: the route span of each event of the batches in hand, by tenant and event id
+  // (the router's events are copies of the records' values), with the headers its deliveries carry.
+  const spans = new Map<string, { span: TraceSpan; headers: Record<string, string> }>();
+  const spanKey = (tenantId: unknown, id: unknown) => `${String(tenantId)}\n${String(id)}`;
+  const traced = (r: { event: { tenant_id: string; id: string } }, record: { key: string; value: unknown }) => {
+    const s = spans.get(spanKey(r.event.tenant_id, r.event.id));
+    return s ? { ...record, headers: s.headers } : record;
+  };
 
   const routeBatch = createRouter({
     topics: rt.config.TOPICS,
@@ -25,10 +35,10 @@ export async function start(rt: Runtime): Promise<Service> {
       await producer.sendMany([
         ...[...byType].map(([type, records]) => ({
           topic: TOPIC.deliveries[type],
-          records: records.map((r) => ({
-            key: r.destination.id,
-            value: new JsonText(() => spliceJson(r, ['event', 'destination'], json)),
-          })),
+          records: records.map((r) => {
+            const record = { key: r.destination.id, value: new JsonText(() => spliceJson(r, ['event', 'destination'], json)) };
+            return tracing ? traced(r, record) : record;
+          }),
         })),
         {
           topic: TOPIC.routed,
@@ -42,6 +52,23 @@ export async function start(rt: Runtime): Promise<Service> {
     },
   });
 
+  /** routeBatch, ending the batch's route spans with its outcome for each event. */
+  async function routeTraced(records: Parameters<typeof routeBatch>[0], keys: string[]) {
+    try {
+      const result = await routeBatch(records);
+      for (const r of result.routed)
+        spans.get(spanKey(r.event.tenant_id, r.event.id))?.span.set({ 'switchyard.destinations': r.matched_destination_ids.length });
+      for (const e of result.duplicates) spans.get(spanKey(e.tenant_id, e.id))?.span.set({ 'switchyard.outcome': 'duplicate' });
+      for (const key of keys) spans.get(key)?.span.end();
+      return result;
+    } catch (err) {
+      for (const key of keys) spans.get(key)?.span.end(err);
+      throw err;
+    } finally {
+      for (const key of keys) spans.delete(key);
+    }
+  }
+
   const consumer = await rt.bus.consume<unknown>({
     groupId: 'router',
     topics: [TOPIC.events],
@@ -50,7 +77,25 @@ export async function start(rt: Runtime): Promise<Service> {
     fetchMaxBytes: rt.config.ROUTER_FETCH_MAX_BYTES,
     async handleBatch(records) {
       const started = performance.now();
-      const { routed, duplicates, deadLetters } = await routeBatch(records);
+      const keys: string[] = [];
+      if (tracing) {
+        for (const r of records) {
+          const v = (r.value ?? {}) as { tenant_id?: unknown; id?: unknown };
+          const key = spanKey(v.tenant_id, v.id ?? `kafka-${r.partition}-${r.offset}`);
+          const span = tracing.span('route', 'consumer', r.headers, {
+            'messaging.system': 'kafka',
+            'messaging.operation.type': 'process',
+            'messaging.destination.name': TOPIC.events.name,
+            'messaging.kafka.offset': Number(r.offset),
+            'messaging.destination.partition.id': String(r.partition),
+            'switchyard.event_id': typeof v.id === 'string' ? v.id : undefined,
+            'switchyard.tenant_id': typeof v.tenant_id === 'string' ? v.tenant_id : undefined,
+          });
+          spans.set(key, { span, headers: span.headers() });
+          keys.push(key);
+        }
+      }
+      const { routed, duplicates, deadLetters } = await (tracing ? routeTraced(records, keys) : routeBatch(records));
       const ms = Math.round(performance.now() - started);
       for (const r of routed) {
         rt.logger.info(

@@ -7,14 +7,25 @@ import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
-import type { DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
+import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler } from './handler.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { SENDERS } from './senders.ts';
+
+/** Awaits `p`, ending `span` failed when it rejects. */
+async function endOnError<T>(span: TraceSpan, p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    span.end(err);
+    throw err;
+  }
+}
 
 /** How often clients of deleted, disabled or idle destinations are looked for and closed. */
 const SWEEP_MS = 60_000;
@@ -72,6 +83,13 @@ export async function start(rt: Runtime): Promise<Service> {
     return items.map(() => undefined);
   }, 1000);
   const produce = (topic: Topic, record: OutRecord): Promise<void> => batcher({ topic, record });
+  // Tracing on only: the trace headers of attempts being written, from their delivery's span.
+  const tracing = rt.tracing;
+  const attemptHeaders = new WeakMap<AttemptRecord, Record<string, string>>();
+  const attemptRecord = (a: AttemptRecord): OutRecord => {
+    const headers = tracing && attemptHeaders.get(a);
+    return headers ? { key: a.destination_id, value: a, headers } : { key: a.destination_id, value: a };
+  };
   const send = (topic: Topic, d: DeliveryRecord) => produce(topic, { key: d.destination.id, value: d });
   // The delivery consumers know which destinations they are parking deliveries of right now; for
   // those the scheduler parks a due delivery again itself. Only where this process consumes the
@@ -86,7 +104,7 @@ export async function start(rt: Runtime): Promise<Service> {
     senders,
     open: (s) => store.openSnapshot(s),
     current: (s) => destinations.current(s),
-    emitAttempt: (a) => produce(TOPIC.attempts, { key: a.destination_id, value: a }),
+    emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
     scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt).then(() => observeRetry(dueAt)),
     retry: {
       schedule: config.RETRY_SCHEDULE,
@@ -115,10 +133,30 @@ export async function start(rt: Runtime): Promise<Service> {
       // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
       async handle(record) {
-        const { attempt, outcome, write } = await handle(record.value);
+        // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
+        const span = tracing?.span('deliver', 'consumer', record.headers, {
+          'messaging.system': 'kafka',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': TOPIC.deliveries[type].name,
+          'switchyard.event_id': record.value?.event?.id,
+          'switchyard.destination_id': record.key,
+          'switchyard.destination_type': type,
+        });
+        const { attempt, outcome, write } = span ? await endOnError(span, handle(record.value)) : await handle(record.value);
+        if (span) {
+          attemptHeaders.set(attempt, span.headers());
+          span.set({
+            'switchyard.attempt_number': attempt.attempt_number,
+            'switchyard.status': attempt.status,
+            'switchyard.code': attempt.code,
+          });
+        }
         // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
         return async () => {
-          await write();
+          if (span) {
+            await endOnError(span, write());
+            span.end();
+          } else await write();
           observeAttempt(attempt);
           logger.info(
             {

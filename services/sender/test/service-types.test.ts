@@ -29,6 +29,7 @@ function runtime(senderTypes: string) {
     db: untouchable('db'),
     bus: untouchable('bus'),
     cipher: untouchable('cipher'),
+    tracing: null,
     mode: { log: 'kafka', db: 'postgres' },
     close: async () => {},
   } as unknown as Runtime;

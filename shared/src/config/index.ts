@@ -95,6 +95,18 @@ export const SETTINGS = {
     default: '127.0.0.1',
     description: 'Address the metrics and health listener binds (0.0.0.0 to let Prometheus and probes reach it).',
   },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    kind: 'string',
+    default: '',
+    description:
+      'OpenTelemetry traces, off while empty: base URL of an OTLP/HTTP collector (spans are POSTed as JSON to <url>/v1/traces). One trace per event from publish through router, sender and attempt storage, carried in the W3C traceparent header of each Kafka (or embedded log) record. Off, no span is made and no header written.',
+  },
+  OTEL_SERVICE_NAME: {
+    kind: 'string',
+    default: '',
+    description:
+      'service.name of the spans (default switchyard-<service>, for example switchyard-router; switchyard-embedded in embedded mode).',
+  },
   AES_ENCRYPTION_SECRET: {
     kind: 'string',
     required: true,
