@@ -1,89 +1,23 @@
-// A small typed fetch layer over the gateway API (/api/v1, same origin), called with the tenant
+// The gateway API (/api/v1, same origin) through the typed client (@switchyard/client: paths,
+// parameters, bodies and answers typed by the generated OpenAPI schema), called with the tenant
 // token: the tenant is implied by the token, so paths carry no tenant id. A 401 ends the session.
+// Imported from the client's browser-safe entry (its index also holds the node:crypto verifier).
+import { type components, createSwitchyardClient, type SwitchyardClient } from '@switchyard/client/client.ts';
 
-export type DestinationType = string;
-
-export interface Destination {
-  id: string;
-  tenant_id: string;
-  type: DestinationType;
-  topics: string[] | '*';
-  config: Record<string, unknown>;
-  credentials: Record<string, unknown>;
-  disabled_at: string | null;
-  created_at: string;
-  updated_at?: string;
-  target?: string;
-  target_url?: string;
-  filter?: Record<string, unknown> | null;
-  delivery_metadata?: Record<string, string>;
-  metadata?: Record<string, string>;
-}
-
-export interface FieldDescriptor {
-  key: string;
-  type: 'text' | 'checkbox' | 'key_value_map' | 'select';
-  label: string;
-  description?: string;
-  required?: boolean;
-  sensitive?: boolean;
-  default?: string;
-  minlength?: number;
-  maxlength?: number;
-  pattern?: string;
-  options?: { label: string; value: string }[];
-}
-
-export interface TypeSchema {
-  type: DestinationType;
-  label: string;
-  description: string;
-  icon: string;
-  instructions: string;
-  remote_setup_url?: string;
-  config_fields: FieldDescriptor[];
-  credential_fields: FieldDescriptor[];
-}
-
-export interface Attempt {
-  id: string;
-  tenant_id: string;
-  destination_id: string;
-  event_id: string;
-  topic: string;
-  status: 'success' | 'failed';
-  code: string;
-  response_data: Record<string, unknown> | null;
-  attempt_number: number;
-  manual: boolean;
-  duration_ms: number | null;
-  time: string;
-  event?: EventItem | null;
-}
-
-export interface EventItem {
-  id: string;
-  topic: string;
-  time: string;
-  destination_id: string | null;
-  eligible_for_retry: boolean;
-  metadata: Record<string, unknown> | null;
-  data?: unknown;
-  successful_at: string | null;
-  status?: string;
-}
-
+type Schemas = components['schemas'];
+export type Destination = Schemas['Destination'];
+export type DestinationType = Destination['type'];
+export type TypeSchema = Schemas['DestinationTypeSchema'];
+export type FieldDescriptor = TypeSchema['config_fields'][number];
+export type Attempt = Schemas['Attempt'];
+export type EventItem = Schemas['Event'];
+export type Problem = NonNullable<Schemas['Error']['problems']>[number];
 export interface Page<T> {
   models: T[];
-  pagination: { next: string | null; prev: string | null; limit: number; dir: string; order_by: string };
+  pagination: Schemas['Pagination'];
 }
 
-export interface Problem {
-  path: string;
-  message: string;
-}
-
-/** An error answer of the API, in its one shape {status, message, data}. */
+/** An error answer of the API, in its one shape {status, code, message, data?, problems?}. */
 export class ApiError extends Error {
   readonly status: number;
   readonly problems: Problem[];
@@ -94,62 +28,66 @@ export class ApiError extends Error {
   }
 }
 
-let token = '';
+let client: SwitchyardClient = createSwitchyardClient({ baseUrl: window.location.origin, token: '' });
 let onUnauthorized: () => void = () => undefined;
 
-export function configureApi(t: string, unauthorized: () => void): void {
-  token = t;
+export function configureApi(token: string, unauthorized: () => void): void {
+  client = createSwitchyardClient({ baseUrl: window.location.origin, token });
   onUnauthorized = unauthorized;
 }
 
-type Query = Record<string, string | number | undefined | null>;
-
-export function queryString(q: Query = {}): string {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null && v !== '') p.set(k, String(v));
-  const s = p.toString();
-  return s ? `?${s}` : '';
+/** The data of a successful answer; an error answer throws ApiError (after ending the session on 401). */
+async function data<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (!response.ok) {
+    if (response.status === 401) onUnauthorized();
+    const e = (typeof error === 'object' && error ? error : {}) as Partial<Schemas['Error']>;
+    throw new ApiError(response.status, e.message ?? `The request failed (${response.status}).`, e.problems ?? []);
+  }
+  return data as T;
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`/api/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : undefined;
-  } catch {
-    json = undefined;
-  }
-  if (!res.ok) {
-    if (res.status === 401) onUnauthorized();
-    const e = (json ?? {}) as { message?: string; data?: unknown };
-    const problems = Array.isArray(e.data) ? (e.data as Problem[]) : [];
-    throw new ApiError(res.status, e.message ?? `The request failed (${res.status}).`, problems);
-  }
-  return json as T;
+/** A listing's filters and cursor; an empty field ('') filters nothing. */
+export type ListQuery = {
+  status?: '' | Attempt['status'];
+  topic?: string;
+  'time[gte]'?: string;
+  'time[lte]'?: string;
+  limit?: number;
+  next?: string;
+  prev?: string;
+};
+
+/** The filters that are set. */
+function set<Q extends object>(q: Q): { [K in keyof Q]: Exclude<Q[K], ''> } {
+  return Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined && v !== null && v !== '')) as never;
 }
 
-const enc = encodeURIComponent;
+const dest = (destination_id: string) => ({ params: { path: { destination_id } } });
 
 export const api = {
-  destinationTypes: () => request<TypeSchema[]>('GET', '/destination-types'),
-  topics: () => request<string[]>('GET', '/topics'),
-  destinations: () => request<Destination[]>('GET', '/destinations'),
-  destination: (id: string) => request<Destination>('GET', `/destinations/${enc(id)}`),
-  createDestination: (body: Record<string, unknown>) => request<Destination>('POST', '/destinations', body),
-  updateDestination: (id: string, body: Record<string, unknown>) => request<Destination>('PATCH', `/destinations/${enc(id)}`, body),
-  setEnabled: (id: string, enabled: boolean) => request<Destination>('PUT', `/destinations/${enc(id)}/${enabled ? 'enable' : 'disable'}`),
-  deleteDestination: (id: string) => request<{ success: boolean }>('DELETE', `/destinations/${enc(id)}`),
-  attempts: (destinationId: string, q: Query) =>
-    request<Page<Attempt>>('GET', `/destinations/${enc(destinationId)}/attempts${queryString(q)}`),
+  destinationTypes: () => data(client.GET('/api/v1/destination-types')),
+  topics: () => data(client.GET('/api/v1/topics')),
+  destinations: () => data(client.GET('/api/v1/destinations')),
+  destination: (id: string) => data(client.GET('/api/v1/destinations/{destination_id}', dest(id))),
+  createDestination: (body: Schemas['DestinationCreate']) => data(client.POST('/api/v1/destinations', { body })),
+  updateDestination: (id: string, body: Schemas['DestinationUpdate']) =>
+    data(client.PATCH('/api/v1/destinations/{destination_id}', { ...dest(id), body })),
+  setEnabled: (id: string, enabled: boolean) =>
+    data(client.PUT(enabled ? '/api/v1/destinations/{destination_id}/enable' : '/api/v1/destinations/{destination_id}/disable', dest(id))),
+  deleteDestination: (id: string) => data(client.DELETE('/api/v1/destinations/{destination_id}', dest(id))),
+  attempts: (destinationId: string, q: ListQuery): Promise<Page<Attempt>> =>
+    data(
+      client.GET('/api/v1/destinations/{destination_id}/attempts', { params: { path: { destination_id: destinationId }, query: set(q) } }),
+    ),
   attempt: (destinationId: string, attemptId: string) =>
-    request<Attempt>('GET', `/destinations/${enc(destinationId)}/attempts/${enc(attemptId)}?include=event.data`),
-  events: (destinationId: string, q: Query) =>
-    request<Page<EventItem>>('GET', `/destination/${enc(destinationId)}/events${queryString(q)}`),
+    data(
+      client.GET('/api/v1/destinations/{destination_id}/attempts/{attempt_id}', {
+        params: { path: { destination_id: destinationId, attempt_id: attemptId }, query: { include: 'event.data' } },
+      }),
+    ),
+  events: (destinationId: string, q: ListQuery): Promise<Page<EventItem>> =>
+    data(client.GET('/api/v1/destination/{destination_id}/events', { params: { path: { destination_id: destinationId }, query: set(q) } })),
   retry: (eventId: string, destinationId: string) =>
-    request<{ success: boolean }>('POST', '/retry', { event_id: eventId, destination_id: destinationId }),
+    data(client.POST('/api/v1/retry', { body: { event_id: eventId, destination_id: destinationId } })),
 };

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useMemo, useState } from 'react';
 import { Link } from 'react-router';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { api, type Attempt, type Destination, type EventItem, type Page } from '../api.ts';
+import { api, type Attempt, type Destination, type EventItem, type ListQuery, type Page } from '../api.ts';
 import { ErrorMessage, Loading, StatusBadge, Time, useNotify, useTopics } from '../components.tsx';
 
 const HOUR = 3600_000;
@@ -64,7 +64,7 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
 }
 
 interface Filters {
-  status: string;
+  status: NonNullable<ListQuery['status']>;
   topic: string;
   from: string;
   to: string;
@@ -133,7 +133,7 @@ export function Deliveries({ destination }: { destination: Destination }) {
         </div>
         <label htmlFor="f-status">
           Status
-          <select id="f-status" value={filters.status} onChange={(e) => set({ status: e.target.value })}>
+          <select id="f-status" value={filters.status} onChange={(e) => set({ status: e.target.value as Filters['status'] })}>
             <option value="">Any</option>
             <option value="success">Succeeded</option>
             <option value="failed">Failed</option>
