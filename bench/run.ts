@@ -991,14 +991,15 @@ async function main(): Promise<void> {
     const failedPhases: string[] = [];
     for (const s of chosen) {
       for (const def of phasesOf(s)) {
-        // A type whose peer cannot start here leaves its row out, not the run's other phases.
-        const r = def.destType
-          ? await runPhase(def, ctx).catch((err: unknown) => {
-              log(`${def.scenario}/${def.phase} FAILED, left out: ${(err as Error).message.split('\n')[0]}`);
-              failedPhases.push(`${def.scenario}: ${(err as Error).message.split('\n')[0]}`);
-              return null;
-            })
-          : await runPhase(def, ctx);
+        // A type or senders2 phase that cannot run here leaves its row out, not the run's other phases.
+        const r =
+          def.destType || def.senders
+            ? await runPhase(def, ctx).catch((err: unknown) => {
+                log(`${def.scenario}/${def.phase} FAILED, left out: ${(err as Error).message.split('\n')[0]}`);
+                failedPhases.push(`${def.scenario}: ${(err as Error).message.split('\n')[0]}`);
+                return null;
+              })
+            : await runPhase(def, ctx);
         if (!r) continue;
         phases.push(r);
         if (def.scenario === 'single' && !opt['max-rate']) ctx.maxRate = r.delivery.eventsPerSec;
