@@ -32,16 +32,25 @@ import {
   type Target,
   type Topology,
 } from './lib/report.ts';
+import {
+  BASE_SCENARIOS,
+  type BenchType,
+  EXTRA_SCENARIOS,
+  parseScenarios,
+  type ScenarioName,
+  TYPE_DESTINATIONS,
+  typeOfScenario,
+} from './lib/scenarios.ts';
+import { startTypePeer, type TypePeer } from './lib/type-peers.ts';
 import { type Deployment, deploy, type Infra, SERVICES, type ServiceName, startInfra } from './lib/stack.ts';
 import { EMPTY_SUMMARY, fmtInt, round, sleep, summarize, type Summary } from './lib/stats.ts';
 
-const SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency'] as const;
+const SCENARIOS = BASE_SCENARIOS;
 // The pipeline's CPU per delivery counts the services and the stores they write to, not the
 // receiver or the load generator, which a real deployment does not run.
 const STORES = ['kafka', 'postgres'] as const;
 type StoreName = (typeof STORES)[number];
 const PIPELINE_PROCESSES: readonly string[] = [...SERVICES, ...STORES];
-type ScenarioName = (typeof SCENARIOS)[number];
 
 const { values: opt } = parseArgs({
   options: {
@@ -93,7 +102,10 @@ if (opt.render) {
 
 if (opt.help) {
   console.log(`npm run bench -- [options]
-  --scenario a,b     ${SCENARIOS.join(', ')} or all (default all)
+  --scenario a,b     ${SCENARIOS.join(', ')} or all (default all: these five);
+                     not in all: types (one type-<t> phase per destination type: 1 tenant, ${TYPE_DESTINATIONS}
+                     destinations of the type against its local peer), type-<t> or just <t> for one,
+                     senders2 (fanout's load with one sender process, then two); ${EXTRA_SCENARIOS.length} extra names
   --duration S       seconds of load per phase (default 60; 10 with --quick)
   --quick            smoke run: 10 s phases, 5 s ceiling, shorter drains
   --via MODE         http (one event per request, default), batch (POST /publish/batch), kafka (producer to the events topic)
@@ -147,13 +159,7 @@ const backlogCap = Number(opt.backlog);
 const ceilingMs = Number(opt['ceiling-seconds'] ?? (quick ? 5 : 20)) * 1000;
 const phaseCeilingMs = Math.min(ceilingMs, quick ? 3000 : 5000);
 const drainMaxMs = quick ? 30_000 : 90_000;
-const chosen: ScenarioName[] =
-  opt.scenario === 'all'
-    ? [...SCENARIOS]
-    : (opt.scenario as string).split(',').map((s) => {
-        if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`unknown scenario ${s}; one of ${SCENARIOS.join(', ')}`);
-        return s as ScenarioName;
-      });
+const chosen: ScenarioName[] = parseScenarios(opt.scenario as string);
 // The services run with the runtime settings of the production image (its `ENV NODE_OPTIONS=` and
 // glibc malloc lines), so the benchmark measures what ships; --env K=V overrides them.
 const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX'];
@@ -211,9 +217,25 @@ interface PhaseDef {
   topology: Topology;
   /** 'max', or a share of the maximum rate (resolved when the phase starts). */
   rate: 'max' | { share: number };
+  /** The destinations' type (webhook when absent); other types' deliveries are read from their attempts. */
+  destType?: BenchType;
+  /** Sender processes (1 when absent). */
+  senders?: number;
 }
 
 function phasesOf(s: ScenarioName): PhaseDef[] {
+  const type = typeOfScenario(s);
+  if (type)
+    return [
+      {
+        scenario: s,
+        phase: 'main',
+        title: `one tenant, ${TYPE_DESTINATIONS} ${type} destinations`,
+        topology: t(1, TYPE_DESTINATIONS, 0),
+        rate: 'max',
+        destType: type,
+      },
+    ];
   switch (s) {
     case 'single':
       return [{ scenario: s, phase: 'main', title: 'one tenant, one destination', topology: t(1, 1, 0), rate: 'max' }];
@@ -229,6 +251,15 @@ function phasesOf(s: ScenarioName): PhaseDef[] {
         topology: t(200, 5, kind === 'healthy' ? 0 : 1),
         rate: 'max',
       }));
+    case 'senders2':
+      return [1, 2].map((n) => ({
+        scenario: s,
+        phase: n === 1 ? 'one' : 'two',
+        title: `one event to 10 destinations, ${n} sender process${n > 1 ? 'es' : ''}`,
+        topology: t(1, 10, 0),
+        rate: 'max' as const,
+        senders: n,
+      }));
     case 'latency':
       return [
         {
@@ -239,6 +270,8 @@ function phasesOf(s: ScenarioName): PhaseDef[] {
           rate: { share: Number(opt['latency-fraction']) },
         },
       ];
+    default:
+      throw new Error(`no phases for scenario ${s}`);
   }
 }
 function t(tenants: number, destinationsPerTenant: number, hangingPerTenant: number): Topology {
@@ -336,13 +369,18 @@ async function pool<T>(items: T[], n: number, fn: (item: T) => Promise<void>): P
   );
 }
 
-async function buildTopology(dep: Deployment, rx: Receiver, topo: Topology): Promise<Built> {
+async function buildTopology(dep: Deployment, rx: Receiver, topo: Topology, peer?: { type: BenchType; peer: TypePeer }): Promise<Built> {
   const tenants = Array.from({ length: topo.tenants }, (_, i) => `t${String(i).padStart(4, '0')}`);
   const secrets: Record<string, string> = {};
   await pool(tenants, 16, async (tenant) => {
     const r = await api(dep, 'PUT', `/api/v1/tenants/${tenant}`);
     if (r.status >= 300) throw new Error(`PUT tenant ${tenant}: ${r.status} ${JSON.stringify(r.body)}`);
-    for (let k = 0; k < topo.destinationsPerTenant; k++) {
+    for (let k = 0; peer && k < topo.destinationsPerTenant; k++) {
+      const spec = await peer.peer.destination(k);
+      const d = await api(dep, 'POST', `/api/v1/tenants/${tenant}/destinations`, { type: peer.type, topics: '*', ...spec });
+      if (d.status !== 201) throw new Error(`POST ${peer.type} destination: ${d.status} ${JSON.stringify(d.body)}`);
+    }
+    for (let k = 0; !peer && k < topo.destinationsPerTenant; k++) {
       const path = `/${k < topo.hangingPerTenant ? 'hang' : 'd'}/${tenant}/${k}`;
       const d = await api(dep, 'POST', `/api/v1/tenants/${tenant}/destinations`, {
         type: 'webhook',
@@ -386,6 +424,50 @@ async function topicRecords(brokers: string, prefix: string): Promise<Record<str
   } finally {
     await admin.disconnect();
   }
+}
+
+/** A service's name in the process table: `sender-2` for a second sender instance. */
+function trackedName(s: { name: string; instance: number }): string {
+  return s.instance > 1 ? `${s.name}-${s.instance}` : s.name;
+}
+
+/**
+ * What the receiver reports for webhook destinations, read from the attempts instead, for types whose
+ * peer cannot tell the runner what it received: successful attempts of the load's events between
+ * `from` and `to` (epoch ms), publish→delivered as the attempt's stored time minus the event's
+ * `sent_at`, repeats of one event on one destination as duplicates, and the deliveries per second.
+ */
+async function attemptFigures(db: pg.Client, from: number, to: number): Promise<ReceiverStats> {
+  const q = await db.query<{ at: number; ms: number; dup: boolean }>(
+    `SELECT extract(epoch FROM a.time)::float8 * 1000 AS at,
+            extract(epoch FROM a.time)::float8 * 1000 - (e.data->>'sent_at')::float8 AS ms,
+            row_number() OVER (PARTITION BY a.event_id, a.destination_id ORDER BY a.time) > 1 AS dup
+       FROM attempts a JOIN events e ON e.tenant_id = a.tenant_id AND e.id = a.event_id
+      WHERE a.status = 'success' AND a.topic = 'bench.event' ${RUNNER_TAG}`,
+  );
+  const inWindow: number[] = [];
+  const perSec: Record<string, number> = {};
+  let dups = 0;
+  for (const r of q.rows) {
+    const at = Number(r.at);
+    if (r.dup) dups++;
+    if (at >= from && at < to) {
+      inWindow.push(Number(r.ms));
+      const sec = String(Math.floor(at / 1000));
+      perSec[sec] = (perSec[sec] ?? 0) + 1;
+    }
+  }
+  const zero = { ok: 0, hang: 0, ceiling: 0 };
+  return {
+    now: Date.now(),
+    received: { ...zero, ok: q.rows.length },
+    inWindow: { ...zero, ok: inWindow.length },
+    hungNow: 0,
+    duplicates: { ...zero, ok: dups },
+    verify: { checked: 0, ok: 0, failed: 0, noSecret: 0, unsigned: 0, errors: [] },
+    latency: { ok: summarize(inWindow), hang: { ...EMPTY_SUMMARY }, ceiling: { ...EMPTY_SUMMARY } },
+    series: { ok: perSec, hang: {}, ceiling: {} },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -442,7 +524,12 @@ function schedulePause(p: Pause, dep: Deployment, phase: string, notes: string[]
 }
 
 /** The services of one phase, on a fresh database and topic prefix; `profileDir`: under --cpu-prof. */
-function deployServices(ctx: Ctx, label: string, profileDir: string | undefined): Promise<Deployment> {
+function deployServices(
+  ctx: Ctx,
+  label: string,
+  profileDir: string | undefined,
+  o: { env?: Record<string, string>; senders?: number } = {},
+): Promise<Deployment> {
   return deploy({
     infra: ctx.infra,
     dir: ctx.logsDir,
@@ -451,8 +538,9 @@ function deployServices(ctx: Ctx, label: string, profileDir: string | undefined)
     ...(profileDir ? { profileDir } : {}),
     ...(opt['services-root'] ? { servicesRoot: opt['services-root'] } : {}),
     ...(ctx.built ? { built: ctx.built } : {}),
-    env: serviceEnv,
+    env: { ...o.env, ...serviceEnv },
     nodeFlags,
+    ...(o.senders ? { senders: o.senders } : {}),
   });
 }
 
@@ -518,8 +606,33 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   const name = `${def.scenario}/${def.phase}`;
   const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
   if (def.rate !== 'max' && !ctx.maxRate) throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
+  // Another type's peer, for this phase only; its deliveries are read from their attempts.
+  const peerTeardowns: Array<() => unknown> = [];
+  const stopPeer = async () => {
+    for (const fn of peerTeardowns.splice(0).reverse()) await Promise.resolve(fn()).catch(() => {});
+  };
+  const destType = def.destType && def.destType !== 'webhook' ? def.destType : null;
+  let typePeer: { type: BenchType; peer: TypePeer } | undefined;
+  if (destType) {
+    log(`${name}: starting the ${destType} peer`);
+    try {
+      typePeer = {
+        type: destType,
+        peer: await startTypePeer(destType, { teardown: (fn) => peerTeardowns.push(fn) }, ctx.infra),
+      };
+    } catch (err) {
+      await stopPeer();
+      throw err;
+    }
+  }
   log(`${name}: ${def.title}; starting services`);
-  const dep = await deployServices(ctx, `${def.scenario}-${def.phase}`, ctx.profileDir);
+  const dep = await deployServices(ctx, `${def.scenario}-${def.phase}`, ctx.profileDir, {
+    ...(typePeer ? { env: typePeer.peer.env } : {}),
+    ...(def.senders ? { senders: def.senders } : {}),
+  }).catch(async (err: unknown) => {
+    await stopPeer();
+    throw err;
+  });
   current = dep;
   const notes: string[] = [];
   const undoPauses: Array<() => void> = [];
@@ -529,8 +642,17 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   await db.connect();
   // The runner's own backend (it counts stored attempts) is not pipeline work.
   const runnerBackend = Number((await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid);
+  // Where the peer cannot tell the runner what it received: successful attempts stored, by topic.
+  const succeeded = async (topic: string) =>
+    Number(
+      (
+        await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM attempts WHERE status = 'success' AND topic = $1 ${RUNNER_TAG}`, [
+          topic,
+        ])
+      ).rows[0]?.n ?? 0,
+    );
   try {
-    const built = await buildTopology(dep, ctx.rx, def.topology);
+    const built = await buildTopology(dep, ctx.rx, def.topology, typePeer);
     log(
       `${name}: ${built.tenants.length} tenants, ${built.healthyDestinations} healthy + ${built.hangingDestinations} hanging destinations; probing the pipeline`,
     );
@@ -544,8 +666,8 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     });
     if (probe.status !== 202) throw new Error(`probe publish: ${probe.status} ${JSON.stringify(probe.body)}`);
     for (;;) {
-      const s = await ctx.rx.stats();
-      if (s.received.ok >= built.healthyPerEvent && (await attemptCount(db)) >= built.healthyPerEvent) break;
+      const got = typePeer ? await succeeded('bench.probe') : (await ctx.rx.stats()).received.ok;
+      if (got >= built.healthyPerEvent && (await attemptCount(db)) >= built.healthyPerEvent) break;
       if (Date.now() - probeStart > 120_000) throw new Error('the probe event was not delivered and stored within 120 s');
       await Promise.race([dep.crashed, sleep(200)]);
     }
@@ -562,7 +684,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       postgres: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend),
     };
     const tracked: Tracked[] = [
-      ...dep.services.map((s) => ({ name: s.name, pids: () => (s.child.pid ? [s.child.pid] : []) })),
+      ...dep.services.map((s) => ({ name: trackedName(s), pids: () => (s.child.pid ? [s.child.pid] : []) })),
       { name: 'receiver', pids: () => (ctx.rx.child.pid ? [ctx.rx.child.pid] : []) },
       ...STORES.map((name) => ({ name, pids: storePids[name] })),
       { name: 'bench', pids: () => [process.pid] },
@@ -598,7 +720,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     for (;;) {
       await Promise.race([dep.crashed, sleep(250)]);
       const s = await ctx.rx.stats();
-      received = s.received.ok;
+      received = typePeer ? await succeeded('bench.event') : s.received.ok;
       const now = Date.now();
       if (opt['pg-statements'] && !statementsOpened && now >= windowFrom) {
         statementsOpened = now;
@@ -652,8 +774,10 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     attempts = (await attemptCount(db)) - attempts0;
     attemptSeries.push({ t: Date.now(), n: attempts });
 
-    const final = await ctx.rx.stats(`from=${windowFrom}&to=${windowTo}&latency=1`);
-    const series = await ctx.rx.stats(`from=${loadStart}&series=1`);
+    const final = typePeer
+      ? await attemptFigures(db, windowFrom, windowTo)
+      : await ctx.rx.stats(`from=${windowFrom}&to=${windowTo}&latency=1`);
+    const series = typePeer ? await attemptFigures(db, loadStart, Date.now()) : await ctx.rx.stats(`from=${loadStart}&series=1`);
     const byStatus = await db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM attempts GROUP BY status');
     const events = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
     const attemptsByStatus = Object.fromEntries(byStatus.rows.map((r) => [r.status, Number(r.n)]));
@@ -698,7 +822,10 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       });
     }
     const machine = sampler.summary(windowFrom, windowTo);
-    const pipelineCpu = PIPELINE_PROCESSES.reduce((sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0), 0);
+    const pipelineCpu = [...PIPELINE_PROCESSES, ...dep.services.filter((x) => x.instance > 1).map(trackedName)].reduce(
+      (sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0),
+      0,
+    );
     if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
     if (final.received.ok === 0) notes.push('nothing was delivered');
 
@@ -711,6 +838,8 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       durationS,
       warmupS,
       backlogCap: targetRate ? null : backlogCap,
+      latencyFrom: typePeer ? 'attempt' : 'peer',
+      ...(def.senders ? { senders: def.senders } : {}),
       publish: {
         eventsSent: lr.eventsSent,
         eventsAccepted: lr.eventsAccepted,
@@ -766,6 +895,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     log(`${name}: stopping services`);
     await dep.stop();
     current = null;
+    await stopPeer();
     if (ctx.profileDir && profileWindow) {
       // Only the measurement window: start-up (module loading) and the drain are left out.
       for (const svc of dep.services) {
@@ -858,9 +988,19 @@ async function main(): Promise<void> {
     };
     if (brokerWarmupS > 0) await warmBroker(ctx, brokerWarmupS);
     const phases: PhaseResult[] = [];
+    const failedPhases: string[] = [];
     for (const s of chosen) {
       for (const def of phasesOf(s)) {
-        const r = await runPhase(def, ctx);
+        // A type or senders2 phase that cannot run here leaves its row out, not the run's other phases.
+        const r =
+          def.destType || def.senders
+            ? await runPhase(def, ctx).catch((err: unknown) => {
+                log(`${def.scenario}/${def.phase} FAILED, left out: ${(err as Error).message.split('\n')[0]}`);
+                failedPhases.push(`${def.scenario}: ${(err as Error).message.split('\n')[0]}`);
+                return null;
+              })
+            : await runPhase(def, ctx);
+        if (!r) continue;
         phases.push(r);
         if (def.scenario === 'single' && !opt['max-rate']) ctx.maxRate = r.delivery.eventsPerSec;
       }
@@ -925,6 +1065,7 @@ async function main(): Promise<void> {
         latencyRatePerSec: lat?.targetRate ?? null,
         hangingHealthyRatio: keep?.mean ?? null,
         ...(keep ? { hangingPairRatios: keep.ratios } : {}),
+        ...(failedPhases.length ? { failedPhases } : {}),
       },
       targets,
     };

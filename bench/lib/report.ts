@@ -6,6 +6,7 @@ import type { ProfileSummary } from './profile.ts';
 import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
 import type { ProcSummary, WindowSummary } from './proc.ts';
+import { sendersTable, typesTable } from './scenarios.ts';
 import type { Summary } from './stats.ts';
 
 export interface Topology {
@@ -33,6 +34,10 @@ export interface PhaseResult {
   durationS: number;
   warmupS: number;
   backlogCap: number | null;
+  /** Where publish→delivered was read: the peer's receive time (webhook), or the attempt's stored time. */
+  latencyFrom?: 'peer' | 'attempt';
+  /** Sender processes of the phase (1 unless the scenario starts more). */
+  senders?: number;
   publish: {
     eventsSent: number;
     eventsAccepted: number;
@@ -134,6 +139,8 @@ export interface RunResult {
     hangingHealthyRatio: number | null;
     /** hanging ÷ healthy per pair of phases, in run order (absent in results before 2026-11-25). */
     hangingPairRatios?: number[];
+    /** Type phases that could not run (their peer did not start, ...), with the reason. */
+    failedPhases?: string[];
   };
   targets: Target[];
 }
@@ -501,5 +508,7 @@ export function markdown(r: RunResult, svgName: string): string {
       L.push('');
     }
   }
+  for (const table of [typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
+  if (r.derived.failedPhases?.length) L.push('', `Not run: ${r.derived.failedPhases.join('; ')}.`);
   return `${L.join('\n')}\n`;
 }

@@ -23,6 +23,8 @@ function sh(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
 
 export interface Infra {
   kafkaBrokers: string;
+  /** The broker's SASL_PLAINTEXT listener (user switchyard:switchyard-secret), for kafka destinations. */
+  kafkaSaslBrokers: string;
   databaseUrl: string;
   kafkaPids(): number[];
   postgresPids(): number[];
@@ -40,6 +42,8 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
     ...process.env,
     KAFKA_PORT: String(await freePort()),
     KAFKA_CONTROLLER_PORT: String(await freePort()),
+    // A SASL listener as infra/test.sh starts one: the kafka destination type's scenario produces to it.
+    KAFKA_SASL_PORT: String(await freePort()),
     KAFKA_DATA_DIR: join(dir, 'kafka'),
     PG_PORT: String(await freePort()),
     PG_DATA_DIR: join(dir, 'pg'),
@@ -70,6 +74,7 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
   };
   return {
     kafkaBrokers: `127.0.0.1:${env.KAFKA_PORT}`,
+    kafkaSaslBrokers: `127.0.0.1:${env.KAFKA_SASL_PORT}`,
     databaseUrl: `postgres://postgres@127.0.0.1:${env.PG_PORT}/switchyard`,
     kafkaPids: () => {
       const p = pidFile(join(env.KAFKA_DATA_DIR, 'broker.pid'));
@@ -85,6 +90,8 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
 
 export interface Service {
   name: ServiceName;
+  /** 1, or 2 and up for the extra instances of `DeployOptions.senders`. */
+  instance: number;
   child: ChildProcess;
   logFile: string;
   exited: Promise<number | null>;
@@ -118,6 +125,8 @@ export interface DeployOptions {
   env?: Record<string, string>;
   /** Flags for each service's node command line, before its main module. */
   nodeFlags?: readonly string[];
+  /** Sender processes (default 1): more join the same consumer group, as a scaled deployment runs. */
+  senders?: number;
 }
 
 /**
@@ -148,10 +157,16 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
   });
   crashed.catch(() => {});
 
-  const start = (name: ServiceName): Service => {
-    const logFile = join(o.dir, `${o.label}-${name}.log`);
+  const start = (name: ServiceName, instance = 1): Service => {
+    const logFile = join(o.dir, `${o.label}-${name}${instance > 1 ? `-${instance}` : ''}.log`);
     const fd = openSync(logFile, 'a');
-    const flags = o.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${o.profileDir}`, `--cpu-prof-name=${o.label}-${name}.cpuprofile`] : [];
+    const flags = o.profileDir
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${o.profileDir}`,
+          `--cpu-prof-name=${o.label}-${name}${instance > 1 ? `-${instance}` : ''}.cpuprofile`,
+        ]
+      : [];
     const root = o.servicesRoot ?? ROOT;
     const main = o.built ? join(o.built, `services/${name}/src/main.js`) : join(root, `services/${name}/src/main.ts`);
     const child = spawn(process.execPath, [...flags, ...(o.nodeFlags ?? []), main], {
@@ -167,7 +182,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
         return '';
       }
     };
-    const svc: Service = { name, child, logFile, exited: Promise.resolve(null), exitedAt: null, tail };
+    const svc: Service = { name, instance, child, logFile, exited: Promise.resolve(null), exitedAt: null, tail };
     svc.exited = new Promise<number | null>((r) =>
       child.once('exit', (code) => {
         svc.exitedAt = Date.now();
@@ -202,6 +217,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
       await db.destroy();
     }
     for (const name of SERVICES) services.push(start(name));
+    for (let i = 2; i <= (o.senders ?? 1); i++) services.push(start('sender', i));
     const gatewayUrl = `http://127.0.0.1:${port}`;
     await Promise.race([
       crashed,
