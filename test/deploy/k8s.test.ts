@@ -134,8 +134,10 @@ t.test('the group names the autoscalers use are the ones the services consume', 
   const groups = (file: string) => [...readFileSync(join(ROOT, file), 'utf8').matchAll(/groupId: [`']([^`']+)[`']/g)].map((m) => m[1]);
   t.same(groups('services/router/src/service.ts'), ['router']);
   t.same(groups('services/attempts/src/service.ts'), ['attempts-routed', 'attempts']);
-  // sender-<type> for each type: the manifests run one sender Deployment, for webhook.
-  t.match(groups('services/sender/src/service.ts').join(' '), /^sender-\$\{type\} retry-scheduler$/);
+  // sender-<type> for each type: the manifests run one sender Deployment, for webhook. The
+  // destination-changes reader is a broadcast (one group per instance, never lagging), so no
+  // autoscaler watches it.
+  t.match(groups('services/sender/src/service.ts').join(' '), /^sender-destination-changes sender-\$\{type\} retry-scheduler$/);
 });
 
 t.test('the production overlay sets its namespace, image and brokers', async (t) => {

@@ -14,7 +14,8 @@ import { apiClient, freePort, ROOT, startReceiver, startService, testEnv, waitFo
 process.env.SWITCHYARD_E2E_MODE = 'embedded';
 
 const MAX_EXAMPLES = 8;
-const SEED = '39';
+// FUZZ_SEED=n runs another seed (to look for more, by hand); CI keeps the fixed one.
+const SEED = process.env.FUZZ_SEED ?? '39';
 
 t.test('the OpenAPI document holds under fuzzing: no 5xx, nothing off the document', async (t) => {
   const install = spawnSync('bash', [`${ROOT}infra/schemathesis.sh`], { encoding: 'utf8', timeout: 600_000 });

@@ -275,7 +275,18 @@ t.test('events and attempts queries', async (t) => {
     const mid = d1[10] as Att;
     const late = d1[3] as Att;
     const iso = (d: Date) => encodeURIComponent(d.toISOString());
+    // The same instant at an offset RFC 3339 allows and Postgres does not take (beyond ±15:59).
+    const atOffset = (d: Date, minutes: number) => {
+      const local = new Date(d.getTime() + minutes * 60_000).toISOString().slice(0, -1);
+      const m = Math.abs(minutes);
+      const hhmm = `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
+      return encodeURIComponent(`${local}${minutes < 0 ? '-' : '+'}${hhmm}`);
+    };
     cases.push(
+      [`time[gte]=${atOffset(mid.time, -(19 * 60 + 43))}`, d1.filter((a) => a.time >= mid.time)],
+      [`time[lt]=${atOffset(mid.time, 23 * 60 + 59)}`, d1.filter((a) => a.time < mid.time)],
+      ['time[gte]=0601-05-28T18:33:16-19:43', d1],
+      ['time[lt]=0167-12-16T02:02:42.1-18:26', []],
       [`time[gte]=${iso(mid.time)}`, d1.filter((a) => a.time >= mid.time)],
       [`time[gt]=${iso(mid.time)}`, d1.filter((a) => a.time > mid.time)],
       [`time[lte]=${iso(mid.time)}`, d1.filter((a) => a.time <= mid.time)],

@@ -91,8 +91,14 @@ function timeValue(raw: string): string | undefined {
     .replace(/([+-]\d\d)(\d\d)$/, '$1:$2')
     .replace(/([+-]\d\d)$/, '$1:00');
   const d = new Date(js);
-  const y = Number(raw.slice(0, 4));
-  return Number.isNaN(d.getTime()) || y < 1 ? undefined : raw;
+  if (Number.isNaN(d.getTime()) || Number(raw.slice(0, 4)) < 1) return undefined;
+  if (/[Zz]$/.test(raw)) return raw;
+  // RFC 3339 allows offsets up to ±23:59, Postgres only up to ±15:59: the bound goes in as UTC.
+  // Offsets are whole minutes, so the fraction as written (microseconds too) still holds.
+  const iso = d.toISOString();
+  if (!/^\d{4}-/.test(iso) || d.getUTCFullYear() < 1) return undefined;
+  const frac = /:\d\d\.(\d+)/.exec(raw)?.[1];
+  return frac ? iso.replace(/\.\d{3}Z$/, `.${frac}Z`) : iso;
 }
 
 export function parseTime(q: Query, p: Problems): TimeRange {
