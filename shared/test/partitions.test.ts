@@ -2,6 +2,7 @@ import t from 'tap';
 import { createDb, type Knex, migrateLatest } from '../src/db/index.ts';
 import {
   dropExpiredPartitions,
+  EXPIRING_TABLES,
   ensurePartitions,
   listPartitions,
   maintainPartitions,
@@ -129,6 +130,50 @@ t.test('retention drops whole expired partitions and expired default rows', asyn
   );
   t.same(await dropExpiredPartitions(db, now, 5), [], 'nothing more to drop');
 });
+
+t.test('retention also deletes expired counts and operator events', async (t) => {
+  const db = await freshDb(t);
+  const now = new Date();
+  const old = new Date(now.getTime() - 6 * DAY);
+  const recent = new Date(now.getTime() - 4 * DAY);
+  for (const at of [old, recent]) {
+    await db('attempt_counts_minute').insert({ tenant_id: 't', minute: at, topic: 'x', status: 'success', code: '200', count: 1 });
+    await db('attempt_counts_hour').insert({
+      tenant_id: 't',
+      hour: at,
+      destination_id: 'd',
+      topic: 'x',
+      status: 'success',
+      code: '200',
+      count: 1,
+    });
+    await db('event_counts').insert({ tenant_id: 't', minute: at, topic: 'x', count: 1 });
+    await db('operator_events').insert({
+      tenant_id: 't',
+      id: `op_${at.getTime()}`,
+      destination_id: 'd',
+      type: 'alert.consecutive_failure',
+      time: at,
+      data: {},
+    });
+  }
+  await dropExpiredPartitions(db, now, 0);
+  for (const { table } of EXPIRING_TABLES) t.equal(await count(db, table), 2, `${table}: retention 0 keeps everything`);
+  await dropExpiredPartitions(db, now, 5);
+  for (const { table, column } of EXPIRING_TABLES) {
+    const left = await db(table).select(column);
+    t.same(
+      left.map((r: Record<string, Date>) => (r[column] as Date).getTime()),
+      [recent.getTime()],
+      `${table}: the expired row is gone, the recent one stays`,
+    );
+  }
+});
+
+async function count(db: Knex, table: string): Promise<number> {
+  const [r] = await db(table).count<{ n: string }[]>({ n: '*' });
+  return Number(r?.n);
+}
 
 t.test('a changed interval continues where the existing partitions end', async (t) => {
   const db = await freshDb(t);

@@ -223,7 +223,7 @@ export const SETTINGS = {
     default: '30',
     minimum: 0,
     description:
-      'Days events, deliveries and attempts are kept: older time partitions are dropped whole (0 keeps everything; docs/queries.md).',
+      'Days events, deliveries, attempts, their counts and operator events are kept: older time partitions are dropped whole, older count rows deleted (0 keeps everything; docs/queries.md).',
   },
   PARTITION_INTERVAL_DAYS: {
     kind: 'integer',

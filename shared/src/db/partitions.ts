@@ -19,6 +19,17 @@ export const PARTITIONED_TABLES = [
 
 export type PartitionedTable = (typeof PARTITIONED_TABLES)[number]['table'];
 
+/**
+ * Tables kept by time that are not partitioned (small: counts at minute or hour grain, operator
+ * events): retention deletes their rows older than the cutoff, in the same pass.
+ */
+export const EXPIRING_TABLES = [
+  { table: 'attempt_counts_minute', column: 'minute' },
+  { table: 'attempt_counts_hour', column: 'hour' },
+  { table: 'event_counts', column: 'minute' },
+  { table: 'operator_events', column: 'time' },
+] as const;
+
 const DAY_MS = 86_400_000;
 /** Advisory lock key of partition maintenance ("swyd-prt"). */
 const LOCK_KEY = 0x73777964_70727400n;
@@ -143,7 +154,7 @@ export async function ensurePartitions(db: Knex, now: Date = new Date(), opts: P
 /**
  * Retention: drops every partition whose whole range is older than `retentionDays` before `now`
  * (so rows live between retentionDays and retentionDays + intervalDays), and deletes rows that
- * old from the DEFAULT partitions. `retentionDays` 0 keeps everything. Returns the partitions dropped.
+ * old from the DEFAULT partitions and from EXPIRING_TABLES (counts, operator events). `retentionDays` 0 keeps everything. Returns the partitions dropped.
  */
 export async function dropExpiredPartitions(db: Knex, now: Date, retentionDays: number): Promise<string[]> {
   if (!(retentionDays > 0)) return [];
@@ -163,6 +174,9 @@ export async function dropExpiredPartitions(db: Knex, now: Date, retentionDays: 
       });
     }
     await underLock(db, (trx) => trx.raw('DELETE FROM ?? WHERE ?? < ?::timestamptz', [`${table}_default`, column, iso(cutoff)]));
+  }
+  for (const { table, column } of EXPIRING_TABLES) {
+    await db.raw('DELETE FROM ?? WHERE ?? < ?::timestamptz', [table, column, iso(cutoff)]);
   }
   return dropped;
 }
