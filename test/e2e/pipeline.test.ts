@@ -418,6 +418,33 @@ t.test('delivery pipeline', async (t) => {
     );
   });
 
+  t.test('an auto-disabled destination gets no more retries: they end canceled', async (t) => {
+    await api('PUT', '/api/v1/tenants/alert2');
+    const bad = await hook('alert2', '/alert2', { topics: ['order.refunded'] }, rx.url);
+    rx.respond((r) => (r.url === '/alert' || r.url === '/alert2' ? { status: 500 } : { status: 200 }));
+    // Retryable: without the disable, 5 events x 4 attempts would reach the destination.
+    const events: string[] = [];
+    for (let i = 0; i < 5; i++) events.push((await publish({ tenant_id: 'alert2', topic: 'order.refunded', data: { i } })).id);
+    const all = await waitFor(
+      'every event ends',
+      async () => {
+        const rows = await attemptRows({ destination_id: bad });
+        return events.every((e) => rows.some((a) => a.event_id === e && a.final)) ? rows : undefined;
+      },
+      30_000,
+    );
+    const d = await api<{ disabled_at: string | null }>('GET', `/api/v1/tenants/alert2/destinations/${bad}`);
+    t.ok(d.body.disabled_at, 'auto-disabled');
+    const canceled = all.filter((a) => a.status === 'canceled');
+    t.ok(canceled.length >= 1, `${canceled.length} queued retries ended canceled`);
+    t.same(new Set(canceled.map((a) => a.response_data?.reason)), new Set(['destination_disabled']), 'canceled: destination_disabled');
+    const failed = all.filter((a) => a.status === 'failed').length;
+    // Settled: nothing reaches the destination after its deliveries ended.
+    await new Promise((r) => setTimeout(r, 2_500));
+    t.equal(at('/alert2').length, failed, 'the destination got exactly the failed attempts, nothing after the disable');
+    t.ok(failed < 20, `${failed} of 20 possible requests went out`);
+  });
+
   t.test('a hanging destination does not slow a healthy one in the same partition', async (t) => {
     await api('PUT', '/api/v1/tenants/hang');
     const slow = await hook('hang', '/hang', { topics: ['user.deleted'] }, rx.url);

@@ -144,7 +144,7 @@ export const MODELS = {
       successful_at: { ...dateTime, description: 'When a delivery (in scope) succeeded; left out while none has.' },
       status: {
         type: 'string',
-        enum: ['pending', 'success', 'failed', 'skipped'],
+        enum: ['pending', 'success', 'failed', 'skipped', 'canceled'],
         description: 'The delivery’s state, in listings scoped to one destination.',
       },
     },
@@ -166,7 +166,11 @@ export const MODELS = {
       destination_id: { type: 'string' },
       event_id: { type: 'string' },
       topic: { type: 'string' },
-      status: { type: 'string', enum: ['success', 'failed'] },
+      status: {
+        type: 'string',
+        enum: ['success', 'failed', 'canceled'],
+        description: 'canceled: the destination was deleted or disabled before the attempt (response_data.reason says which).',
+      },
       code: { type: 'string', description: 'OK, ERR, or the HTTP status of the destination’s answer.' },
       response_data: { type: 'object', additionalProperties: true },
       attempt_number: { type: 'integer', minimum: 1 },

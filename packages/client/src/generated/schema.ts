@@ -4811,7 +4811,7 @@ export interface components {
              * @description The delivery’s state, in listings scoped to one destination.
              * @enum {string}
              */
-            status?: "pending" | "success" | "failed" | "skipped";
+            status?: "pending" | "success" | "failed" | "skipped" | "canceled";
         };
         EventPage: {
             models: components["schemas"]["Event"][];
@@ -4825,8 +4825,11 @@ export interface components {
             destination_id: string;
             event_id: string;
             topic: string;
-            /** @enum {string} */
-            status: "success" | "failed";
+            /**
+             * @description canceled: the destination was deleted or disabled before the attempt (response_data.reason says which).
+             * @enum {string}
+             */
+            status: "success" | "failed" | "canceled";
             /** @description OK, ERR, or the HTTP status of the destination’s answer. */
             code: string;
             response_data?: {

@@ -7,7 +7,7 @@ import { ErrorMessage, Loading, StatusBadge, Time, useNotify, useTopics } from '
 
 const HOUR = 3600_000;
 
-/** Success and failure per hour over the last 24 hours, from one page of the attempt listing. */
+/** Success, failure and cancels per hour over the last 24 hours, from one page of the attempt listing. */
 function ActivityChart({ destinationId }: { destinationId: string }) {
   const since = useMemo(() => new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR), []);
   const q = useQuery({
@@ -18,7 +18,12 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
   const data = useMemo(() => {
     const buckets = Array.from({ length: 24 }, (_, i) => {
       const at = new Date(since.getTime() + i * HOUR);
-      return { hour: at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }), success: 0, failed: 0 };
+      return {
+        hour: at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }),
+        success: 0,
+        failed: 0,
+        canceled: 0,
+      };
     });
     for (const a of q.data?.models ?? []) {
       const b = buckets[Math.floor((Date.parse(a.time) - since.getTime()) / HOUR)];
@@ -26,7 +31,7 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
     }
     return buckets;
   }, [q.data, since]);
-  const total = data.reduce((n, b) => n + b.success + b.failed, 0);
+  const total = data.reduce((n, b) => n + b.success + b.failed + b.canceled, 0);
   const failed = data.reduce((n, b) => n + b.failed, 0);
   return (
     <figure className="card chart" aria-labelledby="activity-title">
@@ -56,6 +61,7 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
             <Legend wrapperStyle={{ fontSize: 12 }} />
             <Bar dataKey="success" name="Succeeded" stackId="a" fill="var(--ok)" isAnimationActive={false} />
             <Bar dataKey="failed" name="Failed" stackId="a" fill="var(--bad)" isAnimationActive={false} />
+            <Bar dataKey="canceled" name="Canceled" stackId="a" fill="var(--muted)" isAnimationActive={false} />
           </BarChart>
         </ResponsiveContainer>
       </div>
@@ -137,6 +143,7 @@ export function Deliveries({ destination }: { destination: Destination }) {
             <option value="">Any</option>
             <option value="success">Succeeded</option>
             <option value="failed">Failed</option>
+            <option value="canceled">Canceled</option>
           </select>
         </label>
         <label htmlFor="f-topic">
