@@ -1,5 +1,5 @@
-// The portal in a real browser against embedded mode (npm start), writing the screenshots of
-// docs/portal/ (see flow.ts).
+// The portal in a real browser against embedded mode (npm start), taking the screenshots of
+// docs/portal/ (written there with PORTAL_SCREENSHOTS=1; see flow.ts).
 import t from 'tap';
 
 process.env.SWITCHYARD_E2E_MODE = 'embedded';
