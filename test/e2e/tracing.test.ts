@@ -92,6 +92,7 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
     API_PORT: String(port),
     KAFKA_PARTITIONS: '1',
     ROUTER_BATCH_WAIT_MS: '1',
+    RETRY_SCHEDULE: '1',
     ATTEMPTS_BATCH_WAIT_MS: '50',
     OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
   });
@@ -149,4 +150,35 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
   );
   // The webhook itself carries no trace header: the trace stays inside the pipeline.
   t.notOk(rx.requests[0]?.headers.traceparent, 'no traceparent sent to the destination');
+
+  // A failed attempt's retry, through the retry tiers, stays in the event's trace: its deliver span
+  // is a child of the failed one's (the retry record carries its headers).
+  let failures = 0;
+  rx.respond((r) => (r.url === '/flaky' && failures++ === 0 ? { status: 503 } : { status: 200 }));
+  const flaky = await api<{ id: string }>('POST', `/api/v1/tenants/${tenant}/destinations`, {
+    type: 'webhook',
+    topics: ['order.paid'],
+    config: { url: `${rx.url}/flaky` },
+  });
+  t.equal(flaky.status, 201);
+  const retried = `retried-${Date.now().toString(36)}`;
+  t.equal((await api('POST', '/api/v1/publish', { id: retried, tenant_id: tenant, topic: 'order.paid', data: { n: 2 } })).status, 202);
+  const spansOf = (name: string) => collector.spans.filter((c) => c.span.name === name && attr(c.span, 'switchyard.event_id') === retried);
+  await waitFor('both attempts stored and exported', () => spansOf('store attempt').length >= 2, 30_000);
+  const delivers = spansOf('deliver').sort(
+    (a, b) => Number(attr(a.span, 'switchyard.attempt_number')) - Number(attr(b.span, 'switchyard.attempt_number')),
+  );
+  t.same(
+    delivers.map((c) => [attr(c.span, 'switchyard.attempt_number'), attr(c.span, 'switchyard.status')]),
+    [
+      [1, 'failed'],
+      [2, 'success'],
+    ],
+  );
+  const root = hex(spansOf('publish')[0]?.span.traceId);
+  t.ok(
+    [...spansOf('route'), ...delivers, ...spansOf('store attempt')].every((c) => hex(c.span.traceId) === root),
+    'every span of the retried event, both attempts included, is in one trace',
+  );
+  t.equal(hex(delivers[1]?.span.parentSpanId), hex(delivers[0]?.span.spanId), 'the retry is a child of the failed attempt');
 });

@@ -16,8 +16,11 @@ export interface HandlerDeps {
    */
   current?(snapshot: DeliveryRecord['destination']): CurrentState | Promise<CurrentState>;
   emitAttempt(attempt: AttemptRecord): Promise<void>;
-  /** Hands a failed delivery to the retry tiers, due at `dueAt`. */
-  scheduleRetry(delivery: DeliveryRecord, dueAt: Date): Promise<void>;
+  /**
+   * Hands a failed delivery to the retry tiers, due at `dueAt`; `trace` (the attempt's trace
+   * headers, tracing on only) goes with it, so the retry stays in the event's trace.
+   */
+  scheduleRetry(delivery: DeliveryRecord, dueAt: Date, trace?: Record<string, string>): Promise<void>;
   retry: RetryPolicy;
   timeoutMs: number;
   now?: () => Date;
@@ -41,7 +44,7 @@ export interface Handled {
  */
 export function createDeliveryHandler(deps: HandlerDeps) {
   const now = deps.now ?? (() => new Date());
-  return async function handle(delivery: DeliveryRecord): Promise<Handled> {
+  return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>): Promise<Handled> {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
@@ -94,7 +97,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
     let parked = false;
     const write = async () => {
       if (dueAt && !parked) {
-        await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt);
+        await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt, trace);
         parked = true;
       }
       await deps.emitAttempt(attempt);

@@ -8,11 +8,14 @@ export const PARK_MAX_MS = 30_000;
 export const PARK_LONG_STALL_MS = 300_000;
 export const PARK_LONG_MS = 300_000;
 
+/** Record headers that travel with a delivery through the tiers (its trace context, tracing on only). */
+type Headers = Record<string, string> | undefined;
+
 export interface SchedulerDeps {
   /** Sends a delivery back to its type's delivery topic. */
-  deliver(delivery: DeliveryRecord): Promise<void>;
+  deliver(delivery: DeliveryRecord, headers?: Headers): Promise<void>;
   /** Parks a delivery in retry tier `tier` (an index into RETRY_TIERS_SECONDS). */
-  park(delivery: DeliveryRecord, tier: number): Promise<void>;
+  park(delivery: DeliveryRecord, tier: number, headers?: Headers): Promise<void>;
   /**
    * How long the delivery's destination has been stalled, if this process would park a delivery of
    * it arriving now (its delivery consumer's divertsNow), else 0. A due delivery of such a
@@ -39,29 +42,29 @@ export function createRetryScheduler(deps: SchedulerDeps) {
    * park instead of circling through the short tiers while the stall is young; 300 s per hop once
    * the stall has lasted PARK_LONG_STALL_MS.
    */
-  const park = async (delivery: DeliveryRecord, stalledMs: number): Promise<void> => {
+  const park = async (delivery: DeliveryRecord, stalledMs: number, headers?: Headers): Promise<void> => {
     const longest = tierFor(stalledMs >= PARK_LONG_STALL_MS ? PARK_LONG_MS : PARK_MAX_MS);
     const parked = (delivery.parked ?? 0) + 1;
     const tier = Math.min(longest, Math.max(tierFor(stalledMs), parked - 1));
     const dueAt = now() + (RETRY_TIERS_SECONDS[tier] as number) * 1000;
-    await deps.park({ ...delivery, parked, due_at: new Date(dueAt).toISOString() }, tier);
+    await deps.park({ ...delivery, parked, due_at: new Date(dueAt).toISOString() }, tier, headers);
   };
   return {
     /** Where a fresh retry starts waiting. */
-    async schedule(delivery: DeliveryRecord, dueAt: Date): Promise<void> {
+    async schedule(delivery: DeliveryRecord, dueAt: Date, headers?: Headers): Promise<void> {
       // An attempt was made: the count of parks in a row starts again.
       const { parked: _parked, ...rest } = delivery;
-      await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()));
+      await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()), headers);
     },
     park,
-    async release(delivery: DeliveryRecord): Promise<void> {
+    async release(delivery: DeliveryRecord, headers?: Headers): Promise<void> {
       const remaining = Date.parse(delivery.due_at ?? '') - now();
       if (!(remaining > 250)) {
         const { due_at: _due, ...rest } = delivery;
         const stalledMs = deps.stalledHere?.(rest) ?? 0;
-        await (stalledMs > 0 ? park(rest, stalledMs) : deps.deliver(rest));
+        await (stalledMs > 0 ? park(rest, stalledMs, headers) : deps.deliver(rest, headers));
       } else {
-        await deps.park(delivery, tierFor(remaining));
+        await deps.park(delivery, tierFor(remaining), headers);
       }
     },
   };

@@ -90,14 +90,19 @@ export async function start(rt: Runtime): Promise<Service> {
     const headers = tracing && attemptHeaders.get(a);
     return headers ? { key: a.destination_id, value: a, headers } : { key: a.destination_id, value: a };
   };
-  const send = (topic: Topic, d: DeliveryRecord) => produce(topic, { key: d.destination.id, value: d });
+  // Trace headers (tracing on only) travel with a delivery through the retry tiers.
+  const send = (topic: Topic, d: DeliveryRecord, headers?: Record<string, string>) =>
+    produce(
+      topic,
+      headers && Object.keys(headers).length ? { key: d.destination.id, value: d, headers } : { key: d.destination.id, value: d },
+    );
   // The delivery consumers know which destinations they are parking deliveries of right now; for
   // those the scheduler parks a due delivery again itself. Only where this process consumes the
   // destination's delivery partition: elsewhere the delivery goes through its topic as before.
   const deliveryConsumers = new Map<DestinationType, KeyedConsumer>();
   const scheduler = createRetryScheduler({
-    deliver: (d) => send(TOPIC.deliveries[d.destination.type], d),
-    park: (d, tier) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d),
+    deliver: (d, headers) => send(TOPIC.deliveries[d.destination.type], d, headers),
+    park: (d, tier, headers) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
     stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
   });
   const handle = createDeliveryHandler({
@@ -105,7 +110,7 @@ export async function start(rt: Runtime): Promise<Service> {
     open: (s) => store.openSnapshot(s),
     current: (s) => destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
-    scheduleRetry: (d, dueAt) => scheduler.schedule(d, dueAt).then(() => observeRetry(dueAt)),
+    scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(dueAt)),
     retry: {
       schedule: config.RETRY_SCHEDULE,
       intervalSeconds: config.RETRY_INTERVAL_SECONDS,
@@ -131,7 +136,7 @@ export async function start(rt: Runtime): Promise<Service> {
       // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
       // after about as long as the destination has been stalled, and longer each time it finds the
       // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
-      onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs),
+      onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
       async handle(record) {
         // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
         const span = tracing?.span('deliver', 'consumer', record.headers, {
@@ -142,7 +147,10 @@ export async function start(rt: Runtime): Promise<Service> {
           'switchyard.destination_id': record.key,
           'switchyard.destination_type': type,
         });
-        const { attempt, outcome, write } = span ? await endOnError(span, handle(record.value)) : await handle(record.value);
+        // The retry this attempt may schedule is a child of its span: one trace across the tiers.
+        const { attempt, outcome, write } = span
+          ? await endOnError(span, handle(record.value, span.headers()))
+          : await handle(record.value);
         if (span) {
           attemptHeaders.set(attempt, span.headers());
           span.set({
@@ -187,7 +195,7 @@ export async function start(rt: Runtime): Promise<Service> {
       groupId: 'retry-scheduler',
       topics: TOPIC.retries,
       delayMs: (t) => (RETRY_TIERS_SECONDS[TOPIC.retries.indexOf(t as (typeof TOPIC.retries)[number])] ?? 0) * 1000,
-      handle: (record) => scheduler.release(record.value),
+      handle: (record) => scheduler.release(record.value, tracing ? record.headers : undefined),
     }),
   );
   // Tells the gateway which types have a sender, so it can say why a delivery waits (no sender of
