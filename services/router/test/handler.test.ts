@@ -1,0 +1,153 @@
+// The router's batch handler on its narrow dependencies (plain functions standing in for the
+// destination cache, the claim table and the producer; the pipeline end to end is test/e2e): what
+// goes to the dead-letter topic and why, repeats routed nowhere, and one delivery per enabled
+// matching destination, the disabled ones recorded as skipped.
+import t from 'tap';
+import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
+import type { InRecord } from '@switchyard/shared/kafka/index.ts';
+import type { EventRecord } from '@switchyard/shared/model/index.ts';
+import { createRouter, type RouterDeps, selectDestinations } from '../src/handler.ts';
+
+const dest = (id: string, over: Partial<RoutableDestination> = {}): RoutableDestination => ({
+  id,
+  topics: ['*'],
+  filter: null,
+  disabled_at: null,
+  snapshot: {
+    id,
+    tenant_id: 'acme',
+    type: 'webhook',
+    config: { url: `https://example.test/${id}` },
+    credentials: null,
+    delivery_metadata: null,
+  },
+  ...over,
+});
+
+let offset = 0;
+const rec = (value: unknown, over: Partial<InRecord<unknown>> = {}): InRecord<unknown> => ({
+  topic: 'events',
+  partition: 0,
+  offset: String(offset++),
+  key: 'acme',
+  value,
+  headers: {},
+  timestamp: Date.parse('2026-11-26T00:00:00Z'),
+  ...over,
+});
+const event = (over: Record<string, unknown> = {}) => ({
+  id: `e${offset}`,
+  tenant_id: 'acme',
+  topic: 'user.created',
+  data: { n: 1 },
+  ...over,
+});
+
+function router(destinations: Record<string, RoutableDestination[]>, claimed = new Set<string>()) {
+  const emitted: Parameters<RouterDeps['emit']>[0][] = [];
+  const route = createRouter({
+    topics: ['user.created', 'order.paid'],
+    destinationsOf: async (ids) => new Map(ids.filter((id) => id in destinations).map((id) => [id, destinations[id] ?? []])),
+    // An event already claimed (routed before) is a repeat.
+    claim: async (claims) => new Set(claims.flatMap((c, i) => (claimed.has(c.id) ? [] : [i]))),
+    emit: async (out) => void emitted.push(out),
+  });
+  return { route, emitted };
+}
+
+t.test('bad records go to the dead-letter topic with their reason; the rest of the batch is routed', async (t) => {
+  const { route, emitted } = router({ acme: [dest('d1')] });
+  const result = await route([
+    rec(undefined, { decodeError: 'Unexpected token', raw: Buffer.from('{nope') }),
+    rec({ tenant_id: 'acme', data: {} }),
+    rec(event({ topic: 'user.unknown' })),
+    rec(event({ tenant_id: 'ghost' })),
+    rec(event({ data: { s: 'a\u0000b' } })),
+    rec(event({ id: 'good' })),
+  ]);
+  t.same(
+    result.deadLetters.map((d) => d.reason.split(':')[0]),
+    ['invalid JSON', 'schema', 'unknown topic', 'unstorable', 'unknown tenant'],
+    'each refused record, with why',
+  );
+  t.equal(emitted.length, 1, 'one write for the whole batch');
+  const out = emitted[0];
+  t.same(
+    out?.deadLetters.map((d) => d.value instanceof Buffer),
+    [true, false, false, false, false],
+    'undecodable bytes are dead-lettered as they came',
+  );
+  t.same(
+    out?.deliveries.map((d) => [d.event.id, d.destination.id, d.attempt_number, d.manual]),
+    [['good', 'd1', 1, false]],
+  );
+});
+
+t.test('an event without id, time or eligible_for_retry gets them from its record', async (t) => {
+  const { route, emitted } = router({ acme: [dest('d1')] });
+  const r = rec({ tenant_id: 'acme', topic: 'order.paid', data: {} }, { partition: 2, offset: '41' });
+  await route([r]);
+  const e = emitted[0]?.deliveries[0]?.event as EventRecord;
+  t.match(e, { id: 'kafka-2-41', time: '2026-11-26T00:00:00.000Z', eligible_for_retry: true, received_at: '2026-11-26T00:00:00.000Z' });
+});
+
+t.test('a repeat of a routed event is routed nowhere', async (t) => {
+  const { route, emitted } = router({ acme: [dest('d1')] }, new Set(['seen']));
+  const result = await route([rec(event({ id: 'seen' })), rec(event({ id: 'new' }))]);
+  t.same(
+    result.duplicates.map((e) => e.id),
+    ['seen'],
+  );
+  t.same(
+    emitted[0]?.deliveries.map((d) => d.event.id),
+    ['new'],
+  );
+  t.same(
+    emitted[0]?.routed.map((r) => r.event.id),
+    ['new'],
+  );
+});
+
+t.test('one delivery per enabled matching destination; disabled matches are skipped', async (t) => {
+  const destinations = [
+    dest('all'),
+    dest('users', { topics: ['user.created'] }),
+    dest('orders', { topics: ['order.paid'] }),
+    dest('big', { filter: { data: { n: { $gte: 10 } } } }),
+    dest('off', { disabled_at: '2026-11-25T00:00:00.000Z' }),
+  ];
+  const { route, emitted } = router({ acme: destinations });
+  await route([rec(event({ id: 'small', data: { n: 1 } })), rec(event({ id: 'large', data: { n: 50 } }))]);
+  const to = (id: string) =>
+    emitted[0]?.deliveries
+      .filter((d) => d.event.id === id)
+      .map((d) => d.destination.id)
+      .sort();
+  t.same(to('small'), ['all', 'users']);
+  t.same(to('large'), ['all', 'big', 'users']);
+  t.same(
+    emitted[0]?.routed.map((r) => [r.event.id, r.matched_destination_ids.length, r.skipped_destination_ids]),
+    [
+      ['small', 2, ['off']],
+      ['large', 3, ['off']],
+    ],
+  );
+});
+
+t.test('an event naming a destination goes to that one only, whatever its topics', async (t) => {
+  const destinations = [dest('a', { topics: ['order.paid'] }), dest('b')];
+  t.same(
+    selectDestinations(
+      { ...event({ destination_id: 'a' }), time: '', eligible_for_retry: true, metadata: null } as EventRecord,
+      destinations,
+    ).matched.map((d) => d.id),
+    ['a'],
+  );
+  t.same(
+    selectDestinations(
+      { ...event({ destination_id: 'gone' }), time: '', eligible_for_retry: true, metadata: null } as EventRecord,
+      destinations,
+    ),
+    { matched: [], disabled: [] },
+  );
+});
