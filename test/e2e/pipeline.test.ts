@@ -1,14 +1,27 @@
 // The delivery pipeline end to end: every service its own process, the real broker and Postgres; with
 // SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-pipeline.test.ts), one embedded process instead.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createKafkaBus, type InRecord } from '@switchyard/shared/kafka/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { allTopics, TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { OperatorEvent } from '@switchyard/shared/model/index.ts';
 import { type DestinationCreate, ok, type PublishRequest } from '@switchyard/client';
-import { createTestDatabase, e2eMode, freePort, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import {
+  createTestDatabase,
+  e2eMode,
+  freePort,
+  ROOT,
+  startReceiver,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
 import { e2eClient } from './client.ts';
 
 interface AttemptRow {
@@ -518,6 +531,54 @@ t.test('delivery pipeline', async (t) => {
     const received = new Set(at('/crash').map((r) => r.headers['x-outpost-event-id']));
     t.equal(received.size, ids.length, 'every event reached the receiver');
   });
+
+  // Stack mode only: embedded mode's log is the one process's own.
+  if (bus)
+    t.test('every record the pipeline wrote matches its topic schema (shared/schemas)', async (t) => {
+      const ajv = new Ajv2020({ allErrors: true, strict: false, allowUnionTypes: true });
+      addFormats.default(ajv);
+      for (const f of readdirSync(join(ROOT, 'shared/schemas')))
+        ajv.addSchema(JSON.parse(readFileSync(join(ROOT, 'shared/schemas', f), 'utf8')));
+      // Not the events topic: it takes what producers write straight into it, invalid records
+      // included (the dead-letter subtest writes some); the router checks each against
+      // event.schema.json, and every event it routed is checked here inside its routed record.
+      const withSchema = allTopics().filter((d) => d.schema && d !== TOPIC.events);
+      const seen = new Map<string, number>();
+      const problems: string[] = [];
+      await bus.consume<unknown>({
+        groupId: 'e2e-schemas',
+        topics: withSchema,
+        fromBeginning: true,
+        handle: async (r) => {
+          const def = withSchema.find((d) => r.topic === `${env.KAFKA_TOPIC_PREFIX}${d.name}`);
+          if (!def?.schema) return;
+          seen.set(def.name, (seen.get(def.name) ?? 0) + 1);
+          const validate = ajv.getSchema(`https://switchyard.dev/schemas/${def.schema}`);
+          if (!validate?.(r.value)) problems.push(`${def.name}@${r.offset}: ${ajv.errorsText(validate?.errors)}`);
+        },
+      });
+      const written = [
+        TOPIC.routed,
+        TOPIC.deliveries.webhook,
+        ...TOPIC.retries.slice(0, 1),
+        TOPIC.attempts,
+        TOPIC.operatorEvents,
+        TOPIC.destinationChanges,
+      ];
+      const missing = () => written.filter((d) => !seen.get(d.name)).map((d) => d.name);
+      await waitFor('records of every topic the suite wrote to', () => missing().length === 0, 30_000).catch(() => undefined);
+      t.same(missing(), [], 'records read from every topic the suite wrote to');
+      let total = -1;
+      await waitFor('the topics read to their end', async () => {
+        const now = [...seen.values()].reduce((a, b) => a + b, 0);
+        const settled = now === total;
+        total = now;
+        await new Promise((r) => setTimeout(r, 500));
+        return settled;
+      });
+      t.ok(total > 100, `${total} records checked (${[...seen].map(([k, v]) => `${k} ${v}`).join(', ')})`);
+      t.same(problems.slice(0, 20), [], 'no record off its schema');
+    });
 
   t.test('every answer the suite saw matches the served OpenAPI document', async (t) => {
     t.ok(c1.openapi.checked + c2.openapi.checked > 100, `${c1.openapi.checked + c2.openapi.checked} answers checked`);

@@ -72,7 +72,7 @@ export const TOPIC = {
   },
   deadLetter: {
     name: 'events.dead-letter',
-    key: 'tenant_id',
+    key: 'as received',
     description:
       'Records of the events topic that are not valid events (bad JSON, schema violations), with the reason in the `x-dead-letter-reason` header and the original bytes as value. Written by the router.',
   },
