@@ -13,7 +13,7 @@ import { metadataOf } from '../metadata.ts';
 import { post } from '../post.ts';
 import { failed, type TypeSender } from '../sender.ts';
 import { USER_AGENT } from '../webhook/request.ts';
-import { httpFailureReason, parseRetryAfter, responseBody } from '../webhook/sender.ts';
+import { httpOutcome } from '../webhook/sender.ts';
 
 export const SIGNATURE_HEADER = 'x-hookdeck-signature';
 
@@ -60,21 +60,7 @@ export function createGatewaySender(opts: GatewaySenderOptions): TypeSender {
           headers[SIGNATURE_HEADER] = signGateway(token.signingKey, body);
           const at = new Date();
           try {
-            const res = await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes });
-            const ok = res.statusCode < 400;
-            const retryAfterMs = parseRetryAfter(res.retryAfter, at);
-            return {
-              status: ok ? 'success' : 'failed',
-              code: String(res.statusCode),
-              response_data: {
-                ...(ok ? {} : { reason: httpFailureReason(res.statusCode), message: `HTTP ${res.statusCode}` }),
-                status: res.statusCode,
-                body: responseBody(res.text),
-                ...(res.truncated ? { truncated: true } : {}),
-              },
-              retryable: !ok,
-              ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-            };
+            return httpOutcome(await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }), at);
           } catch (err) {
             const { reason, message } = classifyNetworkError(err);
             return failed(reason, message);

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
-import { type FailureReason, failed, type TypeSender } from '../sender.ts';
+import { type FailureReason, failed, type Outcome, type TypeSender } from '../sender.ts';
 import { classifyNetworkError } from '../egress.ts';
-import { post } from '../post.ts';
+import { type PostResponse, post } from '../post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 
 export interface WebhookSenderOptions {
@@ -47,6 +47,27 @@ export function responseBody(text: string): unknown {
 }
 
 /**
+ * An HTTP answer as an attempt (webhook and gateway destinations): success below 400, the status as
+ * the code, the body as recorded; a failure is retried, after Retry-After when the peer sent one.
+ */
+export function httpOutcome(res: PostResponse, at: Date): Outcome {
+  const ok = res.statusCode < 400;
+  const retryAfterMs = parseRetryAfter(res.retryAfter, at);
+  return {
+    status: ok ? 'success' : 'failed',
+    code: String(res.statusCode),
+    response_data: {
+      ...(ok ? {} : { reason: httpFailureReason(res.statusCode), message: `HTTP ${res.statusCode}` }),
+      status: res.statusCode,
+      body: responseBody(res.text),
+      ...(res.truncated ? { truncated: true } : {}),
+    },
+    retryable: !ok,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
+}
+
+/**
  * Webhook delivery: a signed POST of the event data to `config.url` through the shared egress-checked
  * agent (`dispatcher`, closed by its owner). A client binds one destination's URL, headers and secrets;
  * it holds no connection of its own (the agent pools them per origin).
@@ -76,23 +97,7 @@ export function createWebhookSender(opts: WebhookSenderOptions): TypeSender {
           });
           try {
             // Redirects are not followed: a 3xx is recorded as the destination's answer (and is below 400, so a success).
-            const res = await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes });
-            const { text, truncated } = res;
-            const parsed = responseBody(text);
-            const ok = res.statusCode < 400;
-            const retryAfterMs = parseRetryAfter(res.retryAfter, at);
-            return {
-              status: ok ? 'success' : 'failed',
-              code: String(res.statusCode),
-              response_data: {
-                ...(ok ? {} : { reason: httpFailureReason(res.statusCode), message: `HTTP ${res.statusCode}` }),
-                status: res.statusCode,
-                body: parsed,
-                ...(truncated ? { truncated: true } : {}),
-              },
-              retryable: !ok,
-              ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
-            };
+            return httpOutcome(await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }), at);
           } catch (err) {
             const { reason, message } = classifyNetworkError(err);
             return failed(reason, message);
