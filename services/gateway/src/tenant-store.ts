@@ -1,6 +1,6 @@
-import type { Knex } from 'knex';
-import type { Tenant } from '../../model/index.ts';
-import { type Page, type PageRequest, paginate } from '../paging.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { Tenant } from '@switchyard/shared/model/index.ts';
+import { type Page, type PageRequest, paginate } from '@switchyard/shared/db/paging.ts';
 
 interface TenantRow {
   id: string;
