@@ -30,8 +30,6 @@ import {
 export const EVENT_ATTEMPTS_MAX = 1000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-// --- attempts ------------------------------------------------------------------------------
-
 /**
  * Attempts, newest first. With `embed` the page will carry each attempt's event, with its data
  * (include=event.data) or its metadata only (include=event): it then ends where the bytes of what
