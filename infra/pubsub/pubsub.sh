@@ -2,7 +2,7 @@
 # The Pub/Sub test peer: main.go (Google's pstest, the real Pub/Sub gRPC protocol) built once into
 # .tools/pubsub/ and cached by the hash of its sources.
 #   infra/pubsub/pubsub.sh install   build when missing; prints the binary's path
-# Tests start the binary themselves (test/peers/pubsub.ts) on a free loopback port and stop it.
+# Tests start the binary themselves (shared/src/testing/peers/pubsub.ts) on a free loopback port and stop it.
 # Needs Go (the Go module proxy for the first build); .ci/run installs it when missing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -15,7 +15,6 @@ import type { Knex } from './db/index.ts';
 import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './kafka/index.ts';
 import { RETRY_TIERS_SECONDS, type TopicDef } from './kafka/topics.ts';
 import type { AttemptRecord } from './model/index.ts';
-import { tierFor } from './retry/schedule.ts';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -217,9 +216,9 @@ export function observeAttempt(a: AttemptRecord): void {
   }
 }
 
-/** Counts a retry scheduled for `dueAt`, by the tier it waits in first. */
-export function observeRetry(dueAt: Date): void {
-  metrics.retriesScheduled.inc({ tier: `${RETRY_TIERS_SECONDS[tierFor(dueAt.getTime() - Date.now())]}s` });
+/** Counts a scheduled retry, by the tier (an index into RETRY_TIERS_SECONDS) it waits in first. */
+export function observeRetry(tier: number): void {
+  metrics.retriesScheduled.inc({ tier: `${RETRY_TIERS_SECONDS[tier]}s` });
 }
 
 /** The publish function, counting each call by its outcome (accepted, duplicate, failed). */

@@ -11,7 +11,6 @@ import { openEmbeddedDb } from '../src/db/embedded.ts';
 import { migrateLatest } from '../src/db/index.ts';
 import { rotateEmbedded } from '../src/db/rotate-embedded.ts';
 import { DestinationStore } from '../src/db/stores/destinations.ts';
-import { TenantStore } from '../src/db/stores/tenants.ts';
 import { createEmbeddedBus, lockDirectory } from '../src/kafka/embedded.ts';
 import { TOPIC } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
@@ -29,7 +28,7 @@ t.test('embedded key rotation re-encrypts under a new key and retires the old on
   // A deployment with two destinations whose secrets are sealed with the generated key.
   const seed = await openEmbeddedDb(join(dataDir, 'pg'));
   await migrateLatest(seed.db);
-  await new TenantStore(seed.db).upsert('acme');
+  await seed.db('tenants').insert({ id: 'acme' });
   const seal = new DestinationStore(seed.db, createCipher(oldKey));
   for (const i of [1, 2]) {
     await seal.create({

@@ -59,7 +59,7 @@ t.test('the built tree resolves its own workspaces and starts without type strip
       '--no-experimental-strip-types',
       '--input-type=module',
       '-e',
-      `await import(${JSON.stringify(join(out, 'services/gateway/src/app.js'))}); await import(${JSON.stringify(join(out, 'services/sender/src/service.js'))}); await import(${JSON.stringify(join(out, 'shared/src/events/validate.js'))}); console.log('loaded');`,
+      `await import(${JSON.stringify(join(out, 'services/gateway/src/app.js'))}); await import(${JSON.stringify(join(out, 'services/sender/src/service.js'))}); await import(${JSON.stringify(join(out, 'services/router/src/validate.js'))}); console.log('loaded');`,
     ],
     { encoding: 'utf8' },
   );

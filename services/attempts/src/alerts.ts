@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { HealthChange } from '@switchyard/shared/db/stores/health.ts';
+import type { HealthChange } from './health-store.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import type { OperatorEvent } from '@switchyard/shared/model/index.ts';

@@ -3,7 +3,7 @@
 // services/embedded: every service in one process).
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
-import { HealthStore } from '@switchyard/shared/db/stores/health.ts';
+import { HealthStore } from './health-store.ts';
 import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, InRecord } from '@switchyard/shared/kafka/index.ts';

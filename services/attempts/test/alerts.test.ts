@@ -2,7 +2,7 @@
 // configured and the destination was enabled, the topic first, then a signed callback that never
 // holds up the pipeline. The callback receiver is a real local HTTP server.
 import t from 'tap';
-import type { HealthChange } from '@switchyard/shared/db/stores/health.ts';
+import type { HealthChange } from '../src/health-store.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord, OperatorEvent } from '@switchyard/shared/model/index.ts';
 import { freePort, startReceiver, waitFor } from '@switchyard/shared/testing/index.ts';

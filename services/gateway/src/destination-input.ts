@@ -2,7 +2,7 @@ import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { mask, validateFields } from '@switchyard/shared/destinations/fields.ts';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
-import { mergePatch, setOwn } from '@switchyard/shared/merge-patch.ts';
+import { mergePatch, setOwn } from './merge-patch.ts';
 import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
 import { isConfiguredTopic, validateFilter } from '@switchyard/shared/routing/match.ts';
 import { isHeaderName, validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';

@@ -11,7 +11,7 @@
  */
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERRORS } from '@switchyard/shared/errors.ts';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;

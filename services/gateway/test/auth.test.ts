@@ -1,5 +1,6 @@
 import { SignJWT } from 'jose';
 import t from 'tap';
+import { cursorAt } from '@switchyard/shared/db/paging.ts';
 import { buildTestApp } from './helpers.ts';
 
 t.test('tenant tokens', async (t) => {
@@ -148,5 +149,7 @@ t.test('admin tenant listing is cursor-paged', async (t) => {
     ['tenant-2', 'tenant-3'],
   );
   t.equal((await call('GET', '/api/v1/tenants?next=garbage')).status, 422);
+  const attemptCursor = cursorAt('att', 'asc', 'next', '2026-01-01T00:00:00.000000Z', '0190a000-0000-7000-8000-000000000000');
+  t.equal((await call('GET', `/api/v1/tenants?next=${attemptCursor}`)).status, 422, "another listing's cursor is refused");
   t.equal((await call('GET', '/api/v1/tenants?limit=0')).status, 422);
 });

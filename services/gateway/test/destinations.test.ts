@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 import { buildTestApp } from './helpers.ts';
 
 /** A service account key file as Google issues them (with a fresh key). */

@@ -4,7 +4,7 @@
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 import { ERRORS } from '@switchyard/shared/errors.ts';
 import { type Doc as CheckedDoc, openApiChecker } from '@switchyard/shared/testing/openapi.ts';
 import { openapiDocument } from '../src/openapi-document.ts';

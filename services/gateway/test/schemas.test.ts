@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import t from 'tap';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 import { buildTestApp } from './helpers.ts';
 
 const require = createRequire(import.meta.url);

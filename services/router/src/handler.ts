@@ -1,7 +1,7 @@
 import type { InRecord, OutRecord } from '@switchyard/shared/kafka/index.ts';
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import type { DeliveryRecord, DestinationRoute, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
-import { checkEvent } from '@switchyard/shared/events/validate.ts';
+import { checkEvent } from './validate.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 
 /** What the router needs from the outside world; main.ts wires the real ones. */

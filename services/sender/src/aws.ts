@@ -6,7 +6,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { type AllowList, classifyNetworkError, createEgressLookup, literalBlocked } from './egress.ts';
+import { type AllowList, createEgressLookup, literalBlocked } from './egress.ts';
+import { classifyNetworkError } from './network-errors.ts';
 import { type FailureReason, failed, type Outcome, type Target } from './sender.ts';
 
 export interface AwsClientConfig {

@@ -1,6 +1,6 @@
 import { newId } from '@switchyard/shared/ids.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
-import { type RetryPolicy, retryDelayMs } from '@switchyard/shared/retry/schedule.ts';
+import { type RetryPolicy, retryDelayMs } from './backoff.ts';
 import type { CurrentState } from './destination-state.ts';
 import { type Outcome, OwnFault, type Sender } from './sender.ts';
 

@@ -1,6 +1,6 @@
 import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { tierFor } from '@switchyard/shared/retry/schedule.ts';
+import { tierFor } from './backoff.ts';
 
 /** Longest a stalled destination's delivery is parked at a time: how late a recovered destination may see it. */
 export const PARK_MAX_MS = 30_000;

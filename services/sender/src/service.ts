@@ -12,6 +12,7 @@ import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler } from './handler.ts';
+import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
@@ -110,7 +111,7 @@ export async function start(rt: Runtime): Promise<Service> {
     open: (s) => store.openSnapshot(s),
     current: (s) => destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
-    scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(dueAt)),
+    scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(tierFor(dueAt.getTime() - Date.now()))),
     retry: {
       schedule: config.RETRY_SCHEDULE,
       intervalSeconds: config.RETRY_INTERVAL_SECONDS,

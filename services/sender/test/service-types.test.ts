@@ -2,7 +2,7 @@
 // Postgres, so deliveries of that type stay in their topic for a sender that can. (A name that is
 // no destination type is refused with the configuration: shared/test/config.test.ts.)
 import t from 'tap';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
+import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Runtime } from '@switchyard/shared/runtime.ts';
 import { testConfig } from '@switchyard/shared/testing/index.ts';

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import { DESTINATION_TYPES } from '../kafka/topics.ts';
+import { DESTINATION_TYPES } from '../model/index.ts';
 
 /**
  * The configuration catalogue: every environment setting the project reads, in one place.

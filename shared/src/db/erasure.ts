@@ -1,4 +1,4 @@
-// Erasing deleted tenants. Deleting a tenant (TenantStore.delete) removes it and its destinations at
+// Erasing deleted tenants. Deleting a tenant (the gateway's TenantStore.delete) removes it and its destinations at
 // once and records an erasure; its events, deliveries, attempts and idempotency keys from before the
 // deletion are then deleted here, a bounded batch per statement, so a large tenant never holds one
 // long transaction. The gateway starts this right after a deletion; the attempts service runs it

@@ -1,4 +1,4 @@
-import { DESTINATION_TYPES, type DestinationType } from '../kafka/topics.ts';
+import { DESTINATION_TYPES, type DestinationType } from '../model/index.ts';
 import type { DestinationTypeDef } from './types/def.ts';
 import { kafka } from './types/kafka.ts';
 import { rabbitmq, pubsub, servicebus, sqs } from './types/queues.ts';

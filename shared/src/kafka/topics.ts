@@ -1,6 +1,8 @@
+import { DESTINATION_TYPES, type DestinationType } from '../model/index.ts';
+
 /**
  * The Kafka topic catalogue. Every topic the services read or write is declared here with its key,
- * its record schema (docs/schemas/) and who writes and reads it. No topic name is spelled elsewhere:
+ * its record schema (shared/schemas/) and who writes and reads it. No topic name is spelled elsewhere:
  * code asks for `topicName(config, TOPIC.events)` and tests get unique names through the prefix.
  */
 export interface TopicDef {
@@ -9,15 +11,11 @@ export interface TopicDef {
   /** What the record key holds; it decides partitioning and therefore ordering. */
   readonly key: string;
   readonly description: string;
-  /** JSON Schema file under docs/schemas/ describing the record value. */
+  /** JSON Schema file under shared/schemas/ describing the record value. */
   readonly schema?: string;
   /** Compacted topics keep the latest record per key. */
   readonly compacted?: boolean;
 }
-
-/** interface.md's eight types in its order, then kafka (contract-details.md's extra type). */
-export const DESTINATION_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
-export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
 const deliveries = Object.fromEntries(
   DESTINATION_TYPES.map((type) => [

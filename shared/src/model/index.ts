@@ -1,6 +1,7 @@
-import type { DestinationType } from '../kafka/topics.ts';
+/** interface.md's eight types in its order, then kafka (contract-details.md's extra type). */
+export const DESTINATION_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
+export type DestinationType = (typeof DESTINATION_TYPES)[number];
 
-export type { DestinationType };
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
@@ -29,7 +30,7 @@ export interface Destination {
   updated_at: string;
 }
 
-/** A published event, as written to the events topic (docs/schemas/event.schema.json). */
+/** A published event, as written to the events topic (shared/schemas/event.schema.json). */
 export interface EventRecord {
   id: string;
   tenant_id: string;
@@ -44,7 +45,7 @@ export interface EventRecord {
 }
 
 /**
- * One delivery of one event to one destination (docs/schemas/delivery.schema.json).
+ * One delivery of one event to one destination (shared/schemas/delivery.schema.json).
  * The destination travels as a snapshot with its secrets still encrypted, so a sender needs no
  * database round trip and nothing readable sits in Kafka.
  */
@@ -114,7 +115,7 @@ export interface DestinationSnapshot {
 /** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */
 export type AttemptStatus = 'success' | 'failed' | 'canceled';
 
-/** One delivery attempt (docs/schemas/attempt.schema.json); the attempts topic carries these. */
+/** One delivery attempt (shared/schemas/attempt.schema.json); the attempts topic carries these. */
 export interface AttemptRecord {
   id: string;
   tenant_id: string;

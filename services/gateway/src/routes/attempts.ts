@@ -1,16 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
-import {
-  ATTEMPT_STATUSES,
-  type AttemptStatus,
-  type AttemptView,
-  type Dir,
-  type ListPage,
-  pageProblems,
-  QueryStore,
-  type Tenants,
-  type TimeRange,
-} from '@switchyard/shared/db/stores/queries.ts';
+import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
+import { QueryStore } from '../queries/store.ts';
+import { ATTEMPT_STATUSES, type AttemptStatus, type AttemptView, type Tenants, type TimeRange } from '../queries/views.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { Ctx } from '../app.ts';
 import { destinationView } from '../destination-view.ts';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { QueryStore } from '@switchyard/shared/db/stores/queries.ts';
+import type { QueryStore } from '../queries/store.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { requireTenantAccess } from '../auth.ts';

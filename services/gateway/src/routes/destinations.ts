@@ -2,9 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
-import { DESTINATION_TYPES } from '@switchyard/shared/kafka/topics.ts';
-import { mergePatch } from '@switchyard/shared/merge-patch.ts';
-import type { DestinationType, JsonObject } from '@switchyard/shared/model/index.ts';
+import { mergePatch } from '../merge-patch.ts';
+import { DESTINATION_TYPES, type DestinationType, type JsonObject } from '@switchyard/shared/model/index.ts';
 import { canonicalType, INPUT_TYPE_NAMES, REGISTRY, TYPE_ALIASES } from '@switchyard/shared/destinations/registry.ts';
 import type { Ctx } from '../app.ts';
 import {

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { QueryStore, type Tenants } from '@switchyard/shared/db/stores/queries.ts';
+import { QueryStore } from '../queries/store.ts';
+import type { Tenants } from '../queries/views.ts';
 import type { Ctx } from '../app.ts';
 import { createPendingReasons } from '../pending-reason.ts';
 import {

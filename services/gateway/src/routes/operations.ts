@@ -213,7 +213,7 @@ export function operationsRoutes(ctx: Ctx) {
           await existingTenant(ctx, req as TenantReq);
         }
         const destinationId = typeof req.query.destination_id === 'string' ? req.query.destination_id : undefined;
-        return store.listEvents(tenantId, { type: multi(req.query, 'type'), destinationId }, pageRequest(req.query));
+        return store.listEvents(tenantId, { type: multi(req.query, 'type'), destinationId }, pageRequest(req.query, 'op'));
       },
     );
   };

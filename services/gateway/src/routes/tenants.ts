@@ -147,7 +147,7 @@ export function tenantListRoutes(ctx: Ctx) {
       },
       async (req) => {
         requireAdmin(req.principal);
-        return ctx.tenants.list(pageRequest(req.query));
+        return ctx.tenants.list(pageRequest(req.query, 'ten'));
       },
     );
   };

@@ -8,7 +8,7 @@
 import { createHmac } from 'node:crypto';
 import { isHeaderName, isHeaderValue, RESERVED_HEADERS } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Dispatcher } from 'undici';
-import { classifyNetworkError } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { metadataOf } from '../metadata.ts';
 import { post } from '../post.ts';
 import { failed, type TypeSender } from '../sender.ts';

@@ -13,7 +13,8 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { compile, TreeInterpreter } from '@jmespath-community/jmespath';
 import { Kafka, type Producer, logLevel } from 'kafkajs';
-import { type AllowList, classifyNetworkError, createEgressLookup, literalBlocked } from '../egress.ts';
+import { type AllowList, createEgressLookup, literalBlocked } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 

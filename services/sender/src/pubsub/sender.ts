@@ -14,7 +14,8 @@
  */
 import { PubSub, type Topic } from '@google-cloud/pubsub';
 import { JWT } from 'google-auth-library';
-import { type AllowList, classifyNetworkError } from '../egress.ts';
+import type { AllowList } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { hostBlocked } from '../host-check.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';

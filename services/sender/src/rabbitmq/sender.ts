@@ -15,7 +15,8 @@
  */
 import { isIP } from 'node:net';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { type AllowList, classifyNetworkError, createEgressLookup, literalBlocked } from '../egress.ts';
+import { type AllowList, createEgressLookup, literalBlocked } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 

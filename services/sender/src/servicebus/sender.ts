@@ -10,7 +10,8 @@
  * connection goes to the namespace host only after EGRESS_ALLOW admits it (host-check.ts).
  */
 import { isServiceBusError, ServiceBusClient, type ServiceBusSender } from '@azure/service-bus';
-import { type AllowList, classifyNetworkError } from '../egress.ts';
+import type { AllowList } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { hostBlocked } from '../host-check.ts';
 import { metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { type FailureReason, failed, type Outcome, type TypeSender } from '../sender.ts';
-import { classifyNetworkError } from '../egress.ts';
+import { classifyNetworkError } from '../network-errors.ts';
 import { type PostResponse, post } from '../post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 

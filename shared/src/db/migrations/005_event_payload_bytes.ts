@@ -6,7 +6,7 @@ export async function up(knex: Knex): Promise<void> {
     -- that return event data stop a page at API_PAGE_MAX_BYTES of these, reading this number rather
     -- than the payloads (which stay in TOAST until a row is sent). A nullable column without a
     -- default: adding it rewrites nothing. NULL on rows written before it existed; for those the
-    -- readers measure the stored JSON instead (shared/src/db/stores/queries.ts, PAYLOAD_BYTES).
+    -- readers measure the stored JSON instead (services/gateway/src/queries/events.ts, PAYLOAD_BYTES).
     ALTER TABLE events ADD COLUMN payload_bytes integer;
   `);
 }

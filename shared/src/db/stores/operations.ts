@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { OperatorEvent } from '../../model/index.ts';
-import { type Page, type PageRequest, paginate } from '../paging.ts';
+import { type ListPage, type Page, paginate } from '../paging.ts';
 
 /** A destination's health as the API shows it (GET .../destinations/{id}/health). */
 export interface DestinationHealth {
@@ -106,7 +106,7 @@ export class OperationsStore {
   async listEvents(
     tenantId: string | null,
     filter: { type?: string[] | undefined; destinationId?: string | undefined },
-    page: PageRequest,
+    page: ListPage,
   ): Promise<Page<OperatorEvent>> {
     const q = this.db('operator_events').select('id', 'type', 'time', 'tenant_id', 'destination_id', 'data');
     if (tenantId !== null) q.where('tenant_id', tenantId);
@@ -114,6 +114,7 @@ export class OperationsStore {
     if (filter.destinationId) q.where('destination_id', filter.destinationId);
     const res = await paginate<OperatorEvent & { time: Date | string }>(this.db, q, {
       ...page,
+      kind: 'op',
       column: 'time',
       idColumn: 'id',
       orderBy: 'time',

@@ -1,5 +1,5 @@
 import type { Problem } from '../../errors.ts';
-import type { DestinationType } from '../../kafka/topics.ts';
+import type { DestinationType } from '../../model/index.ts';
 import type { FieldDef } from '../fields.ts';
 
 export interface DestinationTypeDef {

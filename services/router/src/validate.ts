@@ -1,14 +1,14 @@
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { EventRecord } from '../model/index.ts';
-import { matchesTopic } from '../routing/match.ts';
-import { unstorable } from './storable.ts';
+import type { EventRecord } from '@switchyard/shared/model/index.ts';
+import { matchesTopic } from '@switchyard/shared/routing/match.ts';
+import { unstorable } from '@switchyard/shared/events/storable.ts';
 
 const require = createRequire(import.meta.url);
 const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
 addFormats.default(ajv);
-ajv.addSchema(require('../../schemas/event.schema.json'));
+ajv.addSchema(require('@switchyard/shared/schemas/event.schema.json'));
 const validateEvent = ajv.getSchema('https://switchyard.dev/schemas/event.schema.json');
 if (!validateEvent) throw new Error('event schema missing');
 

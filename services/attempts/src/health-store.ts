@@ -1,5 +1,5 @@
-import type { Knex } from 'knex';
-import type { AttemptRecord } from '../../model/index.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { AttemptRecord } from '@switchyard/shared/model/index.ts';
 
 export interface HealthChange {
   tenant_id: string;

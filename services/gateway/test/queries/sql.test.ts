@@ -1,7 +1,7 @@
 // The rule a listing page follows under API_PAGE_MAX_BYTES (the listings themselves:
 // services/gateway/test/page-bytes.test.ts, on Postgres and PGlite).
 import t from 'tap';
-import { bytesCut } from '../src/db/stores/queries.ts';
+import { bytesCut } from '../../src/queries/sql.ts';
 
 t.test('a page takes items while those before each stay under the bound', async (t) => {
   t.equal(bytesCut([], 100), 0, 'nothing to take');

@@ -1,6 +1,6 @@
-import type { Knex } from 'knex';
-import type { Tenant } from '../../model/index.ts';
-import { type Page, type PageRequest, paginate } from '../paging.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { Tenant } from '@switchyard/shared/model/index.ts';
+import { type ListPage, type Page, paginate } from '@switchyard/shared/db/paging.ts';
 
 interface TenantRow {
   id: string;
@@ -67,9 +67,10 @@ export class TenantStore {
     return Boolean(await this.db('tenants').where({ id }).first('id'));
   }
 
-  async list(page: PageRequest): Promise<Page<Tenant>> {
+  async list(page: ListPage): Promise<Page<Tenant>> {
     const res = await paginate<TenantRow>(this.db, this.select(), {
       ...page,
+      kind: 'ten',
       column: 't.created_at',
       idColumn: 't.id',
       orderBy: 'created_at',

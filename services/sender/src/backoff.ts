@@ -1,4 +1,4 @@
-import { RETRY_TIERS_SECONDS } from '../kafka/topics.ts';
+import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
 
 export interface RetryPolicy {
   /** Explicit delays in seconds; when non-empty its length is the number of retries. */

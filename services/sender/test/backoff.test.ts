@@ -1,5 +1,5 @@
 import t from 'tap';
-import { retryDelayMs, tierFor } from '../src/retry/schedule.ts';
+import { retryDelayMs, tierFor } from '../src/backoff.ts';
 
 const policy = { schedule: [] as number[], intervalSeconds: 30, maxRetries: 3, maxRetryAfterMs: 3_600_000 };
 const mid = () => 0.5; // no jitter

@@ -1,0 +1,190 @@
+/**
+ * What the query listings take and show: filters, the API views of attempts and events, and the
+ * row shapes they are mapped from (the columns each query selects for them).
+ */
+import { keyText } from '@switchyard/shared/db/paging.ts';
+
+export type AttemptStatus = 'success' | 'failed' | 'canceled';
+export const ATTEMPT_STATUSES: readonly AttemptStatus[] = ['success', 'failed', 'canceled'];
+
+/** Bounds on a time column; values are validated ISO 8601 strings, passed to Postgres as they are. */
+export interface TimeRange {
+  gte?: string;
+  gt?: string;
+  lte?: string;
+  lt?: string;
+}
+
+/** The tenants a caller may see: a list (a tenant token is always exactly its own), or null for all (admin). */
+export type Tenants = readonly string[] | null;
+
+export interface AttemptFilter {
+  tenants: Tenants;
+  destinationIds?: readonly string[];
+  eventIds?: readonly string[];
+  statuses?: readonly AttemptStatus[];
+  topics?: readonly string[];
+  time?: TimeRange;
+}
+
+export interface EventFilter {
+  tenants: Tenants;
+  /** Events delivered (routed) to any of these destinations. */
+  destinationIds?: readonly string[];
+  /** Events with a delivery (to one of destinationIds, when given) in one of these states. */
+  statuses?: readonly AttemptStatus[];
+  topics?: readonly string[];
+  /** Bounds on the event time. */
+  time?: TimeRange;
+}
+
+export interface AttemptView {
+  id: string;
+  tenant_id: string;
+  destination_id: string;
+  event_id: string;
+  topic: string;
+  status: AttemptStatus;
+  code: string;
+  /** Absent when the destination answered nothing worth keeping. */
+  response_data?: Record<string, unknown>;
+  attempt_number: number;
+  manual: boolean;
+  final: boolean;
+  /** Absent for attempts recorded without a duration. */
+  duration_ms?: number;
+  time: string;
+}
+
+/**
+ * An event as the API shows it. Optional fields the contract types as strings are left out when
+ * absent, never null: clients that validate responses refuse null there.
+ */
+export interface EventView {
+  id: string;
+  tenant_id: string;
+  /** The destination the event was published to (publish with destination_id), or in scope. */
+  destination_id?: string;
+  topic: string;
+  time: string;
+  eligible_for_retry: boolean;
+  metadata: Record<string, unknown>;
+  data?: unknown;
+  /** When a delivery (to the destinations in scope) succeeded; absent while none has. */
+  successful_at?: string;
+  /** The delivery's status, when the listing is scoped to one destination. */
+  status?: string;
+}
+
+/** An attempt as read: its view's fields with the time still a Date, and where its event is stored. */
+export type AttemptRow = Omit<AttemptView, 'time' | 'response_data' | 'duration_ms'> & {
+  time: Date;
+  response_data: Record<string, unknown> | null;
+  duration_ms: number | null;
+  event_received_key: string | null;
+};
+
+export const ATTEMPT_COLUMNS =
+  'a.id, a.tenant_id, a.destination_id, a.event_id, a.topic, a.status, a.code, a.response_data, a.attempt_number, a.manual, a.final, a.duration_ms, a.time, ' +
+  `${keyText('a.event_received_at')} AS event_received_key`;
+
+/**
+ * Where each listed attempt's event is stored (its received_at, as key text): kept beside the view
+ * rather than in it, so the API shape is unchanged and include=event can still read it (eventsOf).
+ */
+export const eventPartitionOf = new WeakMap<object, string>();
+
+export const attemptView = (r: AttemptRow): AttemptView => {
+  const view = attemptFields(r);
+  if (r.event_received_key) eventPartitionOf.set(view, r.event_received_key);
+  return view;
+};
+
+const attemptFields = (r: AttemptRow): AttemptView => ({
+  id: r.id,
+  tenant_id: r.tenant_id,
+  destination_id: r.destination_id,
+  event_id: r.event_id,
+  topic: r.topic,
+  status: r.status,
+  code: r.code,
+  ...(r.response_data === null ? {} : { response_data: r.response_data }),
+  attempt_number: r.attempt_number,
+  manual: r.manual,
+  final: r.final,
+  ...(r.duration_ms === null ? {} : { duration_ms: r.duration_ms }),
+  time: r.time.toISOString(),
+});
+
+export interface EventRow {
+  id: string;
+  tenant_id: string;
+  destination_id: string | null;
+  topic: string;
+  time: Date;
+  eligible_for_retry: boolean;
+  metadata: Record<string, unknown> | null;
+  data?: unknown;
+  /** Internal: where its rows live (received_at, to the microsecond), and where the router sent it. */
+  received_key: string | null;
+  routed: string[];
+}
+
+export const eventColumns = (withData: boolean) =>
+  `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
+  `${keyText('e.received_at')} AS received_key, e.matched_destination_ids || e.skipped_destination_ids AS routed`;
+
+export interface DeliveryState {
+  tenant_id: string;
+  event_id: string;
+  destination_id: string;
+  topic: string;
+  status: string;
+  successful_at: Date | null;
+}
+
+/** The embedded event of an attempt (`include=event` / `include=event.data`). */
+export interface EmbeddedEvent {
+  id: string;
+  tenant_id: string;
+  /** Absent unless the event was published to one destination. */
+  destination_id?: string;
+  topic: string;
+  time: string;
+  eligible_for_retry: boolean;
+  metadata: Record<string, unknown>;
+  data?: unknown;
+}
+
+export function eventView(r: EventRow, states: DeliveryState[], withData: boolean, scopedDestination?: string): EventView {
+  let successful: Date | null = null;
+  for (const s of states) if (s.successful_at && (!successful || s.successful_at < successful)) successful = s.successful_at;
+  const destinationId = scopedDestination ?? r.destination_id;
+  const v: EventView = {
+    id: r.id,
+    tenant_id: r.tenant_id,
+    ...(destinationId === null ? {} : { destination_id: destinationId }),
+    topic: r.topic,
+    time: r.time.toISOString(),
+    eligible_for_retry: r.eligible_for_retry,
+    metadata: r.metadata ?? {},
+    ...(successful ? { successful_at: successful.toISOString() } : {}),
+  };
+  if (withData) v.data = r.data ?? null;
+  if (scopedDestination !== undefined) v.status = states[0]?.status ?? 'pending';
+  return v;
+}
+
+export function embedded(r: EventRow, withData: boolean): EmbeddedEvent {
+  const e: EmbeddedEvent = {
+    id: r.id,
+    tenant_id: r.tenant_id,
+    ...(r.destination_id === null ? {} : { destination_id: r.destination_id }),
+    topic: r.topic,
+    time: r.time.toISOString(),
+    eligible_for_retry: r.eligible_for_retry,
+    metadata: r.metadata ?? {},
+  };
+  if (withData) e.data = r.data ?? null;
+  return e;
+}
