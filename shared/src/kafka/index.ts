@@ -281,8 +281,9 @@ export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPart
  * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
  * the tiers' other partitions) has returned, or after sleeping this long when every partition is
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most 200 ms a fetch"). The cost: an idle
- * tier consumer asks the broker five times a second.
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most 200 ms a fetch"). Only while a
+ * partition is paused: with none there is nothing to resume, and the fetch long-polls
+ * (kafkajs-fetch-wait.ts), so idle tiers are not asked five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
@@ -461,7 +462,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
       // Waiting for fuller batches only while records come; idle, a long poll (kafkajs-fetch-wait.ts).
       const stopAdapting = o.batchWaitMs
-        ? adaptFetchWait(groupId, { minBytes, maxWaitMs: o.batchWaitMs, idleWaitMs: IDLE_FETCH_WAIT_MS })
+        ? adaptFetchWait(groupId, { kind: 'batch', minBytes, maxWaitMs: o.batchWaitMs, idleWaitMs: IDLE_FETCH_WAIT_MS })
         : () => {};
       const log = opts.log.child({ group: o.groupId });
       const partitions = new Map<string, PartitionState>();
@@ -588,8 +589,16 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     },
 
     async consumeDelayed<T>(o: DelayedConsumeOptions<T>) {
+      const groupId = `${opts.topicPrefix}${o.groupId}`;
+      // The short wait only while a partition is paused; with none, a long poll (kafkajs-fetch-wait.ts).
+      const stopAdapting = adaptFetchWait(groupId, {
+        kind: 'delayed',
+        minBytes: 1,
+        maxWaitMs: DELAYED_FETCH_MAX_WAIT_MS,
+        idleWaitMs: IDLE_FETCH_WAIT_MS,
+      });
       const consumer: Consumer = kafka.consumer({
-        groupId: `${opts.topicPrefix}${o.groupId}`,
+        groupId,
         allowAutoTopicCreation: false,
         sessionTimeout: SESSION_TIMEOUT_MS,
         heartbeatInterval: 1_000,
@@ -650,6 +659,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           closing = true;
           for (const t of timers) clearTimeout(t);
           await consumer.disconnect();
+          stopAdapting();
         },
       };
       consumers.push(handle);

@@ -11,17 +11,27 @@
 // as soon as a record arrives (minimum 1 byte), and at the latest after IDLE_FETCH_WAIT_MS. The first
 // record after a quiet spell is therefore handed over at once, alone, and the batches that follow
 // wait as before.
+//
+// The retry tiers' consumer (consumeDelayed) waits at most 200 ms a fetch so that a partition resumed
+// when its head is due joins a fetch soon (docs/performance.md, "Retry tiers wait at most 200 ms a
+// fetch"); idle, that was five fetches a second of every tier's partitions. With no partition paused
+// there is nothing to resume, so its fetch long-polls too, and waits 200 ms again as soon as one is.
 import { createRequire } from 'node:module';
 
 /** Longest an idle batch-wait consumer's fetch waits (the broker answers at once when a record comes). */
 export const IDLE_FETCH_WAIT_MS = 1_000;
 
 export interface FetchWait {
-  /** The fetch's minimum bytes while records come. */
+  /**
+   * batch: the wait follows the last fetch (records: the batch wait; none: a long poll); delayed:
+   * the short wait while a partition is paused (records waiting for their time), else a long poll.
+   */
+  kind: 'batch' | 'delayed';
+  /** The fetch's minimum bytes while records come (batch). */
   minBytes: number;
-  /** The fetch's wait while records come (the batch wait). */
+  /** The fetch's wait while records come (batch) or while a partition is paused (delayed). */
   maxWaitMs: number;
-  /** The wait of a long poll once a fetch came back empty. */
+  /** The wait of a long poll. */
   idleWaitMs: number;
 }
 
@@ -30,6 +40,7 @@ export interface ConsumerGroupInternals {
   groupId: string;
   minBytes: number;
   maxWaitTime: number;
+  subscriptionState: { paused(): unknown[] };
   fetch(nodeId: number): Promise<Array<{ isEmptyIncludingFiltered(): boolean }>>;
 }
 
@@ -44,9 +55,14 @@ export function adaptFetchWait(groupId: string, wait: FetchWait): () => void {
   };
 }
 
-/** What the next fetch asks the broker for, after a fetch that brought records (`got`) or none. */
+/** What a batch consumer's next fetch asks the broker for, after a fetch that brought records (`got`) or none. */
 export function nextFetchWait(wait: FetchWait, got: boolean): { minBytes: number; maxWaitTime: number } {
   return got ? { minBytes: wait.minBytes, maxWaitTime: wait.maxWaitMs } : { minBytes: 1, maxWaitTime: wait.idleWaitMs };
+}
+
+/** A delayed consumer's fetch wait: short while a partition waits to be resumed, else a long poll. */
+export function delayedFetchWait(wait: FetchWait, anyPaused: boolean): number {
+  return anyPaused ? wait.maxWaitMs : wait.idleWaitMs;
 }
 
 const require = createRequire(import.meta.url);
@@ -62,8 +78,13 @@ if (!proto[PATCHED]) {
     throw new Error('kafkajs ConsumerGroup internals changed: review shared/src/kafka/kafkajs-fetch-wait.ts');
   }
   proto.fetch = async function (this: ConsumerGroupInternals, nodeId: number) {
+    const delayed = waits.get(this.groupId);
+    // Decided as the fetch starts: a partition paused while it is in flight is resumed (at its due
+    // time plus slack, at least 100 ms later) after it has come back, or 1 s later at worst.
+    if (delayed?.kind === 'delayed') this.maxWaitTime = delayedFetchWait(delayed, this.subscriptionState.paused().length > 0);
     const batches = await fetch.call(this, nodeId);
     const wait = waits.get(this.groupId);
+    if (wait?.kind !== 'batch') return batches;
     // One group's fetchers (one per broker) share these fields: with several brokers a fetch may use
     // the wait another broker's last fetch chose, which costs a batch or a poll, never a record.
     if (wait)
