@@ -95,7 +95,8 @@ if (opt.render) {
   const base = file.replace(/\.json$/, '');
   const r = readRunResult(file);
   // Targets as decided since (docs/performance.md, "Targets"), whatever the run recorded.
-  r.targets = restateTargets(r, SERVICES);
+  // (An embedded run's targets stay as recorded: the per-service memory target is the stack's.)
+  if (r.meta.deployment !== 'embedded') r.targets = restateTargets(r, SERVICES);
   writeFileSync(`${base}.json`, `${JSON.stringify(r, null, 2)}\n`);
   writeFileSync(`${base}.svg`, chartSvg(r));
   writeFileSync(`${base}.md`, markdown(r, `${basename(base)}.svg`));
