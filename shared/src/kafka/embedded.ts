@@ -659,6 +659,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       // fdatasync) a round, where a loop per partition made one each for every partition with a record
       // (docs/performance.md, "Embedded batch consumers: one call for every partition").
       const runBatches = async (handleBatch: NonNullable<typeof o.handleBatch>) => {
+        if (!states.length) return; // nothing to wait for (a race of no waits would never end)
         const pos = new Map(states.map((st) => [st, startAt(st)]));
         const at = (st: State) => Math.max(pos.get(st) as number, st.p.start());
         const backlog = () => states.reduce((n, st) => n + st.p.backlog(at(st)), 0);
