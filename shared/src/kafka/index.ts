@@ -1,7 +1,8 @@
 // The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts,
 // kafkajs-produce.ts and kafkajs-fetch-wait.ts: a fix to its internals, a faster CRC, a one-pass
-// produce request writer and fetch waits that follow the traffic, which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
-// mode implements too, so service code is the same in both modes.
+// produce request writer and fetch waits that follow the traffic, which load with it). Services
+// talk to Kafka through the narrow Bus interface, which the embedded mode implements too, so service
+// code is the same in both modes.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
@@ -281,9 +282,9 @@ export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPart
  * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
  * the tiers' other partitions) has returned, or after sleeping this long when every partition is
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most 200 ms a fetch"). Only while a
- * partition is paused: with none there is nothing to resume, and the fetch long-polls
- * (kafkajs-fetch-wait.ts), so idle tiers are not asked five times a second.
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most
+ * 200 ms a fetch"). Only while a partition is paused: with none there is nothing to resume, and the
+ * fetch long-polls (kafkajs-fetch-wait.ts), so idle tiers are not asked five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
