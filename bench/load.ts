@@ -24,7 +24,7 @@ export interface LoadOptions {
   kafka?: { brokers: string[]; topicPrefix: string; partitions: number };
   /** The tenant and topic of the n-th event. */
   pick(seq: number): { tenant_id: string; topic: string };
-  /** Events per second; undefined publishes as fast as requests are accepted. */
+  /** Events per second; undefined publishes as fast as requests are accepted, 0 nothing (idle). */
   ratePerSec?: number;
   /** Requests (or Kafka sends) in flight at once. */
   concurrency: number;
@@ -202,7 +202,9 @@ export function startLoad(o: LoadOptions): LoadHandle {
   }
 
   const done = (async (): Promise<LoadResult> => {
-    await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, () => worker()));
+    // A rate of 0 publishes nothing for the duration (the runner's idle phase).
+    if (o.ratePerSec === 0) await new Promise((r) => setTimeout(r, o.durationMs));
+    else await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, () => worker()));
     clearTimeout(timer);
     const endedAt = Date.now();
     await pool?.close();

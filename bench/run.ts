@@ -17,7 +17,7 @@ import '../shared/src/kafka/kafkajs-idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, type LoadHandle, runCeiling, startLoad, type Via } from './load.ts';
 import { hangingPhases, keepOf } from './lib/keep.ts';
-import { cores, loadavg, ProcSampler, type Tracked } from './lib/proc.ts';
+import { cores, loadavg, ProcSampler, resetPeakRss, type Tracked } from './lib/proc.ts';
 import { type PgStatements, RUNNER_TAG, readStatements, resetStatements } from './lib/pg-statements.ts';
 import { summarizeProfile } from './lib/profile.ts';
 import { memoryTarget, restateTargets, throughputTarget } from './lib/targets.ts';
@@ -35,6 +35,7 @@ import {
 import {
   BASE_SCENARIOS,
   type BenchType,
+  EMBEDDED_DEFAULT,
   EXTRA_SCENARIOS,
   parseScenarios,
   type ScenarioName,
@@ -42,7 +43,8 @@ import {
   typeOfScenario,
 } from './lib/scenarios.ts';
 import { startTypePeer, type TypePeer } from './lib/type-peers.ts';
-import { type Deployment, deploy, type Infra, SERVICES, type ServiceName, startInfra } from './lib/stack.ts';
+import { type Deployment, deploy, deployEmbedded, type Infra, SERVICES, type ServiceName, startInfra } from './lib/stack.ts';
+import { MODERATE_RATE, MODERATE_TENANTS, moderateTargets, pipelineProcesses, sumMetric } from './lib/efficiency.ts';
 import { EMPTY_SUMMARY, fmtInt, round, sleep, summarize, type Summary } from './lib/stats.ts';
 
 const SCENARIOS = BASE_SCENARIOS;
@@ -50,11 +52,12 @@ const SCENARIOS = BASE_SCENARIOS;
 // receiver or the load generator, which a real deployment does not run.
 const STORES = ['kafka', 'postgres'] as const;
 type StoreName = (typeof STORES)[number];
-const PIPELINE_PROCESSES: readonly string[] = [...SERVICES, ...STORES];
 
 const { values: opt } = parseArgs({
   options: {
-    scenario: { type: 'string', default: 'all' },
+    scenario: { type: 'string' },
+    embedded: { type: 'boolean', default: false },
+    'idle-seconds': { type: 'string' },
     duration: { type: 'string' },
     quick: { type: 'boolean', default: false },
     via: { type: 'string', default: 'http' },
@@ -92,7 +95,8 @@ if (opt.render) {
   const base = file.replace(/\.json$/, '');
   const r = readRunResult(file);
   // Targets as decided since (docs/performance.md, "Targets"), whatever the run recorded.
-  r.targets = restateTargets(r, SERVICES);
+  // (An embedded run's targets stay as recorded: the per-service memory target is the stack's.)
+  if (r.meta.deployment !== 'embedded') r.targets = restateTargets(r, SERVICES);
   writeFileSync(`${base}.json`, `${JSON.stringify(r, null, 2)}\n`);
   writeFileSync(`${base}.svg`, chartSvg(r));
   writeFileSync(`${base}.md`, markdown(r, `${basename(base)}.svg`));
@@ -102,11 +106,14 @@ if (opt.render) {
 
 if (opt.help) {
   console.log(`npm run bench -- [options]
-  --scenario a,b     ${SCENARIOS.join(', ')} or all (default all: these five);
+  --scenario a,b     ${SCENARIOS.join(', ')} or all (default all: these seven; ${EMBEDDED_DEFAULT} with --embedded);
                      not in all: types (one type-<t> phase per destination type: 1 tenant, ${TYPE_DESTINATIONS}
                      destinations of the type against its local peer), type-<t> or just <t> for one,
                      senders2 (fanout's load with one sender process, then two); ${EXTRA_SCENARIOS.length} extra names
   --duration S       seconds of load per phase (default 60; 10 with --quick)
+  --embedded         run embedded mode (npm start: every service in one process on the embedded log and
+                     PGlite) instead of the four services with Kafka and Postgres; webhook scenarios only
+  --idle-seconds S   seconds the idle phase measures, after 5 s of settling (default 20; 10 with --quick)
   --quick            smoke run: 10 s phases, 5 s ceiling, shorter drains
   --via MODE         http (one event per request, default), batch (POST /publish/batch), kafka (producer to the events topic)
   --concurrency N    publish requests in flight (default 64 for http, 8 for batch and kafka)
@@ -159,7 +166,22 @@ const backlogCap = Number(opt.backlog);
 const ceilingMs = Number(opt['ceiling-seconds'] ?? (quick ? 5 : 20)) * 1000;
 const phaseCeilingMs = Math.min(ceilingMs, quick ? 3000 : 5000);
 const drainMaxMs = quick ? 30_000 : 90_000;
-const chosen: ScenarioName[] = parseScenarios(opt.scenario as string);
+const embedded = opt.embedded as boolean;
+const scenarioArg = opt.scenario ?? (embedded ? EMBEDDED_DEFAULT : 'all');
+const chosen: ScenarioName[] = parseScenarios(scenarioArg);
+const idleS = Number(opt['idle-seconds'] ?? (quick ? 10 : 20));
+/** Seconds the idle phase waits after the probe event before its window opens. */
+const IDLE_SETTLE_S = 5;
+if (embedded) {
+  // One process on its own log and database: no broker to write to, no Postgres to ask, one sender.
+  const refused = chosen.filter((s) => typeOfScenario(s) || s === 'senders2');
+  if (refused.length) throw new Error(`--embedded runs webhook scenarios only, not ${refused.join(', ')}`);
+  if (via === 'kafka') throw new Error('--embedded has no Kafka to publish to: --via http or batch');
+  if (opt['pg-statements']) throw new Error('--embedded has no Postgres server: --pg-statements does not apply');
+  if (opt.baseline) throw new Error('--baseline records the stack; an embedded run is kept under bench/runs/');
+}
+/** The pipeline's CPU: the services and the stores they write to (embedded mode: its one process). */
+const PIPELINE_PROCESSES: readonly string[] = pipelineProcesses(embedded ? 'embedded' : 'stack', SERVICES);
 // The services run with the runtime settings of the production image (its `ENV NODE_OPTIONS=` and
 // glibc malloc lines), so the benchmark measures what ships; --env K=V overrides them.
 const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX'];
@@ -201,7 +223,8 @@ const pauses: Pause[] = (opt.pause as string[]).map((p) => {
   return { service, atS: Number(m[2]), forS: Number(m[3]) };
 });
 const date = new Date().toISOString().slice(0, 10);
-const label = opt.label ?? `${date}-${opt.scenario === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
+const label =
+  opt.label ?? `${date}-${embedded ? 'embedded-' : ''}${scenarioArg === 'all' ? 'all' : chosen.join('-')}${quick ? '-quick' : ''}`;
 const outDir = opt.out as string;
 /** The one run kept in the tree: the baseline the README and docs/performance.md cite. */
 const BASELINE_DIR = join(ROOT, 'bench/results');
@@ -215,8 +238,11 @@ interface PhaseDef {
   phase: string;
   title: string;
   topology: Topology;
-  /** 'max', or a share of the maximum rate (resolved when the phase starts). */
-  rate: 'max' | { share: number };
+  /** 'max', a share of the maximum rate (resolved when the phase starts), or events/s (0: idle, no load). */
+  rate: 'max' | { share: number } | { fixed: number };
+  /** Seconds of the phase and of its warm-up when not --duration's (the idle phase). */
+  durationS?: number;
+  warmupS?: number;
   /** The destinations' type (webhook when absent); other types' deliveries are read from their attempts. */
   destType?: BenchType;
   /** Sender processes (1 when absent). */
@@ -268,6 +294,28 @@ function phasesOf(s: ScenarioName): PhaseDef[] {
           title: `one tenant, one destination at ${Number(opt['latency-fraction']) * 100}% of the max rate`,
           topology: t(1, 1, 0),
           rate: { share: Number(opt['latency-fraction']) },
+        },
+      ];
+    case 'rate300':
+      return [
+        {
+          scenario: s,
+          phase: 'main',
+          title: `${MODERATE_TENANTS} tenants x 1 destination at a fixed ${MODERATE_RATE} events/s`,
+          topology: t(MODERATE_TENANTS, 1, 0),
+          rate: { fixed: MODERATE_RATE },
+        },
+      ];
+    case 'idle':
+      return [
+        {
+          scenario: s,
+          phase: 'main',
+          title: `${MODERATE_TENANTS} tenants x 1 destination, no events for ${idleS} s`,
+          topology: t(MODERATE_TENANTS, 1, 0),
+          rate: { fixed: 0 },
+          durationS: IDLE_SETTLE_S + idleS,
+          warmupS: IDLE_SETTLE_S,
         },
       ];
     default:
@@ -405,9 +453,19 @@ async function buildTopology(dep: Deployment, rx: Receiver, topo: Topology, peer
 // ---------------------------------------------------------------------------------------------------
 // Postgres counts
 
-async function attemptCount(db: pg.Client): Promise<number> {
+async function storedAttempts(db: pg.Client): Promise<number> {
   const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM attempts ${RUNNER_TAG}`);
   return Number(r.rows[0]?.n ?? 0);
+}
+
+/**
+ * Embedded mode's stored attempts: the records its attempts service has written, from the
+ * process's metrics (`switchyard_records_consumed_total` of the `attempts` group counts a batch once
+ * it is stored).
+ */
+async function attemptsConsumed(gatewayUrl: string): Promise<number> {
+  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  return sumMetric(text, 'switchyard_records_consumed_total', { group: 'attempts' });
 }
 
 /** Records written to each topic of a deployment (sum over partitions of high - low watermark). */
@@ -474,7 +532,8 @@ async function attemptFigures(db: pg.Client, from: number, to: number): Promise<
 // One phase
 
 interface Ctx {
-  infra: Infra;
+  /** Kafka and Postgres; null in embedded mode. */
+  infra: Infra | null;
   rx: Receiver;
   logsDir: string;
   /** The built tree the services run from, or null: their TypeScript sources. */
@@ -530,8 +589,7 @@ function deployServices(
   profileDir: string | undefined,
   o: { env?: Record<string, string>; senders?: number } = {},
 ): Promise<Deployment> {
-  return deploy({
-    infra: ctx.infra,
+  const common = {
     dir: ctx.logsDir,
     label,
     logLevel: opt['log-level'] as string,
@@ -540,8 +598,9 @@ function deployServices(
     ...(ctx.built ? { built: ctx.built } : {}),
     env: { ...o.env, ...serviceEnv },
     nodeFlags,
-    ...(o.senders ? { senders: o.senders } : {}),
-  });
+  };
+  if (!ctx.infra) return deployEmbedded(common);
+  return deploy({ ...common, infra: ctx.infra, ...(o.senders ? { senders: o.senders } : {}) });
 }
 
 /**
@@ -559,14 +618,18 @@ function startPhaseLoad(
     via,
     gatewayUrl: dep.gatewayUrl,
     apiKey: dep.apiKey,
-    kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 },
+    ...(ctx.infra
+      ? { kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 } }
+      : {}),
     pick: (n) => ({ tenant_id: built.tenants[n % built.tenants.length] as string, topic: 'bench.event' }),
-    ...(o.ratePerSec ? { ratePerSec: o.ratePerSec } : {}),
+    ...(o.ratePerSec !== null ? { ratePerSec: o.ratePerSec } : {}),
     concurrency,
     batchSize,
     durationMs: o.durationMs,
     payloadBytes,
-    ...(o.ratePerSec ? {} : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - o.received() < backlogCap }),
+    ...(o.ratePerSec !== null
+      ? {}
+      : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - o.received() < backlogCap }),
   });
   holder.load = load;
   return load;
@@ -604,8 +667,13 @@ async function warmBroker(ctx: Ctx, seconds: number): Promise<void> {
 
 async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   const name = `${def.scenario}/${def.phase}`;
-  const targetRate = def.rate === 'max' ? null : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
-  if (def.rate !== 'max' && !ctx.maxRate) throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
+  const targetRate =
+    def.rate === 'max' ? null : 'fixed' in def.rate ? def.rate.fixed : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
+  if (def.rate !== 'max' && 'share' in def.rate && !ctx.maxRate)
+    throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
+  const idle = targetRate === 0;
+  const phaseS = def.durationS ?? durationS;
+  const phaseWarmupS = def.warmupS ?? warmupS;
   // Another type's peer, for this phase only; its deliveries are read from their attempts.
   const peerTeardowns: Array<() => unknown> = [];
   const stopPeer = async () => {
@@ -618,7 +686,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     try {
       typePeer = {
         type: destType,
-        peer: await startTypePeer(destType, { teardown: (fn) => peerTeardowns.push(fn) }, ctx.infra),
+        peer: await startTypePeer(destType, { teardown: (fn) => peerTeardowns.push(fn) }, ctx.infra as Infra),
       };
     } catch (err) {
       await stopPeer();
@@ -638,17 +706,20 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
   const undoPauses: Array<() => void> = [];
   let profileWindow: { from: number; to: number } | null = null;
   let result: PhaseResult | null = null;
-  const db = new pg.Client({ connectionString: dep.env.DATABASE_URL });
-  await db.connect();
+  // Embedded mode's database is inside its process: the runner reads its metrics instead.
+  const db = ctx.infra ? new pg.Client({ connectionString: dep.env.DATABASE_URL }) : null;
+  await db?.connect();
   // The runner's own backend (it counts stored attempts) is not pipeline work.
-  const runnerBackend = Number((await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid);
+  const runnerBackend = db ? Number((await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid) : 0;
+  const attemptCount = () => (db ? storedAttempts(db) : attemptsConsumed(dep.gatewayUrl));
   // Where the peer cannot tell the runner what it received: successful attempts stored, by topic.
   const succeeded = async (topic: string) =>
     Number(
       (
-        await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM attempts WHERE status = 'success' AND topic = $1 ${RUNNER_TAG}`, [
-          topic,
-        ])
+        await (db as pg.Client).query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM attempts WHERE status = 'success' AND topic = $1 ${RUNNER_TAG}`,
+          [topic],
+        )
       ).rows[0]?.n ?? 0,
     );
   try {
@@ -667,7 +738,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     if (probe.status !== 202) throw new Error(`probe publish: ${probe.status} ${JSON.stringify(probe.body)}`);
     for (;;) {
       const got = typePeer ? await succeeded('bench.probe') : (await ctx.rx.stats()).received.ok;
-      if (got >= built.healthyPerEvent && (await attemptCount(db)) >= built.healthyPerEvent) break;
+      if (got >= built.healthyPerEvent && (await attemptCount()) >= built.healthyPerEvent) break;
       if (Date.now() - probeStart > 120_000) throw new Error('the probe event was not delivered and stored within 120 s');
       await Promise.race([dep.crashed, sleep(200)]);
     }
@@ -676,28 +747,38 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     // The ceiling right next to this phase, so its ratio compares like with like on a busy machine.
     const ceilingNear = await ctx.ceiling(phaseCeilingMs);
     await ctx.rx.post('/__bench/reset', {});
-    const attempts0 = await attemptCount(db);
+    const attempts0 = await attemptCount();
 
     // A Record, so a store added to STORES cannot go unsampled (and count no CPU).
-    const storePids: Record<StoreName, () => number[]> = {
-      kafka: ctx.infra.kafkaPids,
-      postgres: () => ctx.infra.postgresPids().filter((p) => p !== runnerBackend),
+    const infra = ctx.infra;
+    const storePids: Record<StoreName, () => number[]> | null = infra && {
+      kafka: infra.kafkaPids,
+      postgres: () => infra.postgresPids().filter((p) => p !== runnerBackend),
     };
     const tracked: Tracked[] = [
       ...dep.services.map((s) => ({ name: trackedName(s), pids: () => (s.child.pid ? [s.child.pid] : []) })),
       { name: 'receiver', pids: () => (ctx.rx.child.pid ? [ctx.rx.child.pid] : []) },
-      ...STORES.map((name) => ({ name, pids: storePids[name] })),
+      ...(storePids ? STORES.map((name) => ({ name, pids: storePids[name] })) : []),
       { name: 'bench', pids: () => [process.pid] },
     ];
+    // Embedded mode's first start of a fresh data directory peaks at ~1.1 GB (PGlite's initdb;
+    // docs/performance.md, "Embedded mode"): its peak is read from here on, the phase's own.
+    if (embedded)
+      for (const s of dep.services)
+        if (s.child.pid && !resetPeakRss(s.child.pid)) notes.push(`${s.name}: peak RSS could not be reset; it includes start-up`);
     const sampler = new ProcSampler(tracked);
     sampler.start(1000);
 
     let received = 0;
-    const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: durationS * 1000, received: () => received });
+    const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: phaseS * 1000, received: () => received });
     const loadStart = Date.now();
     for (const p of pauses) undoPauses.push(schedulePause(p, dep, name, notes));
-    const windowFrom = loadStart + warmupS * 1000;
-    const windowTo = loadStart + durationS * 1000;
+    const windowFrom = loadStart + phaseWarmupS * 1000;
+    const windowTo = loadStart + phaseS * 1000;
+    // Stored attempts are counted every second; in embedded mode from its /metrics, every 5 s, which
+    // costs the measured process less; never while idle, where nothing is stored and a query would
+    // be the only work the pipeline does.
+    const attemptPollMs = idle ? Infinity : db ? 1000 : 5000;
     profileWindow = { from: windowFrom, to: windowTo };
     const attemptSeries: Array<{ t: number; n: number }> = [{ t: loadStart, n: 0 }];
     let loadDone = false;
@@ -715,7 +796,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     let statementsOpened = 0;
     let pgStatements: PgStatements | null = null;
     const readWindow = async () => {
-      pgStatements = await readStatements(db, round((Date.now() - statementsOpened) / 1000, 1));
+      pgStatements = await readStatements(db as pg.Client, round((Date.now() - statementsOpened) / 1000, 1));
     };
     for (;;) {
       await Promise.race([dep.crashed, sleep(250)]);
@@ -724,12 +805,12 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       const now = Date.now();
       if (opt['pg-statements'] && !statementsOpened && now >= windowFrom) {
         statementsOpened = now;
-        await resetStatements(db);
+        await resetStatements(db as pg.Client);
       }
       if (statementsOpened && !pgStatements && now >= windowTo) await readWindow();
-      if (now - lastAttemptPoll >= 1000) {
+      if (now - lastAttemptPoll >= attemptPollMs || (loadEnd && now - lastAttemptPoll >= 1000 && !idle)) {
         lastAttemptPoll = now;
-        attempts = (await attemptCount(db)) - attempts0;
+        attempts = (await attemptCount()) - attempts0;
         attemptSeries.push({ t: now, n: attempts });
       }
       if (received > lastProgress.rx || attempts > lastProgress.att) lastProgress = { t: now, rx: received, att: attempts };
@@ -744,7 +825,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
         const cpu = tracked.map(({ name }) => `${name.slice(0, 3)} ${Math.round(procs[name]?.cpuPct ?? 0)}`).join(' ');
         const phaseClock = loadEnd
           ? `drain ${Math.round((now - drainStart) / 1000)}s`
-          : `${Math.round((now - loadStart) / 1000)}s/${durationS}s`;
+          : `${Math.round((now - loadStart) / 1000)}s/${phaseS}s`;
         log(
           `${name} ${phaseClock}: published ${fmtInt(load.stats.eventsAccepted)} (${fmtInt((load.stats.eventsAccepted - prev.acc) / dt)}/s), ` +
             `delivered ${fmtInt(received)} (${fmtInt((received - prev.rx) / dt)}/s), attempts ${fmtInt(attempts)} (${fmtInt((attempts - prev.att) / dt)}/s), ` +
@@ -771,17 +852,20 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     if (statementsOpened && !pgStatements) await readWindow();
     sampler.stop();
     const lr = await loadResult;
-    attempts = (await attemptCount(db)) - attempts0;
+    attempts = (await attemptCount()) - attempts0;
     attemptSeries.push({ t: Date.now(), n: attempts });
 
     const final = typePeer
-      ? await attemptFigures(db, windowFrom, windowTo)
+      ? await attemptFigures(db as pg.Client, windowFrom, windowTo)
       : await ctx.rx.stats(`from=${windowFrom}&to=${windowTo}&latency=1`);
-    const series = typePeer ? await attemptFigures(db, loadStart, Date.now()) : await ctx.rx.stats(`from=${loadStart}&series=1`);
-    const byStatus = await db.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM attempts GROUP BY status');
-    const events = await db.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
-    const attemptsByStatus = Object.fromEntries(byStatus.rows.map((r) => [r.status, Number(r.n)]));
-    const kafkaRecords = await topicRecords(ctx.infra.kafkaBrokers, dep.env.KAFKA_TOPIC_PREFIX as string);
+    const series = typePeer
+      ? await attemptFigures(db as pg.Client, loadStart, Date.now())
+      : await ctx.rx.stats(`from=${loadStart}&series=1`);
+    // Rows by status, events and Kafka's records: the stack only (embedded mode's are inside its process).
+    const byStatus = await db?.query<{ status: string; n: string }>('SELECT status, count(*)::text AS n FROM attempts GROUP BY status');
+    const events = await db?.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
+    const attemptsByStatus = Object.fromEntries((byStatus?.rows ?? []).map((r) => [r.status, Number(r.n)]));
+    const kafkaRecords = infra ? await topicRecords(infra.kafkaBrokers, dep.env.KAFKA_TOPIC_PREFIX as string) : {};
 
     const windowS = (windowTo - windowFrom) / 1000;
     const at = (t: number) => {
@@ -799,7 +883,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     const unique = final.received.ok - final.duplicates.ok;
     const sOf = (t: number) => Math.floor((t - loadStart) / 1000);
     const seriesOut: SeriesPoint[] = [];
-    const lastS = Math.max(durationS, sOf(Date.now()));
+    const lastS = Math.max(phaseS, sOf(Date.now()));
     const pubPerS = new Map<number, number>();
     const atArr = lr.accepted.at.view();
     const accArr = lr.accepted.value.view();
@@ -827,7 +911,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       0,
     );
     if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
-    if (final.received.ok === 0) notes.push('nothing was delivered');
+    if (final.received.ok === 0 && !idle) notes.push('nothing was delivered');
 
     result = {
       scenario: def.scenario,
@@ -835,8 +919,8 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
       topology: def.topology,
       via,
       targetRate,
-      durationS,
-      warmupS,
+      durationS: phaseS,
+      warmupS: phaseWarmupS,
       backlogCap: targetRate ? null : backlogCap,
       latencyFrom: typePeer ? 'attempt' : 'peer',
       ...(def.senders ? { senders: def.senders } : {}),
@@ -867,7 +951,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
         drainS,
         verify: final.verify,
       },
-      stored: { attempts, attemptsByStatus, events: Number(events.rows[0]?.n ?? 0) },
+      stored: { attempts, attemptsByStatus, events: Number(events?.rows[0]?.n ?? 0) },
       kafkaRecords,
       machine,
       efficiency: {
@@ -891,7 +975,7 @@ async function runPhase(def: PhaseDef, ctx: Ctx): Promise<PhaseResult> {
     return result;
   } finally {
     for (const undo of undoPauses.splice(0)) undo();
-    await db.end().catch(() => {});
+    await db?.end().catch(() => {});
     log(`${name}: stopping services`);
     await dep.stop();
     current = null;
@@ -940,10 +1024,14 @@ async function main(): Promise<void> {
   } else if (!opt.source) {
     log(`${buildScript} not found: the services run from their TypeScript sources`);
   }
-  log('starting Kafka and Postgres on free ports');
-  const infra = await startInfra(log, { pgStatements: Boolean(opt['pg-statements']) });
-  process.env.DATABASE_URL = infra.databaseUrl;
-  process.env.KAFKA_BROKERS = infra.kafkaBrokers;
+  let infra: Infra | null = null;
+  if (embedded) log('embedded mode: one process per phase on its own log and PGlite; no Kafka, no Postgres');
+  else {
+    log('starting Kafka and Postgres on free ports');
+    infra = await startInfra(log, { pgStatements: Boolean(opt['pg-statements']) });
+    process.env.DATABASE_URL = infra.databaseUrl;
+    process.env.KAFKA_BROKERS = infra.kafkaBrokers;
+  }
   const rx = await startReceiverProcess();
   let stopping = false;
   const cleanup = async () => {
@@ -951,7 +1039,7 @@ async function main(): Promise<void> {
     stopping = true;
     await current?.stop().catch(() => {});
     await rx.stop().catch(() => {});
-    await infra.stop().catch(() => {});
+    await infra?.stop().catch(() => {});
     if (!opt['keep-logs']) rmSync(runDir, { recursive: true, force: true });
     else log(`service logs kept in ${runDir}`);
   };
@@ -986,7 +1074,7 @@ async function main(): Promise<void> {
       ceiling,
       maxRate: opt['max-rate'] ? Number(opt['max-rate']) : null,
     };
-    if (brokerWarmupS > 0) await warmBroker(ctx, brokerWarmupS);
+    if (brokerWarmupS > 0 && infra) await warmBroker(ctx, brokerWarmupS);
     const phases: PhaseResult[] = [];
     const failedPhases: string[] = [];
     for (const s of chosen) {
@@ -1033,13 +1121,15 @@ async function main(): Promise<void> {
         met: keep.mean >= 0.9,
       });
     }
-    targets.push(memoryTarget(phases, SERVICES));
+    if (!embedded) targets.push(memoryTarget(phases, SERVICES));
+    targets.push(...moderateTargets(phases, embedded ? 'embedded' : 'stack', SERVICES));
 
     const result: RunResult = {
       meta: {
         date: new Date().toISOString(),
         label,
         mode: quick ? 'quick' : 'full',
+        deployment: embedded ? 'embedded' : 'stack',
         profiled: Boolean(opt.profile),
         hangOrigin: opt['hang-origin'] as string,
         services: built ? 'built' : 'source',
@@ -1055,7 +1145,7 @@ async function main(): Promise<void> {
         logLevel: opt['log-level'] as string,
         serviceEnv,
         nodeFlags,
-        brokerWarmupS,
+        brokerWarmupS: infra ? brokerWarmupS : 0,
         hangingPairs,
       },
       ceiling: { start: ceilingStart, end: ceilingEnd },

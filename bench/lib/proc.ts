@@ -1,6 +1,6 @@
 // CPU and memory of processes from /proc (Linux): sampled periodically, summarised over a window.
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 const CLK_TCK = (() => {
   try {
@@ -49,6 +49,19 @@ function readMem(pid: number): Mem {
     return { rssKb: kb.VmRSS ?? 0, hwmKb: kb.VmHWM ?? 0, anonKb: kb.RssAnon ?? 0, fileKb: kb.RssFile ?? 0 };
   } catch {
     return { rssKb: 0, hwmKb: 0, anonKb: 0, fileKb: 0 };
+  }
+}
+
+/**
+ * Resets the process's peak RSS (VmHWM) to its current RSS (`5` to /proc/PID/clear_refs, Linux 4.0+),
+ * so the peak read later is the peak since now; false where the kernel or permissions refuse.
+ */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -6,6 +6,7 @@ import type { ProfileSummary } from './profile.ts';
 import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
 import type { ProcSummary, WindowSummary } from './proc.ts';
+import { moderateMarkdown } from './efficiency.ts';
 import { sendersTable, typesTable } from './scenarios.ts';
 import type { Summary } from './stats.ts';
 
@@ -106,6 +107,8 @@ export interface RunResult {
     date: string;
     label: string;
     mode: 'quick' | 'full';
+    /** The four services with Kafka and Postgres (stack), or embedded mode's one process (--embedded); absent before 2026-11-26: stack. */
+    deployment?: 'stack' | 'embedded';
     /** Services ran under --cpu-prof: slower, and RSS includes the profiler's samples. */
     profiled?: boolean;
     /** Where hanging destinations listen: another loopback address (separate) or the healthy ones' origin (shared). */
@@ -301,7 +304,7 @@ export function markdown(r: RunResult, svgName: string): string {
     `${m.mode === 'quick' ? '**Quick mode (smoke run, short phases): figures are indicative only.**' : 'Full run.'}${m.profiled ? ' **Services ran under `--cpu-prof`: throughput is lower and RSS includes the profiler.**' : ''} ${m.date}, commit \`${m.git}\`, Node ${m.node}, ${m.cpu} (${m.cores} cores), ${m.memGb} GB. ` +
       `Load average ${m.load1Before} before, ${m.load1After} after; ${Math.round(m.wallS / 60)} min wall. Command: \`${m.command}\`. ` +
       `Services ran as ${m.services === 'built' ? 'built JavaScript (`npm run build`, as production images run them)' : 'TypeScript sources (type stripping at load)'}. ` +
-      `Hanging destinations on ${m.hangOrigin === 'shared' ? 'the same origin as the healthy ones' : 'their own origin (127.0.0.2)'}. Services log at \`${m.logLevel}\`${
+      `${m.deployment === 'embedded' ? '**Embedded mode**: every service in one process on the embedded log and PGlite (`--embedded`). ' : ''}Hanging destinations on ${m.hangOrigin === 'shared' ? 'the same origin as the healthy ones' : 'their own origin (127.0.0.2)'}. Services log at \`${m.logLevel}\`${
         Object.keys(m.serviceEnv).length
           ? `, with ${Object.entries(m.serviceEnv)
               .map(([k, v]) => `${k}=${v}`)
@@ -508,7 +511,10 @@ export function markdown(r: RunResult, svgName: string): string {
       L.push('');
     }
   }
-  for (const table of [typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
+  // The services of the stack: every tracked process but the stores, the receiver and the runner.
+  const services = names.filter((n) => !['kafka', 'postgres', 'receiver', 'bench', 'embedded'].includes(n));
+  const moderate = moderateMarkdown(r.phases, m.deployment ?? 'stack', services);
+  for (const table of [moderate, typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
   if (r.derived.failedPhases?.length) L.push('', `Not run: ${r.derived.failedPhases.join('; ')}.`);
   return `${L.join('\n')}\n`;
 }

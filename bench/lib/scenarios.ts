@@ -4,7 +4,9 @@
 // webhook load with one sender process, then with two.
 import type { PhaseResult } from './report.ts';
 
-export const BASE_SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency'] as const;
+export const BASE_SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency', 'rate300', 'idle'] as const;
+/** What embedded mode (--embedded) runs by default: the moderate load and idle (bench/lib/efficiency.ts). */
+export const EMBEDDED_DEFAULT = 'idle,rate300';
 /** Every destination type, webhook first: the others are read beside it. */
 export const BENCH_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
 export type BenchType = (typeof BENCH_TYPES)[number];
@@ -15,7 +17,7 @@ export type ScenarioName = (typeof BASE_SCENARIOS)[number] | (typeof EXTRA_SCENA
 export const TYPE_DESTINATIONS = 10;
 
 /**
- * The scenarios of `--scenario`: `all` is the default run (the five base scenarios; the type and
+ * The scenarios of `--scenario`: `all` is the default run (the seven base scenarios; the type and
  * two-sender scenarios would more than double it), `types` every `type-<t>`, a bare type name its
  * `type-<t>`; order kept, repeats dropped.
  */

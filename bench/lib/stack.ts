@@ -11,6 +11,8 @@ import { childrenOf } from './proc.ts';
 
 export const SERVICES = ['gateway', 'router', 'sender', 'attempts'] as const;
 export type ServiceName = (typeof SERVICES)[number];
+/** A process of a deployment: one of the four services, or embedded mode's one process (`npm start`). */
+export type ProcessName = ServiceName | 'embedded';
 
 function sh(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -89,7 +91,7 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
 }
 
 export interface Service {
-  name: ServiceName;
+  name: ProcessName;
   /** 1, or 2 and up for the extra instances of `DeployOptions.senders`. */
   instance: number;
   child: ChildProcess;
@@ -111,6 +113,7 @@ export interface Deployment {
 }
 
 export interface DeployOptions {
+  /** The broker and Postgres of the stack; embedded mode (deployEmbedded) needs neither. */
   infra: Infra;
   /** Where service logs (and profiles) go. */
   dir: string;
@@ -149,6 +152,56 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
     EGRESS_ALLOW: '127.0.0.0/8',
     ...o.env,
   });
+  const launch = launcher(o, env, teardowns);
+  try {
+    // Migrations first, here, so the four services start together without queueing on the lock.
+    const db = createDb({ url: databaseUrl, poolMax: 1 });
+    try {
+      await migrateLatest(db);
+    } finally {
+      await db.destroy();
+    }
+    for (const name of SERVICES) launch.start(name);
+    for (let i = 2; i <= (o.senders ?? 1); i++) launch.start('sender', i);
+    return await launch.ready(port);
+  } catch (err) {
+    await launch.stop();
+    throw err;
+  }
+}
+
+/**
+ * Embedded mode as `npm start` runs it: gateway, router, sender and attempts in one process
+ * (`services/embedded`), on the embedded log and PGlite in a fresh DATA_DIR, removed at stop.
+ */
+export async function deployEmbedded(o: Omit<DeployOptions, 'infra' | 'senders'>): Promise<Deployment> {
+  const teardowns: Array<() => unknown> = [];
+  const dataDir = mkdtempSync(join(tmpdir(), 'switchyard-bench-embedded.'));
+  teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const port = await freePort();
+  const env = testEnv({
+    KAFKA_BROKERS: '',
+    DATABASE_URL: '',
+    DATA_DIR: dataDir,
+    KAFKA_TOPIC_PREFIX: 'switchyard.',
+    KAFKA_PARTITIONS: '12',
+    API_PORT: String(port),
+    LOG_LEVEL: o.logLevel,
+    EGRESS_ALLOW: '127.0.0.0/8',
+    ...o.env,
+  });
+  const launch = launcher(o, env, teardowns);
+  try {
+    launch.start('embedded');
+    return await launch.ready(port);
+  } catch (err) {
+    await launch.stop();
+    throw err;
+  }
+}
+
+/** Starts processes of one deployment (`start`), waits for the gateway (`ready`), stops them all and runs `teardowns` (`stop`). */
+function launcher(o: Omit<DeployOptions, 'infra' | 'senders'>, env: Record<string, string>, teardowns: Array<() => unknown>) {
   const services: Service[] = [];
   let stopping = false;
   let onCrash: (err: Error) => void = () => {};
@@ -157,7 +210,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
   });
   crashed.catch(() => {});
 
-  const start = (name: ServiceName, instance = 1): Service => {
+  const start = (name: ProcessName, instance = 1): Service => {
     const logFile = join(o.dir, `${o.label}-${name}${instance > 1 ? `-${instance}` : ''}.log`);
     const fd = openSync(logFile, 'a');
     const flags = o.profileDir
@@ -190,6 +243,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
         r(code);
       }),
     );
+    services.push(svc);
     return svc;
   };
 
@@ -208,16 +262,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
     for (const fn of teardowns.reverse()) await fn();
   };
 
-  try {
-    // Migrations first, here, so the four services start together without queueing on the lock.
-    const db = createDb({ url: databaseUrl, poolMax: 1 });
-    try {
-      await migrateLatest(db);
-    } finally {
-      await db.destroy();
-    }
-    for (const name of SERVICES) services.push(start(name));
-    for (let i = 2; i <= (o.senders ?? 1); i++) services.push(start('sender', i));
+  const ready = async (port: number): Promise<Deployment> => {
     const gatewayUrl = `http://127.0.0.1:${port}`;
     await Promise.race([
       crashed,
@@ -231,8 +276,6 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
       ),
     ]);
     return { env, gatewayUrl, apiKey: env.API_KEY as string, services, crashed, stop };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  };
+  return { start, ready, stop };
 }

@@ -459,3 +459,58 @@ t.test('a consumer holds at most maxInFlightBytes of records in flight, across p
   t.ok(peak <= 3, `at most 3 records in flight at once (peak ${peak})`);
   t.ok(peak >= 2, `still concurrent (peak ${peak})`);
 });
+
+t.test(
+  'a batch consumer gets what every partition holds in one call, each partition in order; a failure reruns partitions alone',
+  async (t) => {
+    const dir = tempDir(t);
+    const bus = await openBus(t, dir);
+    const producer = await bus.producer();
+    // Keys spread over the four partitions, written before the consumer starts: its first read holds all.
+    await producer.send(
+      ORDERS,
+      Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, value: i })),
+    );
+    const calls: InRecord<number>[][] = [];
+    let failOnce = true;
+    await bus.consume<number>({
+      groupId: 'merged',
+      topics: [ORDERS],
+      handleBatch: async (rs) => {
+        calls.push(rs);
+        // The first (merged) call fails: each partition's batch is handled again on its own.
+        if (failOnce && new Set(rs.map((r) => r.partition)).size > 1) {
+          failOnce = false;
+          throw new Error('first merged call fails');
+        }
+      },
+    });
+    await until('every record handled after the failure', () => !failOnce && calls.slice(1).flat().length >= 40);
+    const first = calls[0] as InRecord<number>[];
+    t.equal(new Set(first.map((r) => r.partition)).size, 4, 'the first call held all four partitions');
+    t.equal(first.length, 40);
+    const reruns = calls.slice(1);
+    t.ok(
+      reruns.every((c) => new Set(c.map((r) => r.partition)).size === 1),
+      'after the merged failure each partition was handled alone',
+    );
+    for (const c of calls) {
+      for (const p of new Set(c.map((r) => r.partition))) {
+        const offsets = c.filter((r) => r.partition === p).map((r) => Number(r.offset));
+        t.same(
+          offsets,
+          [...offsets].sort((a, b) => a - b),
+          `partition ${p} in order`,
+        );
+      }
+    }
+    t.same(
+      reruns
+        .flat()
+        .map((r) => r.value)
+        .sort((a, b) => a - b),
+      Array.from({ length: 40 }, (_, i) => i),
+      'each record handled once more, none lost',
+    );
+  },
+);

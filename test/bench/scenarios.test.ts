@@ -1,4 +1,4 @@
-// The runner's scenario names (the default run stays the five base scenarios; `types` and a bare type
+// The runner's scenario names (the default run stays the seven base scenarios; `types` and a bare type
 // name expand to the type phases) and the tables the summary gives the type and two-sender phases,
 // built from a recorded run's phase with its figures changed.
 import t from 'tap';
@@ -14,7 +14,7 @@ import {
 } from '../../bench/lib/scenarios.ts';
 import { recorded } from './recorded.ts';
 
-t.test('all is the five base scenarios; types and bare type names are opt-in', async (t) => {
+t.test('all is the seven base scenarios; types and bare type names are opt-in', async (t) => {
   t.same(parseScenarios('all'), [...BASE_SCENARIOS]);
   t.same(
     parseScenarios('types'),

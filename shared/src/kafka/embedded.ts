@@ -29,6 +29,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
+import { coalesceBatches } from './coalesce.ts';
 import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import {
   type Bus,
@@ -40,6 +41,7 @@ import {
   type KeyedConsumer,
   keyedDispatchOf,
   type LagRow,
+  MERGED_BATCH_MAX_RECORDS,
   type OutRecord,
 } from './index.ts';
 import { OffsetTracker, retryInPlace } from './inflight.ts';
@@ -649,27 +651,64 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
         untilDone: (what, record) => retrying(what, { topic: record.topic, partition: record.partition, offset: record.offset }),
       });
 
-      const run = async (st: (typeof states)[number]) => {
-        const { p } = st;
-        let pos = o.broadcast ? p.end() : startOf(o.groupId, p, o.fromBeginning ?? true);
-        if (o.handleBatch) {
-          const handleBatch = o.handleBatch;
-          while (!abort.signal.aborted) {
-            await p.waitFor(pos, abort.signal);
-            if (abort.signal.aborted) break;
-            // Kafka's fetch wait: a batch smaller than a full read may wait to fill.
-            if (o.batchWaitMs && p.backlog(pos) < MAX_FETCH_RECORDS) await sleep(o.batchWaitMs, abort.signal);
-            if (abort.signal.aborted) break;
-            pos = Math.max(pos, p.start());
-            const batch = (await p.read(pos)).map((r) => toInRecord<T>(p.topic, p.id, r));
-            if (!batch.length) continue;
-            const done = await retrying(() => handleBatch(batch), { topic: p.topic, partition: p.id, offset: batch[0]?.offset });
-            if (!done) break;
-            pos = Number((batch.at(-1) as InRecord<T>).offset) + 1;
-            if (!o.broadcast) await offsets.commit(o.groupId, [{ topic: p.topic, partition: p.id, offset: pos }]);
+      type State = (typeof states)[number];
+      const startAt = (st: State) => (o.broadcast ? st.p.end() : startOf(o.groupId, st.p, o.fromBeginning ?? true));
+
+      // A batch consumer reads every partition in one loop and hands what they hold to one handler
+      // call, as the Kafka bus merges a fetch's partitions: one transaction and one offset commit (one
+      // fdatasync) a round, where a loop per partition made one each for every partition with a record
+      // (docs/performance.md, "Embedded batch consumers: one call for every partition").
+      const runBatches = async (handleBatch: NonNullable<typeof o.handleBatch>) => {
+        if (!states.length) return; // nothing to wait for (a race of no waits would never end)
+        const pos = new Map(states.map((st) => [st, startAt(st)]));
+        const at = (st: State) => Math.max(pos.get(st) as number, st.p.start());
+        const backlog = () => states.reduce((n, st) => n + st.p.backlog(at(st)), 0);
+        const perPartition = Math.max(1, Math.min(MAX_FETCH_RECORDS, Math.floor(MERGED_BATCH_MAX_RECORDS / states.length)));
+        // A merged call that fails is handled again partition by partition, so one partition's
+        // failure is retried alone (coalesce.ts); the calls below are made in one turn, so they merge.
+        const merged = coalesceBatches(handleBatch, MERGED_BATCH_MAX_RECORDS, (err, batches, records) =>
+          log.warn({ err, batches, records }, 'merged batch failed; handling its batches one by one'),
+        );
+        while (!abort.signal.aborted) {
+          if (backlog() === 0) {
+            // Woken by the first partition with a record; the others' waits end with the round.
+            const round = new AbortController();
+            const signal = AbortSignal.any([abort.signal, round.signal]);
+            await Promise.race(states.map((st) => st.p.waitFor(at(st), signal)));
+            round.abort();
           }
-          return;
+          if (abort.signal.aborted) break;
+          // Kafka's fetch wait: a batch smaller than a full read may wait to fill.
+          if (o.batchWaitMs && backlog() < MERGED_BATCH_MAX_RECORDS) await sleep(o.batchWaitMs, abort.signal);
+          if (abort.signal.aborted) break;
+          const reads = await Promise.all(
+            states
+              .filter((st) => st.p.backlog(at(st)) > 0)
+              .map(async (st) => ({
+                st,
+                records: (await st.p.read(at(st), perPartition)).map((r) => toInRecord<T>(st.p.topic, st.p.id, r)),
+              })),
+          );
+          const batches = reads.filter((r) => r.records.length);
+          const handled = await Promise.all(
+            batches.map(({ st, records }) =>
+              retrying(() => merged(records), { topic: st.p.topic, partition: st.p.id, offset: records[0]?.offset }),
+            ),
+          );
+          const done = batches.filter((_, i) => handled[i]);
+          for (const { st, records } of done) pos.set(st, Number((records.at(-1) as InRecord<T>).offset) + 1);
+          if (!o.broadcast && done.length)
+            await offsets.commit(
+              o.groupId,
+              done.map(({ st }) => ({ topic: st.p.topic, partition: st.p.id, offset: pos.get(st) as number })),
+            );
+          if (done.length < batches.length) break; // closing: what was not handled is read again at the next start
         }
+      };
+
+      const run = async (st: State) => {
+        const { p } = st;
+        let pos = startAt(st);
         while (!abort.signal.aborted) {
           await p.waitFor(pos, abort.signal);
           if (abort.signal.aborted) break;
@@ -682,11 +721,13 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
           }
         }
       };
-      const loops = states.map((st) =>
-        run(st).catch((err: unknown) => {
-          log.error({ err, topic: st.p.topic, partition: st.p.id }, 'embedded log: consumer loop failed');
-        }),
-      );
+      const loops = o.handleBatch
+        ? [runBatches(o.handleBatch.bind(o)).catch((err: unknown) => log.error({ err }, 'embedded log: consumer loop failed'))]
+        : states.map((st) =>
+            run(st).catch((err: unknown) => {
+              log.error({ err, topic: st.p.topic, partition: st.p.id }, 'embedded log: consumer loop failed');
+            }),
+          );
 
       let closing: Promise<void> | null = null;
       const handle: KeyedConsumer = {

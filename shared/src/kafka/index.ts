@@ -1,10 +1,12 @@
-// The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts and
-// kafkajs-produce.ts: a fix to its internals, a faster CRC and a one-pass produce request writer,
-// which load with it). Services talk to Kafka through the narrow Bus interface, which the embedded
-// mode implements too, so service code is the same in both modes.
+// The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts,
+// kafkajs-produce.ts and kafkajs-fetch-wait.ts: a fix to its internals, a faster CRC, a one-pass
+// produce request writer and fetch waits that follow the traffic, which load with it). Services
+// talk to Kafka through the narrow Bus interface, which the embedded mode implements too, so service
+// code is the same in both modes.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
+import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
 import './kafkajs-produce.ts';
 import type { Logger } from '../log.ts';
@@ -64,7 +66,8 @@ export interface ConsumeOptions<T> {
    * Alternative to handle, for batched writes: one call per fetched batch, its offsets committed only
    * after it. The Kafka bus merges the batches of the partitions fetched together into one call (up
    * to MERGED_BATCH_MAX_RECORDS records, each partition's in order) and, after a failed merged call,
-   * handles each partition's batch again alone; the embedded log calls once per partition's read.
+   * handles each partition's batch again alone; the embedded log does the same with what every
+   * partition holds when it reads (one read of each, at most MERGED_BATCH_MAX_RECORDS in all).
    * Either way the handler must be safe to run again on records it may have partly handled.
    */
   handleBatch?(records: InRecord<T>[]): Promise<void>;
@@ -102,7 +105,9 @@ export interface ConsumeOptions<T> {
   /**
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
-   * delivery path (attempts), a few ms on it (the router).
+   * delivery path (attempts), a few ms on it (the router). Only while records come: after an empty
+   * fetch the next one long-polls (kafkajs-fetch-wait.ts), so an idle consumer does not ask the
+   * broker every few ms.
    */
   batchWaitMs?: number;
   /**
@@ -256,7 +261,7 @@ function firstJoin(consumer: Consumer, log: Logger): Promise<void> {
 }
 
 /** The most records one merged handleBatch call gets (batches of several partitions together). */
-const MERGED_BATCH_MAX_RECORDS = 5_000;
+export const MERGED_BATCH_MAX_RECORDS = 5_000;
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -277,8 +282,9 @@ export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPart
  * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
  * the tiers' other partitions) has returned, or after sleeping this long when every partition is
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most 200 ms a fetch"). The cost: an idle
- * tier consumer asks the broker five times a second.
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most
+ * 200 ms a fetch"). Only while a partition is paused: with none there is nothing to resume, and the
+ * fetch long-polls (kafkajs-fetch-wait.ts), so idle tiers are not asked five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
@@ -438,8 +444,11 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     },
 
     async consume<T>(o: ConsumeOptions<T>) {
+      const groupId = `${opts.topicPrefix}${o.groupId}${o.broadcast ? `.${randomUUID()}` : ''}`;
+      // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
+      const minBytes = o.fetchMaxBytes ? Math.min(1_048_576, Math.floor(o.fetchMaxBytes / 2)) : 1_048_576;
       const consumer: Consumer = kafka.consumer({
-        groupId: `${opts.topicPrefix}${o.groupId}${o.broadcast ? `.${randomUUID()}` : ''}`,
+        groupId,
         allowAutoTopicCreation: false,
         // The loop below heartbeats at least every second, also while it waits for a free slot, so
         // the session need not outlast an attempt. It decides how soon the partitions of an
@@ -449,15 +458,13 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         sessionTimeout: SESSION_TIMEOUT_MS,
         rebalanceTimeout: 60_000,
         heartbeatInterval: 1_000,
-        // A fetch bounded below the wait's minimum would always wait it out, so half the bound at most.
-        ...(o.batchWaitMs
-          ? {
-              minBytes: o.fetchMaxBytes ? Math.min(1_048_576, Math.floor(o.fetchMaxBytes / 2)) : 1_048_576,
-              maxWaitTimeInMs: o.batchWaitMs,
-            }
-          : {}),
+        ...(o.batchWaitMs ? { minBytes, maxWaitTimeInMs: o.batchWaitMs } : {}),
         ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes, maxBytesPerPartition: o.fetchMaxBytes } : {}),
       });
+      // Waiting for fuller batches only while records come; idle, a long poll (kafkajs-fetch-wait.ts).
+      const stopAdapting = o.batchWaitMs
+        ? adaptFetchWait(groupId, { kind: 'batch', minBytes, maxWaitMs: o.batchWaitMs, idleWaitMs: IDLE_FETCH_WAIT_MS })
+        : () => {};
       const log = opts.log.child({ group: o.groupId });
       const partitions = new Map<string, PartitionState>();
       const inflight = new Set<Promise<void>>();
@@ -575,6 +582,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           dispatch.close();
           if (!o.broadcast) await commit();
           await consumer.disconnect();
+          stopAdapting();
         },
       };
       consumers.push(handle);
@@ -582,8 +590,16 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     },
 
     async consumeDelayed<T>(o: DelayedConsumeOptions<T>) {
+      const groupId = `${opts.topicPrefix}${o.groupId}`;
+      // The short wait only while a partition is paused; with none, a long poll (kafkajs-fetch-wait.ts).
+      const stopAdapting = adaptFetchWait(groupId, {
+        kind: 'delayed',
+        minBytes: 1,
+        maxWaitMs: DELAYED_FETCH_MAX_WAIT_MS,
+        idleWaitMs: IDLE_FETCH_WAIT_MS,
+      });
       const consumer: Consumer = kafka.consumer({
-        groupId: `${opts.topicPrefix}${o.groupId}`,
+        groupId,
         allowAutoTopicCreation: false,
         sessionTimeout: SESSION_TIMEOUT_MS,
         heartbeatInterval: 1_000,
@@ -644,6 +660,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           closing = true;
           for (const t of timers) clearTimeout(t);
           await consumer.disconnect();
+          stopAdapting();
         },
       };
       consumers.push(handle);
