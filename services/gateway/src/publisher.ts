@@ -9,6 +9,14 @@ import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
 import type { RoutingCache } from './routing-cache.ts';
 
+/**
+ * Pauses of a repeat whose id is still in flight, before it asks again (1.6 s in all): the
+ * original's accepted mark lands a few ms after its 202, so a client repeating at once learns
+ * `duplicate`, not 409. Still in flight after that (the original is slow or its publisher died):
+ * 409 EVENT_CONFLICT, to retry.
+ */
+const IN_FLIGHT_WAITS_MS = [20, 50, 100, 200, 400, 800];
+
 export interface PublishResult {
   id: string;
   duplicate: boolean;
@@ -58,7 +66,14 @@ export function createPublisher(deps: {
     if (!exists) throw new AppError('TENANT_NOT_FOUND');
     const key = { tenant_id: event.tenant_id, id: event.id };
     // Generated ids are new by construction; only caller-chosen ids can repeat.
-    const reservation: Reservation = callerChoseId ? await reserve(key) : 'new';
+    let reservation: Reservation = callerChoseId ? await reserve(key) : 'new';
+    // A repeat racing its original waits for the original's outcome: duplicate once it is accepted,
+    // new (ours to publish) if it failed and was released.
+    for (const ms of IN_FLIGHT_WAITS_MS) {
+      if (reservation !== 'in_flight') break;
+      await new Promise((r) => setTimeout(r, ms));
+      reservation = await reserve(key);
+    }
     if (reservation === 'duplicate') {
       deps.log.info(
         {
@@ -82,7 +97,7 @@ export function createPublisher(deps: {
       });
     }
     if (callerChoseId) {
-      // Not awaited: until it lands (or the router claims the event) a repeat is answered 409.
+      // Not awaited: until it lands (or the router claims the event) a repeat waits (IN_FLIGHT_WAITS_MS).
       accept(key).catch((err: unknown) => deps.log.warn({ err, event_id: event.id }, 'marking event accepted failed'));
     }
     const destinationIds = destinations

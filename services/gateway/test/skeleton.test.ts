@@ -1,6 +1,5 @@
 import t from 'tap';
 import { buildTestApp } from './helpers.ts';
-import { waitFor } from '@switchyard/shared/testing/index.ts';
 
 t.test('gateway basics', async (t) => {
   const { app, call } = await buildTestApp(t);
@@ -138,14 +137,32 @@ t.test('request bytes past API_MAX_INFLIGHT_BYTES get 503 with Retry-After and c
   // The budget is given back as answers go out, and a refused publish left no trace: retried, every
   // event is accepted as new, and every accepted one is a duplicate.
   for (const [i, id] of ids.entries()) {
-    // 409 means an accepted event's id is still being recorded (not awaited by publish): try again.
-    const again = await waitFor(`${id} recorded`, async () => {
-      const r = await publish(id);
-      return r.statusCode === 409 ? undefined : r;
-    });
+    const again = await publish(id);
     t.equal(again.statusCode, 202, `${id} retried`);
     t.equal(again.json().duplicate, answers[i]?.statusCode === 202, `${id} duplicate only if accepted before`);
   }
   // Requests without a body are never refused for bytes.
   t.equal((await call('GET', '/api/v1/tenants/busy')).status, 200);
+});
+
+t.test('repeats racing their original learn its outcome: one new, the others duplicates, no 409', async (t) => {
+  const { app, call } = await buildTestApp(t);
+  await call('PUT', '/api/v1/tenants/racing');
+  const publish = () =>
+    app.inject({
+      method: 'POST',
+      url: '/api/v1/publish',
+      headers: { authorization: 'Bearer test-admin-key' },
+      payload: { id: 'order-7', tenant_id: 'racing', topic: 'user.created', data: { n: 7 } },
+    });
+  const answers = await Promise.all(Array.from({ length: 5 }, publish));
+  t.same(
+    answers.map((a) => a.statusCode),
+    [202, 202, 202, 202, 202],
+    'every repeat waits for the original instead of 409',
+  );
+  t.same(answers.map((a) => a.json().duplicate).sort(), [false, true, true, true, true], 'one published, four duplicates');
+  // At once after the 202, before the accepted mark is sure to have landed.
+  const again = await publish();
+  t.same([again.statusCode, again.json().duplicate], [202, true], 'a repeat right after the 202 is a duplicate');
 });
