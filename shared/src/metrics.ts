@@ -12,7 +12,7 @@
  */
 import client from 'prom-client';
 import type { Knex } from './db/index.ts';
-import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './kafka/index.ts';
+import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './bus.ts';
 import { RETRY_TIERS_SECONDS, type TopicDef } from './kafka/topics.ts';
 import type { AttemptRecord } from './model/index.ts';
 

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createEmbeddedBus } from '../src/kafka/embedded.ts';
-import { type Bus, createKafkaBus, type InRecord } from '../src/kafka/index.ts';
+import type { Bus, InRecord } from '../src/bus.ts';
+import { createKafkaBus } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
@@ -216,10 +217,10 @@ for (const [name, open] of IMPLEMENTATIONS) {
       }
       // A reader starts at the end once it is assigned: probe until both read, then send the batch.
       let probe = 1000;
-      await until(
+      await waitFor(
         'both readers reading',
-        () => {
-          void producer.send(T, [{ key: 'probe', value: { key: 'probe', n: probe++ } }]);
+        async () => {
+          await producer.send(T, [{ key: 'probe', value: { key: 'probe', n: probe++ } }]);
           return a.some((n) => n >= 1000) && b.some((n) => n >= 1000);
         },
         60_000,

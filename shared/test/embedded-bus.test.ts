@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import t from 'tap';
 import { createEmbeddedBus, lockDirectory } from '../src/kafka/embedded.ts';
-import type { Bus, InRecord } from '../src/kafka/index.ts';
+import type { Bus, InRecord } from '../src/bus.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { waitFor } from '../src/testing/index.ts';

@@ -3,13 +3,12 @@
 import kafkajs from 'kafkajs';
 import { pino } from 'pino';
 import t from 'tap';
+import type { Bus, InRecord } from '../src/bus.ts';
 import {
-  type Bus,
   createKafkaBus,
   DEFAULT_MAX_MESSAGE_BYTES,
   DELAYED_FETCH_LIMITS,
   DELAYED_FETCH_MAX_WAIT_MS,
-  type InRecord,
   splitBySize,
 } from '../src/kafka/index.ts';
 import { partitionOfKey } from '../src/kafka/partitioner.ts';

@@ -6,7 +6,7 @@ import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from './health-store.ts';
 import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import type { BusConsumer, InRecord } from '@switchyard/shared/kafka/index.ts';
+import type { BusConsumer, InRecord } from '@switchyard/shared/bus.ts';
 import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import type { InRecord } from '@switchyard/shared/kafka/index.ts';
+import type { InRecord } from '@switchyard/shared/bus.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';

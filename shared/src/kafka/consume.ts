@@ -1,6 +1,7 @@
-// Consumer code the Kafka bus (index.ts) and the embedded bus (embedded.ts) share.
-import type { InRecord } from './index.ts';
-import type { OffsetTracker } from './inflight.ts';
+// Consumer code the Kafka bus (index.ts) and the embedded bus (embedded.ts) share: decoding, commits,
+// the per-record dispatch and the merged-batch bound.
+import type { ConsumeOptions, InRecord } from '../bus.ts';
+import { createKeyedDispatch, type KeyedDispatchOptions, type OffsetTracker } from './inflight.ts';
 
 /** A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error. */
 export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null): InRecord<T> {
@@ -72,4 +73,21 @@ export async function releaseSlice<M>(
   const last = (failed < 0 ? slice : slice.slice(0, failed)).at(-1);
   if (last !== undefined) await commitThrough(last);
   if (failed >= 0) throw (results[failed] as PromiseRejectedResult).reason;
+}
+
+/** The most records one merged handleBatch call gets (batches of several partitions together). */
+export const MERGED_BATCH_MAX_RECORDS = 5_000;
+
+/** The per-record dispatch a consumer's options ask for; shared by the Kafka and the embedded bus. */
+export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispatchOptions<InRecord<T>>, 'untilDone'>) {
+  return createKeyedDispatch<InRecord<T>>({
+    concurrency: Math.max(1, o.concurrency ?? 1),
+    keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
+    health: o.keyHealth ?? {},
+    keyBacklog: o.keyBacklog ?? 0,
+    handle: (record) => (o.handle as NonNullable<typeof o.handle>)(record),
+    ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
+    untilDone: retry.untilDone,
+    ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),
+  });
 }

@@ -30,20 +30,26 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
-import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
 import {
-  type Bus,
-  type BusConsumer,
-  type BusProducer,
-  type ConsumeOptions,
-  type DelayedConsumeOptions,
-  type InRecord,
-  type KeyedConsumer,
+  createCommitter,
+  DELAYED_RELEASE_SLICE,
+  decodeRecord,
   keyedDispatchOf,
-  type LagRow,
   MERGED_BATCH_MAX_RECORDS,
-  type OutRecord,
-} from './index.ts';
+  releaseSlackMs,
+  releaseSlice,
+} from './consume.ts';
+import type {
+  Bus,
+  BusConsumer,
+  BusProducer,
+  ConsumeOptions,
+  DelayedConsumeOptions,
+  InRecord,
+  KeyedConsumer,
+  LagRow,
+  OutRecord,
+} from '../bus.ts';
 import { OffsetTracker, retryInPlace } from './inflight.ts';
 import { jsonOf } from './json-text.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';

@@ -1,127 +1,32 @@
 // The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts,
 // kafkajs-produce.ts and kafkajs-fetch-wait.ts: a fix to its internals, a faster CRC, a one-pass
-// produce request writer and fetch waits that follow the traffic, which load with it). Services
-// talk to Kafka through the narrow Bus interface, which the embedded mode implements too, so service
-// code is the same in both modes.
+// produce request writer and fetch waits that follow the traffic, which load with it). The Kafka
+// adapter of the Bus port (../bus.ts), which the embedded log (embedded.ts) implements too, so
+// service code is the same in both modes.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
 import './kafkajs-produce.ts';
+import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, KeyedConsumer, LagRow } from '../bus.ts';
 import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
-import { createCommitter, DELAYED_RELEASE_SLICE, decodeRecord, releaseSlackMs, releaseSlice } from './consume.ts';
+import {
+  createCommitter,
+  DELAYED_RELEASE_SLICE,
+  decodeRecord,
+  keyedDispatchOf,
+  MERGED_BATCH_MAX_RECORDS,
+  releaseSlackMs,
+  releaseSlice,
+} from './consume.ts';
 import { jsonOf } from './json-text.ts';
 import { createPartitioner } from './partitioner.ts';
-import { type AfterKey, createKeyedDispatch, type KeyedDispatchOptions, type KeyHealth, OffsetTracker, retryInPlace } from './inflight.ts';
+import { OffsetTracker, retryInPlace } from './inflight.ts';
 import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
-
-export type { AfterKey } from './inflight.ts';
-
-export interface OutRecord {
-  key: string;
-  value: unknown;
-  headers?: Record<string, string>;
-}
-
-export interface InRecord<T = unknown> {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string;
-  value: T;
-  headers: Record<string, string>;
-  timestamp: number;
-  /** Set when the value is not valid JSON; `value` is then undefined and `raw` holds the bytes. */
-  decodeError?: string;
-  raw?: Buffer | null;
-}
-
-export interface TopicRecords {
-  topic: TopicDef;
-  records: OutRecord[];
-}
-
-export interface BusProducer {
-  /** Resolves once every in-sync replica has the records (acks=all). */
-  send(topic: TopicDef, records: OutRecord[]): Promise<void>;
-  /** Records for several topics in one produce request: one round trip instead of one per topic. */
-  sendMany(batches: TopicRecords[]): Promise<void>;
-  close(): Promise<void>;
-}
-
-export interface ConsumeOptions<T> {
-  groupId: string;
-  topics: TopicDef[];
-  /**
-   * Handles one record. Throwing means our own fault: the record is retried in place and its
-   * offset not committed until it passes. A destination's failure is data, not an exception.
-   * It may resolve to the rest of the record's work, run once the key's slot is free (AfterKey).
-   */
-  handle?(record: InRecord<T>): Promise<void> | Promise<AfterKey>;
-  /**
-   * Alternative to handle, for batched writes: one call per fetched batch, its offsets committed only
-   * after it. The Kafka bus merges the batches of the partitions fetched together into one call (up
-   * to MERGED_BATCH_MAX_RECORDS records, each partition's in order) and, after a failed merged call,
-   * handles each partition's batch again alone; the embedded log does the same with what every
-   * partition holds when it reads (one read of each, at most MERGED_BATCH_MAX_RECORDS in all).
-   * Either way the handler must be safe to run again on records it may have partly handled.
-   */
-  handleBatch?(records: InRecord<T>[]): Promise<void>;
-  /** Records in flight at once per partition (default 1: one after another). */
-  concurrency?: number;
-  /** Records in flight at once per record key (default: concurrency). */
-  keyConcurrency?: number;
-  /**
-   * Keys that stop keeping up: a key is stalled while its oldest record in flight has run
-   * `stallMs`, and slow (one slot instead of keyConcurrency) after a record took `slowMs`, until one
-   * finishes sooner. A key that keeps up is never diverted, however busy.
-   */
-  keyHealth?: KeyHealth;
-  /** Records of a stalled key allowed to wait for a slot (default 0); the rest go to onKeyBacklog. */
-  keyBacklog?: number;
-  /**
-   * Bytes of records (their encoded values) in flight at once across the consumer's partitions;
-   * one record always fits. Bounds the memory a consumer holds whatever the size of events.
-   */
-  maxInFlightBytes?: number;
-  /**
-   * Takes a record of a stalled key instead of handle (for example, parks it for later), so a stuck
-   * key cannot fill the partition. `stalledMs` says for how long the key has been stalled.
-   */
-  onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
-  commitIntervalMs?: number;
-  fromBeginning?: boolean;
-  /**
-   * Every instance gets every record written from its start on, nothing earlier, and commits
-   * nothing (a cache's invalidations): on Kafka a group of its own per instance (`groupId` plus a
-   * random suffix; with no offsets committed it goes once the instance leaves), in the embedded log
-   * a reader from the end.
-   */
-  broadcast?: boolean;
-  /**
-   * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
-   * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
-   * delivery path (attempts), a few ms on it (the router). Only while records come: after an empty
-   * fetch the next one long-polls (kafkajs-fetch-wait.ts), so an idle consumer does not ask the
-   * broker every few ms.
-   */
-  batchWaitMs?: number;
-  /**
-   * Bytes one fetch may bring back, from one partition or several (default: kafkajs's 10 MiB a
-   * fetch and 1 MiB a partition). A handleBatch consumer decodes every record of a fetch at once, so
-   * while it is behind this is what it holds. One partition may fill the whole fetch: a smaller
-   * share would cap what one busy partition (one tenant's events, one destination's attempts) is
-   * read at, a share a round trip, whatever the consumer could do (an eighth held the attempts
-   * service to ~1,460 attempts/s of one destination; docs/performance.md, "Fetch limits per consumer"). kafkajs
-   * shuffles the partitions of each fetch request, so none is starved. The embedded bus has no fetch
-   * and reads at most 1,000 records or 1 MiB of a partition at a time whatever this says.
-   */
-  fetchMaxBytes?: number;
-}
 
 interface PartitionState {
   topic: string;
@@ -129,56 +34,6 @@ interface PartitionState {
   tracker: OffsetTracker;
   committed: string | null;
   waiters: Array<() => void>;
-}
-
-export interface DelayedConsumeOptions<T> {
-  groupId: string;
-  topics: TopicDef[];
-  /**
-   * How long a record of this topic waits after it was written before it is handled; up to a tenth
-   * more (at most 1 s), so that records due close together are released together.
-   */
-  delayMs(topic: TopicDef): number;
-  handle(record: InRecord<T>): Promise<void>;
-}
-
-export interface BusConsumer {
-  close(): Promise<void>;
-}
-
-/** A consumer of records one at a time (`handle`), which knows which keys it diverts. */
-export interface KeyedConsumer extends BusConsumer {
-  /**
-   * How long `key` has been stalled when a record of it arriving now would go to `onKeyBacklog`
-   * rather than `handle`; 0 otherwise, and for keys of partitions another instance consumes.
-   */
-  divertsNow(key: string): number;
-}
-
-export interface Bus {
-  ensureTopics(topics?: TopicDef[]): Promise<void>;
-  producer(): Promise<BusProducer>;
-  consume<T>(options: ConsumeOptions<T>): Promise<KeyedConsumer>;
-  /**
-   * Consumes topics whose records must wait: a partition whose head is not due yet is paused and
-   * resumed when it is, plus releaseSlackMs (each topic has one delay, so its partitions are in due
-   * order).
-   */
-  consumeDelayed<T>(options: DelayedConsumeOptions<T>): Promise<BusConsumer>;
-  /** Records each group has not committed yet, per partition (metrics; shared/src/metrics.ts). */
-  lag?(groups: Array<{ groupId: string; topics: TopicDef[] }>): Promise<LagRow[]>;
-  /** Resolves when the log answers (readiness); rejects when it cannot be reached. */
-  ping?(): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** One partition's consumer lag: the log's end minus the group's committed offset (its start if none). */
-export interface LagRow {
-  groupId: string;
-  /** The catalogue name (without the deployment prefix). */
-  topic: string;
-  partition: number;
-  lag: number;
 }
 
 export interface KafkaBusOptions {
@@ -194,20 +49,6 @@ export interface KafkaBusOptions {
    */
   maxMessageBytes?: number;
   log: Logger;
-}
-
-/** The per-record dispatch a consumer's options ask for; shared by the Kafka and the embedded bus. */
-export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispatchOptions<InRecord<T>>, 'untilDone'>) {
-  return createKeyedDispatch<InRecord<T>>({
-    concurrency: Math.max(1, o.concurrency ?? 1),
-    keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
-    health: o.keyHealth ?? {},
-    keyBacklog: o.keyBacklog ?? 0,
-    handle: (record) => (o.handle as NonNullable<typeof o.handle>)(record),
-    ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
-    untilDone: retry.untilDone,
-    ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),
-  });
 }
 
 function kafkaLogCreator(log: Logger) {
@@ -259,9 +100,6 @@ function firstJoin(consumer: Consumer, log: Logger): Promise<void> {
     });
   });
 }
-
-/** The most records one merged handleBatch call gets (batches of several partitions together). */
-export const MERGED_BATCH_MAX_RECORDS = 5_000;
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
