@@ -1,6 +1,6 @@
 // The Bus port: the narrow interface every service uses to write and read records, whatever carries
 // them. Two adapters implement it: the Kafka bus (kafka/index.ts, kafkajs against a real cluster) and
-// the embedded log (kafka/embedded.ts, files under DATA_DIR for embedded mode). runtime.ts picks one;
+// the embedded log (embedded/bus.ts, files under DATA_DIR for embedded mode). runtime.ts picks one;
 // service code never knows which. shared/test/bus-conformance.test.ts runs one suite against both.
 import type { AfterKey, KeyHealth } from './kafka/inflight.ts';
 import type { TopicDef } from './kafka/topics.ts';

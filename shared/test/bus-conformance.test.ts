@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { createEmbeddedBus } from '../src/kafka/embedded.ts';
+import { createEmbeddedBus } from '../src/embedded/bus.ts';
 import type { Bus, InRecord } from '../src/bus.ts';
 import { createKafkaBus } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';

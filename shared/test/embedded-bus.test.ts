@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import t from 'tap';
-import { createEmbeddedBus, lockDirectory } from '../src/kafka/embedded.ts';
+import { createEmbeddedBus } from '../src/embedded/bus.ts';
+import { lockDirectory } from '../src/embedded/lock.ts';
 import type { Bus, InRecord } from '../src/bus.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
@@ -20,7 +21,7 @@ const log = createLogger('test', 'silent');
 const topic = (name: string): TopicDef => ({ name, key: 'k', description: name });
 const ORDERS = topic('orders');
 const SLOW = topic('slow');
-const embeddedModule = new URL('../src/kafka/embedded.ts', import.meta.url).href;
+const embeddedModule = new URL('../src/embedded/bus.ts', import.meta.url).href;
 const logModule = new URL('../src/log.ts', import.meta.url).href;
 
 function tempDir(t: Teardown): string {

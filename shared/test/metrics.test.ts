@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { createDb } from '../src/db/index.ts';
-import { createEmbeddedBus } from '../src/kafka/embedded.ts';
+import { createEmbeddedBus } from '../src/embedded/bus.ts';
 import type { Bus } from '../src/bus.ts';
 import { createKafkaBus } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
