@@ -223,23 +223,30 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     }
   }
 
+  /**
+   * Runs a start-up step again while Kafka answers a retriable error, for up to a minute. Services
+   * start together and create the same topics: right after a creation a broker may still answer
+   * UNKNOWN_TOPIC_OR_PARTITION to kafkajs' leader check and to the metadata request of a subscribe,
+   * neither of which kafkajs retries.
+   */
+  async function atStart(what: string, step: () => Promise<void>): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    let last: unknown;
+    const done = await retryInPlace(step, {
+      stopped: () => Date.now() > deadline,
+      wait: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5_000))),
+      failed(err, attempt) {
+        last = err;
+        if (!(err as { retriable?: boolean }).retriable) throw err;
+        opts.log.warn({ err, attempt }, `${what} failed; will retry`);
+      },
+    });
+    if (!done) throw last;
+  }
+
   return {
     async ensureTopics(topics = allTopics()) {
-      // Services start together and create the same topics: right after a creation the broker may
-      // still answer UNKNOWN_TOPIC_OR_PARTITION to kafkajs' leader check, which it does not retry.
-      // Retriable errors are retried here (from the listing on) for up to a minute.
-      const deadline = Date.now() + 60_000;
-      let last: unknown;
-      const done = await retryInPlace(() => ensureOnce(topics), {
-        stopped: () => Date.now() > deadline,
-        wait: (ms) => new Promise((r) => setTimeout(r, Math.min(ms, 5_000))),
-        failed(err, attempt) {
-          last = err;
-          if (!(err as { retriable?: boolean }).retriable) throw err;
-          opts.log.warn({ err, attempt }, 'creating topics failed; will retry');
-        },
-      });
-      if (!done) throw last;
+      await atStart('creating topics', () => ensureOnce(topics));
     },
 
     async producer() {
@@ -357,8 +364,10 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       });
 
       await consumer.connect();
-      for (const t of o.topics)
-        await consumer.subscribe({ topic: name(t), fromBeginning: o.broadcast ? false : (o.fromBeginning ?? true) });
+      for (const t of o.topics) {
+        const fromBeginning = o.broadcast ? false : (o.fromBeginning ?? true);
+        await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning }));
+      }
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -449,7 +458,8 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const timers = new Set<NodeJS.Timeout>();
       let closing = false;
       await consumer.connect();
-      for (const t of o.topics) await consumer.subscribe({ topic: name(t), fromBeginning: true });
+      for (const t of o.topics)
+        await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning: true }));
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
