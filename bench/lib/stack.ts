@@ -141,19 +141,8 @@ export interface DeployOptions {
 export async function deploy(o: DeployOptions): Promise<Deployment> {
   const teardowns: Array<() => unknown> = [];
   const databaseUrl = await createTestDatabase({ teardown: (fn) => teardowns.push(fn) });
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: databaseUrl,
-    KAFKA_BROKERS: o.infra.kafkaBrokers,
-    KAFKA_TOPIC_PREFIX: `${uniqueName('bench')}.`,
-    KAFKA_PARTITIONS: '12',
-    API_PORT: String(port),
-    LOG_LEVEL: o.logLevel,
-    EGRESS_ALLOW: '127.0.0.0/8',
-    ...o.env,
-  });
-  const launch = launcher(o, env, teardowns);
-  try {
+  const env = { DATABASE_URL: databaseUrl, KAFKA_BROKERS: o.infra.kafkaBrokers, KAFKA_TOPIC_PREFIX: `${uniqueName('bench')}.` };
+  return launched(o, env, teardowns, async (launch) => {
     // Migrations first, here, so the four services start together without queueing on the lock.
     const db = createDb({ url: databaseUrl, poolMax: 1 });
     try {
@@ -163,11 +152,7 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
     }
     for (const name of SERVICES) launch.start(name);
     for (let i = 2; i <= (o.senders ?? 1); i++) launch.start('sender', i);
-    return await launch.ready(port);
-  } catch (err) {
-    await launch.stop();
-    throw err;
-  }
+  });
 }
 
 /**
@@ -178,21 +163,28 @@ export async function deployEmbedded(o: Omit<DeployOptions, 'infra' | 'senders'>
   const teardowns: Array<() => unknown> = [];
   const dataDir = mkdtempSync(join(tmpdir(), 'switchyard-bench-embedded.'));
   teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { KAFKA_BROKERS: '', DATABASE_URL: '', DATA_DIR: dataDir, KAFKA_TOPIC_PREFIX: 'switchyard.' };
+  return launched(o, env, teardowns, (launch) => void launch.start('embedded'));
+}
+
+/**
+ * Starts a deployment's processes (`startAll`) on a free API port with the bench's settings plus
+ * `env`, and waits for the gateway; on any failure stops what started and runs `teardowns`.
+ */
+async function launched(
+  o: Omit<DeployOptions, 'infra' | 'senders'>,
+  env: Record<string, string>,
+  teardowns: Array<() => unknown>,
+  startAll: (launch: ReturnType<typeof launcher>) => void | Promise<void>,
+): Promise<Deployment> {
   const port = await freePort();
-  const env = testEnv({
-    KAFKA_BROKERS: '',
-    DATABASE_URL: '',
-    DATA_DIR: dataDir,
-    KAFKA_TOPIC_PREFIX: 'switchyard.',
-    KAFKA_PARTITIONS: '12',
-    API_PORT: String(port),
-    LOG_LEVEL: o.logLevel,
-    EGRESS_ALLOW: '127.0.0.0/8',
-    ...o.env,
-  });
-  const launch = launcher(o, env, teardowns);
+  const launch = launcher(
+    o,
+    testEnv({ ...env, KAFKA_PARTITIONS: '12', API_PORT: String(port), LOG_LEVEL: o.logLevel, EGRESS_ALLOW: '127.0.0.0/8', ...o.env }),
+    teardowns,
+  );
   try {
-    launch.start('embedded');
+    await startAll(launch);
     return await launch.ready(port);
   } catch (err) {
     await launch.stop();

@@ -44,7 +44,7 @@ export function lockDirectory(dir: string): { release(): void } {
   throw new Error(`could not lock ${dir}`);
 }
 
-export function alive(pid: number): boolean {
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

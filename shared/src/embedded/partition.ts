@@ -7,12 +7,12 @@ import { frameAt, decode, type StoredRecord } from './codec.ts';
 import { syncDir } from './lock.ts';
 
 export const MAX_FETCH_RECORDS = 1000;
-export const MAX_FETCH_BYTES = 1 << 20;
+const MAX_FETCH_BYTES = 1 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // One partition: segments, group-committed appends, reads below the durable end.
 
-export interface Segment {
+interface Segment {
   base: number;
   path: string;
   fh: FileHandle;
@@ -22,7 +22,7 @@ export interface Segment {
   lastWrite: number;
 }
 
-export const segmentName = (base: number) => `${String(base).padStart(20, '0')}.log`;
+const segmentName = (base: number) => `${String(base).padStart(20, '0')}.log`;
 
 export class Partition {
   readonly topic: string;

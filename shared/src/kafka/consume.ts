@@ -1,4 +1,4 @@
-// Consumer code the Kafka bus (index.ts) and the embedded bus (embedded.ts) share: decoding, commits,
+// Consumer code the Kafka bus (index.ts) and the embedded bus (../embedded/bus.ts) share: decoding, commits,
 // the per-record dispatch and the merged-batch bound.
 import type { ConsumeOptions, InRecord } from '../bus.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type OffsetTracker } from './inflight.ts';

@@ -1,7 +1,7 @@
 // The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts,
 // kafkajs-produce.ts and kafkajs-fetch-wait.ts: a fix to its internals, a faster CRC, a one-pass
 // produce request writer and fetch waits that follow the traffic, which load with it). The Kafka
-// adapter of the Bus port (../bus.ts), which the embedded log (embedded.ts) implements too, so
+// adapter of the Bus port (../bus.ts), which the embedded log (../embedded/bus.ts) implements too, so
 // service code is the same in both modes.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';

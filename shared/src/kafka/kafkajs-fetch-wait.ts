@@ -87,14 +87,13 @@ if (!proto[PATCHED]) {
     if (wait?.kind !== 'batch') return batches;
     // One group's fetchers (one per broker) share these fields: with several brokers a fetch may use
     // the wait another broker's last fetch chose, which costs a batch or a poll, never a record.
-    if (wait)
-      Object.assign(
-        this,
-        nextFetchWait(
-          wait,
-          batches.some((b) => !b.isEmptyIncludingFiltered()),
-        ),
-      );
+    Object.assign(
+      this,
+      nextFetchWait(
+        wait,
+        batches.some((b) => !b.isEmptyIncludingFiltered()),
+      ),
+    );
     return batches;
   };
   proto[PATCHED] = true;
