@@ -2,10 +2,8 @@ import { join, resolve } from 'node:path';
 import { type Config, ConfigError, loadConfig } from './config/index.ts';
 import { type Cipher, createCipher } from './crypto.ts';
 import { createDb, type Knex, migrateLatest } from './db/index.ts';
-import { createEmbeddedBus } from './embedded/bus.ts';
 import { lockDirectory } from './embedded/lock.ts';
 import type { Bus } from './bus.ts';
-import { createKafkaBus } from './kafka/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
 import type { Tracing } from './tracing.ts';
@@ -99,14 +97,15 @@ export async function createRuntime(service: string, config: Config = loadConfig
     cleanup.push(async () => untrackDb(db));
     // Knex takes a lock for migrations, so services starting together migrate once.
     await migrateLatest(db);
+    // Each adapter is loaded only in the mode that uses it: embedded mode never loads kafkajs.
     const log = embedded.log
-      ? await createEmbeddedBus({
+      ? await (await import('./embedded/bus.ts')).createEmbeddedBus({
           dir: join(dataDir, 'log'),
           topicPrefix: config.KAFKA_TOPIC_PREFIX,
           partitions: config.KAFKA_PARTITIONS,
           log: logger,
         })
-      : createKafkaBus({
+      : (await import('./kafka/index.ts')).createKafkaBus({
           brokers: config.KAFKA_BROKERS,
           clientId: `${config.KAFKA_CLIENT_ID}-${service}`,
           topicPrefix: config.KAFKA_TOPIC_PREFIX,

@@ -2,20 +2,16 @@
  * The sender module of each destination type this build delivers: a new type is one entry here (its
  * module under src/<type>/), one declaration in shared/src/destinations/registry.ts and one fixture of
  * the conformance suite (test/conformance/). SENDER_TYPES may name only the types listed here.
+ *
+ * The HTTP types share undici, which every process loads anyway; the others are loaded on their first
+ * delivery (`lazily`): the cloud SDKs cost tens of MB of memory each, paid only where the type is used.
  */
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Dispatcher } from 'undici';
 import type { AllowList } from './egress.ts';
-import type { TypeSender } from './sender.ts';
 import { createGatewaySender } from './gateway/sender.ts';
-import { createKafkaSender } from './kafka/sender.ts';
-import { createKinesisSender } from './kinesis/sender.ts';
-import { createPubSubSender } from './pubsub/sender.ts';
-import { createRabbitSender } from './rabbitmq/sender.ts';
-import { createS3Sender } from './s3/sender.ts';
-import { createServiceBusSender } from './servicebus/sender.ts';
-import { createSqsSender } from './sqs/sender.ts';
+import type { Client, TypeSender } from './sender.ts';
 import { createWebhookSender } from './webhook/sender.ts';
 
 /** What a type's sender may use: the configuration and the egress policy every connection obeys. */
@@ -35,8 +31,11 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       headerPrefix: config.WEBHOOK_HEADER_PREFIX,
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
-  sqs: ({ allow }) => createSqsSender({ allow }),
-  rabbitmq: ({ config, allow }) => createRabbitSender({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 }),
+  sqs: ({ allow }) => lazily(async () => (await import('./sqs/sender.ts')).createSqsSender({ allow })),
+  rabbitmq: ({ config, allow }) =>
+    lazily(async () =>
+      (await import('./rabbitmq/sender.ts')).createRabbitSender({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 }),
+    ),
   gateway: ({ config, dispatcher }) =>
     createGatewaySender({
       dispatcher,
@@ -44,13 +43,72 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       headerPrefix: config.WEBHOOK_HEADER_PREFIX,
       responseMaxBytes: config.WEBHOOK_RESPONSE_MAX_BYTES,
     }),
-  kinesis: ({ config, allow }) => createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
+  kinesis: ({ config, allow }) =>
+    lazily(async () =>
+      (await import('./kinesis/sender.ts')).createKinesisSender({ allow, metadataInPayload: config.KINESIS_METADATA_IN_PAYLOAD }),
+    ),
   servicebus: ({ allow, config }) =>
-    createServiceBusSender({ allow, operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
-  s3: ({ allow }) => createS3Sender({ allow }),
-  pubsub: ({ allow, config }) => createPubSubSender({ allow, requestTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
-  kafka: ({ allow, config }) => createKafkaSender({ allow, connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000) }),
+    lazily(async () =>
+      (await import('./servicebus/sender.ts')).createServiceBusSender({
+        allow,
+        operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000),
+      }),
+    ),
+  s3: ({ allow }) => lazily(async () => (await import('./s3/sender.ts')).createS3Sender({ allow })),
+  pubsub: ({ allow, config }) =>
+    lazily(async () =>
+      (await import('./pubsub/sender.ts')).createPubSubSender({
+        allow,
+        requestTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000),
+      }),
+    ),
+  kafka: ({ allow, config }) =>
+    lazily(async () =>
+      (await import('./kafka/sender.ts')).createKafkaSender({
+        allow,
+        connectTimeoutMs: Math.min(10_000, config.DELIVERY_TIMEOUT_SECONDS * 1000),
+      }),
+    ),
 };
 
 /** The types this build can deliver, in the registry's order. */
 export const implementedTypes = (): DestinationType[] => Object.keys(SENDERS) as DestinationType[];
+
+/**
+ * A type sender whose module is loaded on the first delivery of the type. `open` stays synchronous
+ * (the contract: a client connects on its first delivery), so the client loads and opens the real one
+ * then. A module that fails to load throws from `deliver`: our fault, recorded as the handler records
+ * any sender that throws, and tried again on the next delivery.
+ */
+export function lazily(load: () => Promise<TypeSender>): TypeSender {
+  let loaded: Promise<TypeSender> | undefined;
+  const sender = () => {
+    loaded ??= load().catch((err: unknown) => {
+      loaded = undefined;
+      throw err;
+    });
+    return loaded;
+  };
+  return {
+    open(target) {
+      let client: Promise<Client> | undefined;
+      return {
+        async deliver(delivery) {
+          client ??= sender()
+            .then((s) => s.open(target))
+            .catch((err: unknown) => {
+              client = undefined;
+              throw err;
+            });
+          return (await client).deliver(delivery);
+        },
+        async close() {
+          await (await client?.catch(() => undefined))?.close();
+        },
+      };
+    },
+    async close() {
+      await (await loaded?.catch(() => undefined))?.close();
+    },
+  };
+}

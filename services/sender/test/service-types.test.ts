@@ -7,7 +7,8 @@ import { createLogger } from '@switchyard/shared/log.ts';
 import type { Runtime } from '@switchyard/shared/runtime.ts';
 import { testConfig } from '@switchyard/shared/testing/index.ts';
 import { SETTINGS } from '@switchyard/shared/config/index.ts';
-import { implementedTypes, SENDERS } from '../src/senders.ts';
+import { implementedTypes, lazily, SENDERS } from '../src/senders.ts';
+import { succeeded } from '../src/sender.ts';
 import { start } from '../src/service.ts';
 
 /** A runtime whose bus and database record any use, so the test can say nothing was touched. */
@@ -51,4 +52,42 @@ t.test('a type without a sender is refused by name, with nothing consumed', asyn
 t.test('the default SENDER_TYPES is every type a sender is built for', async (t) => {
   t.same([...SETTINGS.SENDER_TYPES.default.split(',')].sort(), implementedTypes().sort());
   t.same(implementedTypes(), [...DESTINATION_TYPES], 'every destination type is delivered, in the registry order');
+});
+
+t.test('a lazily loaded type loads on its first delivery, and again after a failed load', async (t) => {
+  const events: string[] = [];
+  let fail = true;
+  const typeSender = lazily(async () => {
+    events.push('load');
+    if (fail) throw new Error('cannot load');
+    return {
+      open: (target) => {
+        events.push(`open ${target.id}`);
+        return { deliver: async () => succeeded(), close: async () => void events.push(`close ${target.id}`) };
+      },
+      close: async () => void events.push('close type'),
+    };
+  });
+  const client = typeSender.open({ id: 'd1', tenant_id: 't', type: 'sqs', config: {}, credentials: {} });
+  t.same(events, [], 'opening a client loads nothing');
+  const delivery = { event: {} as never, deliveryMetadata: {}, signal: new AbortController().signal };
+  await t.rejects(client.deliver(delivery), /cannot load/, 'a failed load fails that delivery');
+  fail = false;
+  t.same(await client.deliver(delivery), succeeded(), 'the next delivery loads again and delivers');
+  await client.deliver(delivery);
+  await client.close();
+  await typeSender.close();
+  t.same(events, ['load', 'load', 'open d1', 'close d1', 'close type'], 'loaded and opened once it worked');
+});
+
+t.test('at start a sender loads none of the SDK-backed types', async (t) => {
+  // A fresh process: which of the types' SDKs did importing the service pull in?
+  const { execFileSync } = await import('node:child_process');
+  const probe = `
+    await import(${JSON.stringify(new URL('../src/service.ts', import.meta.url).href)});
+    const { createRequire } = await import('node:module');
+    const cache = Object.keys(createRequire(import.meta.url).cache);
+    console.log(JSON.stringify(['@aws-sdk', '@azure', '@google-cloud', 'amqplib', 'kafkajs'].filter((m) => cache.some((p) => p.includes('/node_modules/' + m)))));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
+  t.same(JSON.parse(out.trim().split('\n').pop() ?? '[]'), []);
 });

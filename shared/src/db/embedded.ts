@@ -13,7 +13,10 @@
  * process being killed; PGlite's file layer never calls fsync, so it does not survive a power cut or
  * kernel crash the way a Postgres server with fsync=on would.
  */
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig, PglitePgConnection } from '@electric-sql/pglite/node-postgres';
 import { createDb, type Knex } from './index.ts';
@@ -48,9 +51,31 @@ export interface EmbeddedDb {
   close(): Promise<void>;
 }
 
+/**
+ * Creates the database of an empty or missing `dir` in a child process. PGlite's initdb peaks at
+ * about 0.5 GB and leaves ~40 MB of C heap behind in the process that ran it; run in a child, neither
+ * stays with the long-lived process (docs/performance.md, "PGlite's initdb in a child process"). The
+ * child writes to a sibling directory that is renamed into place, so a start killed midway leaves no
+ * half-made database behind.
+ */
+async function createDatabase(dir: string): Promise<void> {
+  const staging = `${dir}.initdb`;
+  rmSync(staging, { recursive: true, force: true });
+  const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve('@electric-sql/pglite'))});
+    await (await PGlite.create(process.argv[1], { startParams: JSON.parse(process.argv[2]) })).close();`;
+  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, staging, JSON.stringify(START_PARAMS)], {
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  if (existsSync(dir)) rmdirSync(dir); // empty: rename(2) will not replace it
+  renameSync(staging, dir);
+}
+
 /** Opens (creating on first use) the database in `dir`. Migrations are the caller's, as with Postgres. */
 export async function openEmbeddedDb(dir: string): Promise<EmbeddedDb> {
-  mkdirSync(dir, { recursive: true });
+  if (!existsSync(dir) || readdirSync(dir).length === 0) {
+    mkdirSync(dirname(dir), { recursive: true });
+    await createDatabase(dir);
+  }
   const pglite = await PGlite.create(dir, { startParams: START_PARAMS });
   const db = createDb({
     url: '',
