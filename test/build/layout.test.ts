@@ -4,7 +4,9 @@
 //   - shared/src imports no service: it holds what more than one of them uses (its tests may drive
 //     one, as the embedded key rotation test does);
 //   - bench/ imports a service through its public entry only, apart from the component
-//     micro-benchmarks listed in BENCH_COMPONENTS.
+//     micro-benchmarks listed in BENCH_COMPONENTS;
+//   - a package's published sources (packages/*/src) import no workspace: the client installs alone
+//     (its scripts/, which generate it from the gateway's document, may).
 // A service's public entry: src/service.ts (start), and the gateway's src/app.ts (build).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -59,6 +61,10 @@ export function violations(sources: Map<string, string>, workspaces: Map<string,
     for (const spec of specifiers(source)) {
       const to = target(file, spec, workspaces);
       if (to === undefined) continue;
+      if (/^packages\/[^/]+\/src\//.test(file) && !to.startsWith(file.split('/').slice(0, 2).join('/'))) {
+        out.push(`${file}: ${spec} (a package's sources import no workspace)`);
+        continue;
+      }
       const toService = serviceOf(to);
       const isPublic = PUBLIC_ENTRIES.some((p) => p.test(to));
       if (from && toService && toService !== from && !(from === 'embedded' && isPublic)) {
@@ -86,10 +92,14 @@ function repoWorkspaces(): Map<string, string> {
 
 t.test('the repository keeps the layout rules', async (t) => {
   // Tracked and new files alike, so a violation fails before it is committed.
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', 'services', 'shared', 'bench'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  })
+  const files = execFileSync(
+    'git',
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', 'services', 'shared', 'bench', 'packages'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  )
     .split('\0')
     .filter((f) => /\.(ts|tsx|mts|mjs|js)$/.test(f));
   t.ok(files.length > 100, 'the sources were found');
@@ -143,4 +153,7 @@ t.test('violations are found', async (t) => {
   t.same(check('bench/x.ts', "import { build } from '../services/gateway/src/app.ts';"), []);
   t.same(check('bench/senders.ts', "import { createClientCache } from '../services/sender/src/clients.ts';"), []);
   t.same(check('services/gateway/src/a.ts', "import { x } from './b.ts';\nimport { y } from '@switchyard/shared/db/paging.ts';"), []);
+  t.match(check('packages/client/src/a.ts', "import { x } from '@switchyard/shared/model/index.ts';"), [/sources import no workspace/]);
+  t.match(check('packages/client/src/a.ts', "import { x } from '../../../shared/src/ids.ts';"), [/sources import no workspace/]);
+  t.same(check('packages/client/src/a.ts', "import { x } from './paging.ts';\nimport createClient from 'openapi-fetch';"), []);
 });
