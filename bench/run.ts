@@ -2,9 +2,10 @@
 // Postgres on free loopback ports (bench/lib/stack.ts), a receiver process
 // (bench/lib/receiver-process.ts), then runs every scenario's phases (bench/lib/phase.ts), the bare
 // ceiling before and after; judges the targets and writes results under bench/runs/ (git-ignored);
-// --baseline also writes bench/results/baseline.*, the one run kept in the tree.
+// --baseline then runs embedded mode's default scenarios (a child run of this runner) and writes both
+// into bench/results/baseline.*, the one run kept in the tree.
 // See bench/README.md for what is measured and how to read it.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { basename, join } from 'node:path';
@@ -17,7 +18,16 @@ import { type CeilingResult, runCeiling, type Via } from './load.ts';
 import { keepOf } from './lib/keep.ts';
 import { cores, loadavg } from './lib/proc.ts';
 import { memoryTarget, restateTargets, throughputTarget } from './lib/targets.ts';
-import { chartSvg, markdown, type PhaseResult, readRunResult, slowPhasesNote, type RunResult, type Target } from './lib/report.ts';
+import {
+  chartSvg,
+  markdown,
+  type PhaseResult,
+  readRunResult,
+  slowPhasesNote,
+  type RunResult,
+  type Target,
+  withEmbedded,
+} from './lib/report.ts';
 import {
   BASE_SCENARIOS,
   EMBEDDED_DEFAULT,
@@ -119,7 +129,8 @@ if (opt.help) {
                      refuses in NODE_OPTIONS, e.g. --node-flag=--single-threaded-gc
   --label NAME       results file name (default <date>-<scenarios>[-quick])
   --out DIR          where results go (default bench/runs/, git-ignored)
-  --baseline         also write bench/results/baseline.{md,json,svg}
+  --baseline         then run embedded mode's default scenarios (${EMBEDDED_DEFAULT}) with the same length options,
+                     and write both into bench/results/baseline.{md,json,svg} (and this run's files)
   --keep-logs        keep service logs (printed path)
   --source           run the services' TypeScript directly instead of the built JavaScript (npm run build),
                      which is what production images run (type stripping costs ~40 MB RSS per process)
@@ -172,7 +183,7 @@ function benchOptions(opt: RawOptions): BenchOptions {
     if (refused.length) throw new Error(`--embedded runs webhook scenarios only, not ${refused.join(', ')}`);
     if (via === 'kafka') throw new Error('--embedded has no Kafka to publish to: --via http or batch');
     if (opt['pg-statements']) throw new Error('--embedded has no Postgres server: --pg-statements does not apply');
-    if (opt.baseline) throw new Error('--baseline records the stack; an embedded run is kept under bench/runs/');
+    if (opt.baseline) throw new Error("--baseline runs embedded mode's default scenarios itself, after the stack's: leave out --embedded");
   }
   // V8 flags such as --optimize-for-size or --heap-growing-percent are refused in NODE_OPTIONS (the
   // services would exit at start), so an experiment with them needs the command line.
@@ -418,8 +429,7 @@ async function main(): Promise<void> {
       targets,
     };
     writeResult(result, o.outDir, o.label);
-    if (o.baseline) writeResult(result, BASELINE_DIR, 'baseline');
-    log(`results: ${join(o.outDir, `${o.label}.md`)} (.json, .svg)${o.baseline ? ` and ${join(BASELINE_DIR, 'baseline.md')}` : ''}`);
+    log(`results: ${join(o.outDir, `${o.label}.md`)} (.json, .svg)`);
     for (const tg of targets) logTarget(tg);
     const slowNote = slowPhasesNote(result);
     if (slowNote) log(`warning: ${slowNote}`);
@@ -434,6 +444,8 @@ async function main(): Promise<void> {
   } finally {
     await cleanup();
   }
+  // With the stack stopped, so that embedded mode has the machine to itself.
+  if (o.baseline && result) await recordBaseline(result);
 }
 
 function writeResult(r: RunResult, dir: string, base: string): void {
@@ -444,6 +456,71 @@ function writeResult(r: RunResult, dir: string, base: string): void {
 }
 
 const logTarget = (tg: Target) => log(`target: ${tg.target}: ${tg.measured}${tg.met === null ? '' : tg.met ? ' -> met' : ' -> NOT met'}`);
+
+/**
+ * --baseline: embedded mode's default scenarios after the stack's, merged into its result as its
+ * `embedded` section, then written to bench/results/baseline.* and over this run's files. An
+ * embedded run that fails leaves the baseline without that section, and the runner exits with 1.
+ */
+async function recordBaseline(stack: RunResult): Promise<void> {
+  let merged = stack;
+  try {
+    merged = withEmbedded(stack, await runEmbedded());
+  } catch (err) {
+    log(`embedded run FAILED: ${(err as Error).message}; the baseline is written without its embedded section`);
+    process.exitCode = 1;
+  }
+  writeResult(merged, o.outDir, o.label);
+  writeResult(merged, BASELINE_DIR, 'baseline');
+  log(
+    `baseline: ${join(BASELINE_DIR, 'baseline.md')} (.json, .svg)${merged.embedded ? ', with embedded mode' : ''}; ${join(o.outDir, `${o.label}.md`)} rewritten`,
+  );
+}
+
+/** Embedded mode's default scenarios as a child run of this runner, in a directory of its own; its result. */
+async function runEmbedded(): Promise<RunResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-embedded.'));
+  const args = [join(ROOT, 'bench/run.ts'), '--embedded', '--out', dir, '--label', 'embedded', ...embeddedArgs(opt)];
+  log(`embedded mode for the baseline (${EMBEDDED_DEFAULT}): node ${args.slice(1).join(' ')}`);
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: 'inherit' });
+  const forward = (sig: NodeJS.Signals) => child.kill(sig);
+  process.on('SIGINT', forward).on('SIGTERM', forward);
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', resolve);
+    });
+    if (code !== 0) throw new Error(`the embedded run exited with ${code}`);
+    const r = readRunResult(join(dir, 'embedded.json'));
+    // What reruns it by hand, without this run's temporary directory and label.
+    r.meta.command = `npm run bench -- --embedded ${embeddedArgs(opt).join(' ')}`.trim();
+    return r;
+  } finally {
+    process.off('SIGINT', forward).off('SIGTERM', forward);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The options of this run that an embedded run takes too: phase lengths, the ceiling, how the services run. */
+function embeddedArgs(raw: RawOptions): string[] {
+  const out: string[] = raw.quick ? ['--quick'] : [];
+  for (const k of [
+    'duration',
+    'idle-seconds',
+    'ceiling-seconds',
+    'ceiling-concurrency',
+    'payload',
+    'log-level',
+    'services-root',
+  ] as const) {
+    const v = raw[k];
+    if (v !== undefined) out.push(`--${k}`, v);
+  }
+  for (const k of ['source', 'profile', 'keep-logs'] as const) if (raw[k]) out.push(`--${k}`);
+  for (const e of raw.env) out.push('--env', e);
+  for (const f of raw['node-flag']) out.push(`--node-flag=${f}`);
+  return out;
+}
 
 await main().catch((err: unknown) => {
   console.error(err);
