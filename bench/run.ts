@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import '../shared/src/kafka/kafkajs-idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, runCeiling, type Via } from './load.ts';
-import { keepOf } from './lib/keep.ts';
+import { hangingPhases, keepOf } from './lib/keep.ts';
 import { cores, loadavg } from './lib/proc.ts';
 import { memoryTarget, restateTargets, throughputTarget } from './lib/targets.ts';
 import {
@@ -190,6 +190,9 @@ function benchOptions(opt: RawOptions): BenchOptions {
   const nodeFlags = opt['node-flag'];
   for (const f of nodeFlags)
     if (!f.startsWith('--')) throw new Error(`--node-flag wants a flag such as --node-flag=--single-threaded-gc, got ${f}`);
+  // One pair's ratio also reads the host's drift between its two minutes (docs/performance.md, "Keep ratio over pairs of phases").
+  const hangingPairs = Number(opt['hanging-pairs'] ?? (quick ? 1 : 2));
+  hangingPhases(hangingPairs); // throws on a bad --hanging-pairs before anything starts
   const date = new Date().toISOString().slice(0, 10);
   return {
     quick,
@@ -208,8 +211,7 @@ function benchOptions(opt: RawOptions): BenchOptions {
     servicesRoot: opt['services-root'],
     serviceEnv: serviceEnvOf(opt.env),
     nodeFlags,
-    // One pair's ratio also reads the host's drift between its two minutes (docs/performance.md, "Keep ratio over pairs of phases").
-    hangingPairs: Number(opt['hanging-pairs'] ?? (quick ? 1 : 2)),
+    hangingPairs,
     latencyFraction: Number(opt['latency-fraction']),
     idleS: Number(opt['idle-seconds'] ?? (quick ? 10 : 20)),
     scenarios,

@@ -425,6 +425,141 @@ function interpolate(points: ReadonlyArray<{ t: number; n: number }>): (t: numbe
   };
 }
 
+/**
+ * The measured part of a phase, its services up and probed: the load, sampling every process, the
+ * drain, the counts, and the phase's result with its measurement window (for the profiles).
+ * `undoPauses` collects what resumes a paused service.
+ */
+async function measure(
+  r: Running,
+  o: {
+    targetRate: number | null;
+    phaseS: number;
+    phaseWarmupS: number;
+    ceilingNear: CeilingResult;
+    attempts0: number;
+    runnerBackend: number;
+    undoPauses: Array<() => void>;
+  },
+): Promise<{ result: PhaseResult; window: { from: number; to: number } }> {
+  const { ctx, name, def, dep, built, db, notes } = r;
+  const { opts, log } = ctx;
+  const { targetRate, phaseS, phaseWarmupS, ceilingNear, attempts0 } = o;
+  const idle = targetRate === 0;
+  const embedded = !ctx.infra;
+  const tracked = trackedProcesses(r, o.runnerBackend);
+  // Embedded mode's first start of a fresh data directory peaks at ~1.1 GB (PGlite's initdb;
+  // docs/performance.md, "Embedded mode"): its peak is read from here on, the phase's own.
+  if (embedded)
+    for (const s of dep.services)
+      if (s.child.pid && !resetPeakRss(s.child.pid)) notes.push(`${s.name}: peak RSS could not be reset; it includes start-up`);
+  const sampler = new ProcSampler(tracked);
+  sampler.start(1000);
+
+  let received = 0;
+  const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: phaseS * 1000, received: () => received });
+  const loadStart = Date.now();
+  for (const p of opts.pauses) o.undoPauses.push(schedulePause(p, dep, name, notes, log));
+  const w: Window = { loadStart, from: loadStart + phaseWarmupS * 1000, to: loadStart + phaseS * 1000, phaseS };
+  let loadDone = false;
+  const loadResult = load.done.finally(() => {
+    loadDone = true;
+  });
+  const sampled = await sampleUntilDrained(r, { load, loadDone: () => loadDone, sampler, tracked, w, idle, attempts0 }, (n) => {
+    received = n;
+  });
+  sampler.stop();
+  const lr = await loadResult;
+  const attempts = (await r.attemptCount()) - attempts0;
+  sampled.attemptSeries.push({ t: Date.now(), n: attempts });
+
+  const final = r.viaAttempts
+    ? await attemptFigures(db as pg.Client, w.from, w.to)
+    : await ctx.rx.stats(`from=${w.from}&to=${w.to}&latency=1`);
+  const series = r.viaAttempts
+    ? await attemptFigures(db as pg.Client, loadStart, Date.now())
+    : await ctx.rx.stats(`from=${loadStart}&series=1`);
+  // Rows by status, events and Kafka's records: the stack only (embedded mode's are inside its process).
+  const rows = await storedRows(db);
+  const kafkaRecords = ctx.infra ? await topicRecords(ctx.infra.kafkaBrokers, dep.env.KAFKA_TOPIC_PREFIX as string) : {};
+
+  const windowS = (w.to - w.from) / 1000;
+  const at = interpolate(sampled.attemptSeries);
+  const acceptedInWindow = lr.accepted.window(w.from, w.to).reduce((a, b) => a + b, 0);
+  const deliveredPerSec = final.inWindow.ok / windowS;
+  const expected = lr.eventsAccepted * built.healthyPerEvent;
+  const unique = final.received.ok - final.duplicates.ok;
+  const machine = sampler.summary(w.from, w.to);
+  const pipeline = pipelineProcesses(embedded ? 'embedded' : 'stack', SERVICES);
+  const pipelineCpu = [...pipeline, ...dep.services.filter((x) => x.instance > 1).map(trackedName)].reduce(
+    (sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0),
+    0,
+  );
+  if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
+  if (final.received.ok === 0 && !idle) notes.push('nothing was delivered');
+
+  const result: PhaseResult = {
+    scenario: def.scenario,
+    phase: def.phase,
+    topology: def.topology,
+    via: opts.via,
+    targetRate,
+    durationS: phaseS,
+    warmupS: phaseWarmupS,
+    backlogCap: targetRate ? null : opts.backlogCap,
+    latencyFrom: r.viaAttempts ? 'attempt' : 'peer',
+    ...(def.senders ? { senders: def.senders } : {}),
+    publish: {
+      eventsSent: lr.eventsSent,
+      eventsAccepted: lr.eventsAccepted,
+      rejected: lr.rejected,
+      firstErrors: lr.firstErrors,
+      acceptedPerSec: Math.round(acceptedInWindow / windowS),
+      latencyMs: summarize(lr.latency.window(w.from, w.to)),
+      behindMaxMs: lr.behindMaxMs,
+      gatedS: round(lr.gatedMs / 1000 / opts.concurrency, 1),
+    },
+    delivery: {
+      healthyPerEvent: built.healthyPerEvent,
+      healthyDestinations: built.healthyDestinations,
+      deliveredPerSec: Math.round(deliveredPerSec),
+      eventsPerSec: Math.round(deliveredPerSec / Math.max(1, built.healthyPerEvent)),
+      perDestinationPerSec: round(deliveredPerSec / Math.max(1, built.healthyDestinations), 2),
+      attemptsPerSec: Math.round((at(w.to) - at(w.from)) / windowS),
+      latencyMs: final.latency?.ok ?? { ...EMPTY_SUMMARY },
+      expected,
+      received: final.received.ok,
+      duplicates: final.duplicates.ok,
+      hangRepeats: final.duplicates.hang,
+      missing: Math.max(0, expected - unique),
+      hungArrivals: final.received.hang,
+      drainS: sampled.drainS,
+      verify: final.verify,
+    },
+    stored: { attempts, ...rows },
+    kafkaRecords,
+    machine,
+    efficiency: {
+      pipelineCpuPct: round(pipelineCpu, 1),
+      cpuMsPerDelivery: round((pipelineCpu * 10) / Math.max(1, deliveredPerSec), 3),
+    },
+    series: perSecond(lr, series, at, w),
+    profiles: [],
+    ...(sampled.pgStatements ? { pgStatements: sampled.pgStatements } : {}),
+    ceilingNear,
+    ceilingRatio: round(deliveredPerSec / Math.max(1, ceilingNear.ratePerSec), 3),
+    notes,
+  };
+  const d = result.delivery;
+  log(
+    `${name} done: ${fmtInt(result.publish.acceptedPerSec)} events/s published, ${fmtInt(d.deliveredPerSec)} deliveries/s (${(result.ceilingRatio * 100).toFixed(0)}% of ceiling), ` +
+      `${fmtInt(d.attemptsPerSec)} attempts/s stored, ${result.efficiency.cpuMsPerDelivery} pipeline CPU ms/delivery; publish->receive p50 ${d.latencyMs.p50} p99 ${d.latencyMs.p99} max ${d.latencyMs.max} ms; ` +
+      `publish API p50 ${result.publish.latencyMs.p50} p99 ${result.publish.latencyMs.p99} ms; missing ${d.missing}, duplicates ${d.duplicates}, ` +
+      `signatures ${d.verify.ok}/${d.verify.checked} ok; load1 ${result.machine.load1Start} -> ${result.machine.load1End}, others ${result.machine.otherAvgPct}% cpu`,
+  );
+  return { result, window: { from: w.from, to: w.to } };
+}
+
 /** Runs one phase (see the header) and returns its result; throws when it cannot run (its services crashed, the probe was not delivered). */
 export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseResult> {
   const { opts, log } = ctx;
@@ -433,8 +568,6 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
     def.rate === 'max' ? null : 'fixed' in def.rate ? def.rate.fixed : Math.max(1, Math.round((ctx.maxRate ?? 0) * def.rate.share));
   if (def.rate !== 'max' && 'share' in def.rate && !ctx.maxRate)
     throw new Error(`${name} needs the max rate: run 'single' first or pass --max-rate`);
-  const idle = targetRate === 0;
-  const embedded = !ctx.infra;
   const phaseS = def.durationS ?? opts.durationS;
   const phaseWarmupS = def.warmupS ?? opts.warmupS;
   const { typePeer, stopPeer } = await startPhasePeer(def, ctx, name);
@@ -479,117 +612,9 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
     await ctx.rx.post('/__bench/reset', {});
     const attempts0 = await r.attemptCount();
 
-    const tracked = trackedProcesses(r, runnerBackend);
-    // Embedded mode's first start of a fresh data directory peaks at ~1.1 GB (PGlite's initdb;
-    // docs/performance.md, "Embedded mode"): its peak is read from here on, the phase's own.
-    if (embedded)
-      for (const s of dep.services)
-        if (s.child.pid && !resetPeakRss(s.child.pid)) notes.push(`${s.name}: peak RSS could not be reset; it includes start-up`);
-    const sampler = new ProcSampler(tracked);
-    sampler.start(1000);
-
-    let received = 0;
-    const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: phaseS * 1000, received: () => received });
-    const loadStart = Date.now();
-    for (const p of opts.pauses) undoPauses.push(schedulePause(p, dep, name, notes, log));
-    const w: Window = { loadStart, from: loadStart + phaseWarmupS * 1000, to: loadStart + phaseS * 1000, phaseS };
-    profileWindow = { from: w.from, to: w.to };
-    let loadDone = false;
-    const loadResult = load.done.finally(() => {
-      loadDone = true;
-    });
-    const sampled = await sampleUntilDrained(r, { load, loadDone: () => loadDone, sampler, tracked, w, idle, attempts0 }, (n) => {
-      received = n;
-    });
-    sampler.stop();
-    const lr = await loadResult;
-    const attempts = (await r.attemptCount()) - attempts0;
-    sampled.attemptSeries.push({ t: Date.now(), n: attempts });
-
-    const final = typePeer
-      ? await attemptFigures(db as pg.Client, w.from, w.to)
-      : await ctx.rx.stats(`from=${w.from}&to=${w.to}&latency=1`);
-    const series = typePeer
-      ? await attemptFigures(db as pg.Client, loadStart, Date.now())
-      : await ctx.rx.stats(`from=${loadStart}&series=1`);
-    // Rows by status, events and Kafka's records: the stack only (embedded mode's are inside its process).
-    const rows = await storedRows(db);
-    const kafkaRecords = ctx.infra ? await topicRecords(ctx.infra.kafkaBrokers, dep.env.KAFKA_TOPIC_PREFIX as string) : {};
-
-    const windowS = (w.to - w.from) / 1000;
-    const at = interpolate(sampled.attemptSeries);
-    const acceptedInWindow = lr.accepted.window(w.from, w.to).reduce((a, b) => a + b, 0);
-    const deliveredPerSec = final.inWindow.ok / windowS;
-    const expected = lr.eventsAccepted * built.healthyPerEvent;
-    const unique = final.received.ok - final.duplicates.ok;
-    const machine = sampler.summary(w.from, w.to);
-    const pipeline = pipelineProcesses(embedded ? 'embedded' : 'stack', SERVICES);
-    const pipelineCpu = [...pipeline, ...dep.services.filter((x) => x.instance > 1).map(trackedName)].reduce(
-      (sum, n) => sum + (machine.procs[n]?.cpuAvgPct ?? 0),
-      0,
-    );
-    if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
-    if (final.received.ok === 0 && !idle) notes.push('nothing was delivered');
-
-    result = {
-      scenario: def.scenario,
-      phase: def.phase,
-      topology: def.topology,
-      via: opts.via,
-      targetRate,
-      durationS: phaseS,
-      warmupS: phaseWarmupS,
-      backlogCap: targetRate ? null : opts.backlogCap,
-      latencyFrom: typePeer ? 'attempt' : 'peer',
-      ...(def.senders ? { senders: def.senders } : {}),
-      publish: {
-        eventsSent: lr.eventsSent,
-        eventsAccepted: lr.eventsAccepted,
-        rejected: lr.rejected,
-        firstErrors: lr.firstErrors,
-        acceptedPerSec: Math.round(acceptedInWindow / windowS),
-        latencyMs: summarize(lr.latency.window(w.from, w.to)),
-        behindMaxMs: lr.behindMaxMs,
-        gatedS: round(lr.gatedMs / 1000 / opts.concurrency, 1),
-      },
-      delivery: {
-        healthyPerEvent: built.healthyPerEvent,
-        healthyDestinations: built.healthyDestinations,
-        deliveredPerSec: Math.round(deliveredPerSec),
-        eventsPerSec: Math.round(deliveredPerSec / Math.max(1, built.healthyPerEvent)),
-        perDestinationPerSec: round(deliveredPerSec / Math.max(1, built.healthyDestinations), 2),
-        attemptsPerSec: Math.round((at(w.to) - at(w.from)) / windowS),
-        latencyMs: final.latency?.ok ?? { ...EMPTY_SUMMARY },
-        expected,
-        received: final.received.ok,
-        duplicates: final.duplicates.ok,
-        hangRepeats: final.duplicates.hang,
-        missing: Math.max(0, expected - unique),
-        hungArrivals: final.received.hang,
-        drainS: sampled.drainS,
-        verify: final.verify,
-      },
-      stored: { attempts, ...rows },
-      kafkaRecords,
-      machine,
-      efficiency: {
-        pipelineCpuPct: round(pipelineCpu, 1),
-        cpuMsPerDelivery: round((pipelineCpu * 10) / Math.max(1, deliveredPerSec), 3),
-      },
-      series: perSecond(lr, series, at, w),
-      profiles: [],
-      ...(sampled.pgStatements ? { pgStatements: sampled.pgStatements } : {}),
-      ceilingNear,
-      ceilingRatio: round(deliveredPerSec / Math.max(1, ceilingNear.ratePerSec), 3),
-      notes,
-    };
-    const d = result.delivery;
-    log(
-      `${name} done: ${fmtInt(result.publish.acceptedPerSec)} events/s published, ${fmtInt(d.deliveredPerSec)} deliveries/s (${(result.ceilingRatio * 100).toFixed(0)}% of ceiling), ` +
-        `${fmtInt(d.attemptsPerSec)} attempts/s stored, ${result.efficiency.cpuMsPerDelivery} pipeline CPU ms/delivery; publish->receive p50 ${d.latencyMs.p50} p99 ${d.latencyMs.p99} max ${d.latencyMs.max} ms; ` +
-        `publish API p50 ${result.publish.latencyMs.p50} p99 ${result.publish.latencyMs.p99} ms; missing ${d.missing}, duplicates ${d.duplicates}, ` +
-        `signatures ${d.verify.ok}/${d.verify.checked} ok; load1 ${result.machine.load1Start} -> ${result.machine.load1End}, others ${result.machine.otherAvgPct}% cpu`,
-    );
+    const measured = await measure(r, { targetRate, phaseS, phaseWarmupS, ceilingNear, attempts0, runnerBackend, undoPauses });
+    result = measured.result;
+    profileWindow = measured.window;
     return result;
   } finally {
     for (const undo of undoPauses.splice(0)) undo();
