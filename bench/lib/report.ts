@@ -146,7 +146,26 @@ export interface RunResult {
     failedPhases?: string[];
   };
   targets: Target[];
+  /**
+   * Embedded mode's default scenarios (idle, rate300), run by --baseline after the stack's: that
+   * run's own result (meta, ceilings, phases, targets). Absent in other runs and older baselines.
+   */
+  embedded?: RunResult;
 }
+
+/**
+ * A stack run's result with an embedded run's beside it (what --baseline records). Refuses an
+ * embedded result that is not one, and nests one level only.
+ */
+export function withEmbedded(stack: RunResult, embedded: RunResult): RunResult {
+  if ((stack.meta.deployment ?? 'stack') !== 'stack') throw new Error(`${stack.meta.label} is not a stack run`);
+  if (embedded.meta.deployment !== 'embedded') throw new Error(`${embedded.meta.label} is not an embedded run`);
+  const { embedded: _nested, ...own } = embedded;
+  return { ...stack, embedded: own };
+}
+
+/** Every target of a result: its own, then its embedded run's. */
+export const allTargets = (r: RunResult): Target[] => [...r.targets, ...(r.embedded?.targets ?? [])];
 
 /** A results JSON the runner wrote (bench/runs/*.json, bench/results/baseline.json). */
 export const readRunResult = (file: string): RunResult => JSON.parse(readFileSync(file, 'utf8')) as RunResult;
@@ -321,7 +340,8 @@ export function markdown(r: RunResult, svgName: string): string {
   L.push('');
   L.push('| target | measured | met |');
   L.push('|---|---|---|');
-  for (const t of r.targets) L.push(`| ${t.target} | ${t.measured} | ${t.met === null ? 'reported' : t.met ? 'yes' : '**no**'} |`);
+  L.push(...targetRows(allTargets(r)));
+  if (r.embedded) L.push('', "The `embedded` rows are from embedded mode's run after the stack's ([Embedded mode](#embedded-mode)).");
   L.push('');
   L.push('## Bare ceiling');
   L.push('');
@@ -516,5 +536,49 @@ export function markdown(r: RunResult, svgName: string): string {
   const moderate = moderateMarkdown(r.phases, m.deployment ?? 'stack', services);
   for (const table of [moderate, typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
   if (r.derived.failedPhases?.length) L.push('', `Not run: ${r.derived.failedPhases.join('; ')}.`);
+  if (r.embedded) L.push('', embeddedMarkdown(r.embedded));
   return `${L.join('\n')}\n`;
+}
+
+function targetRows(targets: readonly Target[]): string[] {
+  return targets.map((t) => `| ${t.target} | ${t.measured} | ${t.met === null ? 'reported' : t.met ? 'yes' : '**no**'} |`);
+}
+
+/**
+ * The section of a baseline for its embedded run: how it ran, its targets (the memory goals among
+ * them), its phases, and the moderate-load and idle tables with its RSS against the goals.
+ */
+export function embeddedMarkdown(e: RunResult): string {
+  const m = e.meta;
+  const L: string[] = ['## Embedded mode', ''];
+  L.push(
+    "`npm start`'s one process (every service on the embedded log and PGlite; no Kafka, no Postgres), its default scenarios run after the stack's " +
+      `with the stack stopped (${m.mode === 'quick' ? 'quick mode' : 'full run'}, ${m.date}, ${Math.round(m.wallS / 60)} min wall; ` +
+      `load average ${m.load1Before} before, ${m.load1After} after; services as ${m.services === 'built' ? 'built JavaScript' : 'TypeScript sources'}; \`${m.command}\`). ` +
+      "Its peak RSS is read from the start of each phase's sampling, so the start-up does not count.",
+    '',
+    '| target | measured | met |',
+    '|---|---|---|',
+    ...targetRows(e.targets),
+    '',
+    '| phase | target rate | delivered/s | pipeline CPU ms / delivery | publish→receive p50 / p99 / max ms | RSS MB at rest → max · peak (VmHWM) | missing | dup |',
+    '|---|---:|---:|---:|---|---|---:|---:|',
+  );
+  for (const p of e.phases) {
+    const d = p.delivery;
+    const s = p.machine.procs.embedded;
+    const rss = s ? `${Math.round(s.rssStartMb)} → ${Math.round(s.rssMaxMb)} · ${Math.round(s.hwmMb)}` : '';
+    // Idle delivers nothing: no CPU per delivery, no latency.
+    const idle = p.targetRate === 0;
+    L.push(
+      `| ${p.scenario} / ${p.phase} | ${p.targetRate === null ? 'max' : n0(p.targetRate)} | ${n0(d.deliveredPerSec)} | ${idle ? '–' : p.efficiency.cpuMsPerDelivery.toFixed(2)} | ` +
+        `${idle ? '–' : `${ms(d.latencyMs.p50)} / ${ms(d.latencyMs.p99)} / ${ms(d.latencyMs.max)}`} | ${rss} | ${n0(d.missing)} | ${n0(d.duplicates)} |`,
+    );
+  }
+  L.push('');
+  const moderate = moderateMarkdown(e.phases, 'embedded', []);
+  if (moderate) L.push(moderate.replace(/^## /, '### '));
+  const notes = e.phases.flatMap((p) => p.notes.map((n) => `- ${p.scenario} / ${p.phase}: ${n}`));
+  if (notes.length) L.push(...notes, '');
+  return L.join('\n');
 }

@@ -1,16 +1,26 @@
 // The benchmark report's flag for phases run on a slower machine, against two recorded full runs:
 // one whose first phases ran while the host was slow, and its rerun straight after, which did not.
 // And the summary names the node flags the services ran with, and reads the throughput target as CPU
-// per delivery.
+// per delivery. A baseline with embedded mode's run merged in (--baseline) renders its section, its
+// memory figures and targets, through --render too; one without renders as before.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
+import { ROOT } from '@switchyard/shared/testing/index.ts';
+import { moderateTargets } from '../../bench/lib/efficiency.ts';
 import {
   CEILING_SHARE_TARGET,
   cpuPerDelivery,
   markdown,
+  type PhaseResult,
   type RunResult,
+  readRunResult,
   SLOW_CEILING_SHARE,
   slowPhases,
   slowPhasesNote,
+  withEmbedded,
 } from '../../bench/lib/report.ts';
 import type { ProcSummary } from '../../bench/lib/proc.ts';
 import { recorded } from './recorded.ts';
@@ -151,4 +161,119 @@ t.test("each process's highest sample is split into anonymous and file-backed me
   );
   t.match(md, /## Memory at the highest sample/);
   t.match(md, /\| single \/ main \| 172 = 121 \+ 50 \|/, "each phase's row carries the peak and its two parts");
+});
+
+/**
+ * An embedded run as --embedded records it, built from a recorded stack run's latency phase: idle
+ * (the process at 231.4 MB) and rate300 (VmHWM 463.2 MB, 1.2 ms of CPU per delivery).
+ */
+function embeddedRun(): RunResult {
+  const run = recorded('2026-11-25-warm-rerun');
+  const base = run.phases.find((p) => p.scenario === 'latency') as PhaseResult;
+  const { receiver, bench } = base.machine.procs;
+  const proc = (cpuAvgPct: number, rssMaxMb: number, hwmMb: number): ProcSummary => ({
+    ...(base.machine.procs.gateway as ProcSummary),
+    cpuAvgPct,
+    rssStartMb: 180,
+    rssMaxMb,
+    hwmMb,
+  });
+  const phase = (scenario: string, rate: number, embedded: ProcSummary, cpuMs: number): PhaseResult => ({
+    ...base,
+    scenario,
+    phase: 'main',
+    targetRate: rate,
+    delivery: { ...base.delivery, deliveredPerSec: rate, latencyMs: { ...base.delivery.latencyMs, p50: 8, p99: 31, max: 60 } },
+    efficiency: { pipelineCpuPct: (cpuMs * rate) / 10, cpuMsPerDelivery: cpuMs },
+    machine: { ...base.machine, procs: { embedded, receiver: receiver as ProcSummary, bench: bench as ProcSummary } },
+    notes: [],
+  });
+  const phases = [phase('idle', 0, proc(0.6, 231.4, 240), 0), phase('rate300', 300, proc(35, 402.5, 463.2), 1.2)];
+  return {
+    ...run,
+    meta: { ...run.meta, label: 'embedded', deployment: 'embedded', brokerWarmupS: 0 },
+    phases,
+    derived: { maxRatePerSec: null, latencyRatePerSec: null, hangingHealthyRatio: null },
+    targets: moderateTargets(phases, 'embedded', []),
+  };
+}
+
+const MEMORY_ROW = '| embedded RSS: idle ≤ 250 MB, peak ≤ 500 MB | idle 231.4 MB, peak 463.2 MB | yes |';
+
+t.test("--baseline's merge: the stack's result with embedded mode's run as its `embedded` section", async (t) => {
+  const stack = recorded('2026-11-25-warm-rerun');
+  const embedded = embeddedRun();
+  const merged = withEmbedded(stack, embedded);
+  t.same(merged.embedded, embedded, 'the embedded run as recorded');
+  t.equal(merged.targets, stack.targets, "the stack's own targets unchanged");
+  t.same(merged.phases, stack.phases);
+  t.same(
+    merged.embedded?.targets.map((x) => x.target),
+    [
+      'embedded: pipeline CPU ≤ 1.5 ms per delivery at 300/s',
+      'embedded: p99 publish→receive ≤ 50 ms at 300/s',
+      'embedded: an idle process uses < 1% of a core',
+      'embedded RSS: idle ≤ 250 MB, peak ≤ 500 MB',
+    ],
+    'its targets, the memory goals among them',
+  );
+  t.notOk(withEmbedded(stack, { ...embedded, embedded }).embedded?.embedded, 'one level only');
+  t.throws(() => withEmbedded(embedded, embedded), /embedded is not a stack run/);
+  t.throws(() => withEmbedded(stack, stack), /is not an embedded run/);
+});
+
+t.test('a baseline with an embedded section renders its memory figures and targets', async (t) => {
+  const md = markdown(withEmbedded(recorded('2026-11-25-warm-rerun'), embeddedRun()), 'baseline.svg');
+  const targets = md.slice(md.indexOf('## Targets'), md.indexOf('## Bare ceiling'));
+  t.match(
+    targets,
+    /\| healthy destinations keep ≥ 90%[^\n]*\n(\|[^\n]*\n)*\| embedded: pipeline CPU ≤ 1\.5 ms per delivery at 300\/s \| 1\.2 ms/,
+    "the stack's targets, then embedded mode's",
+  );
+  t.ok(targets.includes(MEMORY_ROW), 'the memory goals judged in the summary');
+  const section = md.slice(md.indexOf('\n## Embedded mode'));
+  t.ok(md.indexOf('## Signatures and storage') < md.indexOf('## Embedded mode'), 'the section comes last');
+  t.ok(section.includes(MEMORY_ROW), 'and in its own targets table');
+  t.match(section, /\| idle \/ main \| 0 \| 0 \| – \| – \| 180 → 231 · 240 \| 0 \| 0 \|/);
+  t.match(section, /\| rate300 \/ main \| 300 \| 300 \| 1\.20 \| 8\.0 \/ 31\.0 \/ 60\.0 \| 180 → 403 · 463 \| 0 \| 0 \|/);
+  t.match(section, /### Moderate load and idle \(embedded mode: one process\)/);
+  t.match(section, /Embedded RSS: idle 231\.4 MB \(goal ≤ 250\), peak 463\.2 MB \(VmHWM; goal ≤ 500\)\./);
+});
+
+t.test('a baseline without an embedded section renders as before', async (t) => {
+  const run = recorded('2026-11-25-warm-rerun');
+  const plain = markdown(run, 'baseline.svg');
+  t.notMatch(plain, /Embedded mode|embedded RSS/);
+  const md = markdown(withEmbedded(run, embeddedRun()), 'baseline.svg');
+  const embeddedRows = new Set(embeddedRun().targets.map((x) => `| ${x.target} |`));
+  const stripped = `${md.slice(0, md.indexOf('\n\n## Embedded mode'))}\n`
+    .split('\n')
+    .filter((l) => ![...embeddedRows].some((row) => l.startsWith(row)))
+    .join('\n')
+    .replace("\nThe `embedded` rows are from embedded mode's run after the stack's ([Embedded mode](#embedded-mode)).\n", '');
+  t.equal(stripped, plain, 'the section and its target rows are all the merge adds');
+});
+
+t.test('--render keeps the embedded section and restates the stack targets only', async (t) => {
+  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'render-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const run = recorded('2026-11-25-warm-rerun');
+  const embedded = embeddedRun();
+  // As recorded before the memory target's restatement: --render rewrites the stack's, not embedded mode's.
+  const stale = { target: "each service's RSS ≤ 150 MB at peak", measured: 'old', met: false };
+  writeFileSync(join(dir, 'baseline.json'), JSON.stringify({ ...withEmbedded(run, embedded), targets: [...run.targets, stale] }));
+  writeFileSync(join(dir, 'old.json'), JSON.stringify(run));
+  for (const f of ['baseline.json', 'old.json'])
+    execFileSync(process.execPath, [join(ROOT, 'bench/run.ts'), '--render', join(dir, f)], { cwd: ROOT, stdio: 'pipe' });
+  const r = readRunResult(join(dir, 'baseline.json'));
+  t.same(r.embedded, embedded, 'the embedded run kept as recorded');
+  t.notOk(
+    r.targets.some((x) => x.measured === 'old'),
+    "the stack's targets restated",
+  );
+  const md = readFileSync(join(dir, 'baseline.md'), 'utf8');
+  t.ok(md.includes(MEMORY_ROW));
+  t.match(md, /## Embedded mode/);
+  t.equal(readFileSync(join(dir, 'old.md'), 'utf8'), markdown(readRunResult(join(dir, 'old.json')), 'old.svg'));
+  t.notMatch(readFileSync(join(dir, 'old.md'), 'utf8'), /Embedded mode/, 'an older baseline renders without it');
 });
