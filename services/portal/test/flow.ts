@@ -334,6 +334,11 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     if (r.status !== 202) throw new Error(`publish: ${r.status}`);
   }
   await waitFor('25 deliveries', () => receiver.requests.length >= 25);
+  // Received is not yet stored: the pages below are read once every attempt is listed.
+  await waitFor('25 attempts stored', async () => {
+    const r = await admin('GET', `/api/v1/tenants/acme/destinations/${dest.id}/attempts?limit=100`);
+    return ((r.body as { models?: unknown[] }).models?.length ?? 0) >= 25;
+  });
   await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
   await page.getByRole('link', { name: 'Deliveries' }).click();
   await waitFor(
