@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type Config, loadConfig } from '../config/index.ts';
+import { createDb, type Knex } from '../db/index.ts';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -248,5 +249,111 @@ export function apiClient(baseUrl: string, token: string) {
     });
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  };
+}
+
+// Fault runs (test/faults): publishing through restarts, and what reached the end.
+
+/**
+ * Publishes `count` events with caller ids (so a publish that got no answer can be repeated without
+ * a second event), `concurrency` at a time, repeating each until it is answered 202. Calls `at(n)`
+ * after the n-th acceptance.
+ */
+export async function publishAll(
+  api: ReturnType<typeof apiClient>,
+  tenant: string,
+  prefix: string,
+  count: number,
+  concurrency: number,
+  at: (accepted: number) => Promise<void> | void,
+): Promise<{ accepted: Set<string>; refused: Record<string, number> }> {
+  const accepted = new Set<string>();
+  const refused: Record<string, number> = {};
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const id = `${prefix}-${next++}`;
+      for (;;) {
+        let status: number | string;
+        try {
+          status = (await api('POST', '/api/v1/publish', { tenant_id: tenant, id, topic: 'order.paid', data: { id } })).status;
+        } catch (err) {
+          status = (err as { cause?: { code?: string } }).cause?.code ?? 'network';
+        }
+        if (status === 202) break;
+        refused[status] = (refused[status] ?? 0) + 1;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      accepted.add(id);
+      await at(accepted.size);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { accepted, refused };
+}
+
+/** Waits until every accepted event has a final attempt; returns those still without one at the deadline. */
+export async function unfinished(db: Knex, tenant: string, accepted: Set<string>, timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let missing: string[] = [...accepted];
+  while (Date.now() < deadline) {
+    const rows = (await db('attempts').where({ tenant_id: tenant, final: true }).distinct('event_id')) as { event_id: string }[];
+    const done = new Set(rows.map((r) => r.event_id));
+    missing = [...accepted].filter((id) => !done.has(id));
+    if (!missing.length) return [];
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return missing;
+}
+
+export function duplicatesAt(rx: Receiver, path: string): { received: number; unique: number; duplicates: number } {
+  const ids = rx.requests.filter((r) => r.url === path).map((r) => String(r.headers['x-outpost-event-id']));
+  const unique = new Set(ids).size;
+  return { received: ids.length, unique, duplicates: ids.length - unique };
+}
+
+export interface FaultStack {
+  env: Record<string, string>;
+  db: Knex;
+  /** The running instance of each service; a test that restarts one puts the new one here. */
+  procs: Record<'gateway' | 'router' | 'sender' | 'attempts', ServiceProcess>;
+  api: ReturnType<typeof apiClient>;
+  rx: Receiver;
+  /** SIGKILL, resolved once the process is gone. */
+  kill(p: ServiceProcess): Promise<void>;
+}
+
+/**
+ * The four services as processes on a database of their own, 4 partitions and short retries, for a
+ * fault run: its processes live until `t` ends, so start it in the test that outlives the restarts.
+ */
+export async function startFaultStack(t: Teardown): Promise<FaultStack> {
+  const port = await freePort();
+  const env = testEnv({
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'order.paid',
+    KAFKA_PARTITIONS: '4',
+    RETRY_SCHEDULE: '1,1,1',
+    DELIVERY_TIMEOUT_SECONDS: '2',
+  });
+  const db = createDb({ url: env.DATABASE_URL as string, poolMax: 2 });
+  t.teardown(() => db.destroy());
+  const attempts = await startService(t, 'attempts', env);
+  const [router, sender, gateway] = await Promise.all([
+    startService(t, 'router', env),
+    startService(t, 'sender', env),
+    startService(t, 'gateway', env),
+  ]);
+  return {
+    env,
+    db,
+    procs: { gateway, router, sender, attempts } as FaultStack['procs'],
+    api: apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string),
+    rx: await startReceiver(t),
+    async kill(p) {
+      p.child.kill('SIGKILL');
+      if (p.child.exitCode === null && p.child.signalCode === null) await new Promise((r) => p.child.once('exit', r));
+    },
   };
 }
