@@ -10,6 +10,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { PubSub, v1 } from '@google-cloud/pubsub';
 import { credentials } from '@grpc/grpc-js';
 import { Kafka, logLevel } from 'kafkajs';
+// The test's own kafkajs consumer, with the fix the services apply (no millisecond polling).
+import '@switchyard/shared/kafka/kafkajs-idle-poll.ts';
 import t from 'tap';
 import { apiClient, createTestDatabase, freePort, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
 import { startPubSubPeer } from '@switchyard/shared/testing/peers/pubsub.ts';

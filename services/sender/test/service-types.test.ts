@@ -91,3 +91,17 @@ t.test('at start a sender loads none of the SDK-backed types', async (t) => {
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' });
   t.same(JSON.parse(out.trim().split('\n').pop() ?? '[]'), []);
 });
+
+t.test('the kafka type applies the kafkajs idle-poll fix itself (embedded mode never loads the Kafka bus)', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const probe = `
+    await import(${JSON.stringify(new URL('../src/kafka/sender.ts', import.meta.url).href)});
+    const { createRequire } = await import('node:module');
+    const RequestQueue = createRequire(import.meta.url)('kafkajs/src/network/requestQueue/index.js');
+    console.log(String(RequestQueue.prototype[Symbol.for('switchyard.kafkajs.idlePollFixed')] === true));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+    encoding: 'utf8',
+    cwd: new URL('..', import.meta.url),
+  });
+  t.equal(out.trim().split('\n').pop(), 'true');
+});
