@@ -14,7 +14,7 @@ import {
   type ProduceRequest,
   produceRequest,
 } from '../src/kafka/kafkajs-produce.ts';
-import { uniqueName } from '../src/testing/index.ts';
+import { createTopicReady, uniqueName } from '../src/testing/index.ts';
 
 const require = createRequire(import.meta.url);
 const Long = require('kafkajs/src/utils/long.js') as { fromInt(v: number): unknown };
@@ -173,7 +173,7 @@ t.test('records written this way are read back intact from the broker', async (t
   await admin.connect();
   t.teardown(() => admin.disconnect());
   const topic = uniqueName('produce');
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+  await createTopicReady(admin, topic, 3);
   t.teardown(() => admin.deleteTopics({ topics: [topic] }).catch(() => {}));
 
   const sent = Array.from({ length: 500 }, (_, i) => ({

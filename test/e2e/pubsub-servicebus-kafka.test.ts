@@ -13,7 +13,15 @@ import { Kafka, logLevel } from 'kafkajs';
 // The test's own kafkajs consumer, with the fix the services apply (no millisecond polling).
 import '@switchyard/shared/kafka/kafkajs-idle-poll.ts';
 import t from 'tap';
-import { apiClient, createTestDatabase, freePort, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import {
+  apiClient,
+  createTestDatabase,
+  createTopicReady,
+  freePort,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
 import { startPubSubPeer } from '@switchyard/shared/testing/peers/pubsub.ts';
 import { startServiceBusPeer } from '@switchyard/shared/testing/peers/servicebus.ts';
 
@@ -49,7 +57,7 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
   await kAdmin.connect();
   t.teardown(() => kAdmin.disconnect());
   const kTopic = `dest-orders-${Date.now().toString(36)}`;
-  await kAdmin.createTopics({ topics: [{ topic: kTopic, numPartitions: 1 }], waitForLeaders: true });
+  await createTopicReady(kAdmin, kTopic, 1);
 
   // Every type's sender running (the default SENDER_TYPES); in embedded mode, one process.
   const port = await freePort();

@@ -357,3 +357,26 @@ export async function startFaultStack(t: Teardown): Promise<FaultStack> {
     },
   };
 }
+
+/** What createTopicReady needs of a kafkajs admin client. */
+interface TopicAdmin {
+  createTopics(o: { topics: Array<{ topic: string; numPartitions: number }> }): Promise<boolean>;
+  fetchTopicMetadata(o: { topics: string[] }): Promise<{ topics: Array<{ partitions: Array<{ leader: number }> }> }>;
+}
+
+/**
+ * Creates a topic and waits until each partition has a leader. kafkajs's own `waitForLeaders` polls
+ * the metadata but gives up on UNKNOWN_TOPIC_OR_PARTITION, which a busy broker answers for a topic
+ * it has just created; here every error is tried again until the deadline.
+ */
+export async function createTopicReady(admin: TopicAdmin, topic: string, numPartitions: number, timeoutMs = 30_000): Promise<void> {
+  await waitFor(`topic ${topic} created`, () => admin.createTopics({ topics: [{ topic, numPartitions }] }).then(() => true), timeoutMs);
+  await waitFor(
+    `leaders of ${topic}`,
+    async () => {
+      const partitions = (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? [];
+      return partitions.length === numPartitions && partitions.every((p) => p.leader >= 0);
+    },
+    timeoutMs,
+  );
+}

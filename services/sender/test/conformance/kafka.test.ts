@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { createTopicReady } from '@switchyard/shared/testing/index.ts';
 import { Kafka, logLevel } from 'kafkajs';
 import { parseAllowList } from '../../src/egress.ts';
 import { createKafkaSender } from '../../src/kafka/sender.ts';
@@ -62,7 +63,7 @@ conformance({
 
     const destination = async (): Promise<Target> => {
       const topic = `conf-kafka-${run}-${++n}`;
-      await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+      await createTopicReady(admin, topic, 1);
       return {
         id: `des_kafka_${n}`,
         tenant_id: 'acme',
