@@ -17,14 +17,19 @@ export type NetworkErrorReason =
 interface ErrorLike {
   code?: unknown;
   name?: unknown;
+  type?: unknown;
   message?: unknown;
   syscall?: unknown;
   cause?: unknown;
   errors?: unknown;
+  originalError?: unknown;
 }
 
-/** The error and everything it wraps (`cause`, AggregateError `errors`), outermost first. */
-function errorChain(err: unknown): ErrorLike[] {
+/**
+ * The error and everything it wraps (`cause`, AggregateError `errors`, kafkajs's `originalError` of
+ * its retry and non-retriable wrappers), outermost first.
+ */
+export function errorChain(err: unknown): ErrorLike[] {
   const out: ErrorLike[] = [];
   const seen = new Set<unknown>();
   const queue: unknown[] = [err];
@@ -35,6 +40,7 @@ function errorChain(err: unknown): ErrorLike[] {
     const el = e as ErrorLike;
     out.push(el);
     if (el.cause !== undefined) queue.push(el.cause);
+    if (el.originalError !== undefined) queue.push(el.originalError);
     if (Array.isArray(el.errors)) queue.push(...el.errors);
   }
   return out;

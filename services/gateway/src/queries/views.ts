@@ -57,19 +57,11 @@ export interface AttemptView {
 }
 
 /**
- * An event as the API shows it. Optional fields the contract types as strings are left out when
- * absent, never null: clients that validate responses refuse null there.
+ * An event as the API shows it: the embedded event's fields, plus its delivery outcome. Optional
+ * fields the contract types as strings are left out when absent, never null: clients that validate
+ * responses refuse null there.
  */
-export interface EventView {
-  id: string;
-  tenant_id: string;
-  /** The destination the event was published to (publish with destination_id), or in scope. */
-  destination_id?: string;
-  topic: string;
-  time: string;
-  eligible_for_retry: boolean;
-  metadata: Record<string, unknown>;
-  data?: unknown;
+export interface EventView extends EmbeddedEvent {
   /** When a delivery (to the destinations in scope) succeeded; absent while none has. */
   successful_at?: string;
   /** The delivery's status, when the listing is scoped to one destination. */
@@ -159,15 +151,9 @@ export interface EmbeddedEvent {
 export function eventView(r: EventRow, states: DeliveryState[], withData: boolean, scopedDestination?: string): EventView {
   let successful: Date | null = null;
   for (const s of states) if (s.successful_at && (!successful || s.successful_at < successful)) successful = s.successful_at;
-  const destinationId = scopedDestination ?? r.destination_id;
+  // A listing scoped to one destination shows that one (published to it or fanned out to it).
   const v: EventView = {
-    id: r.id,
-    tenant_id: r.tenant_id,
-    ...(destinationId === null ? {} : { destination_id: destinationId }),
-    topic: r.topic,
-    time: r.time.toISOString(),
-    eligible_for_retry: r.eligible_for_retry,
-    metadata: r.metadata ?? {},
+    ...embedded({ ...r, destination_id: scopedDestination ?? r.destination_id }, false),
     ...(successful ? { successful_at: successful.toISOString() } : {}),
   };
   if (withData) v.data = r.data ?? null;

@@ -17,7 +17,7 @@ import { Kafka, type Producer, logLevel } from 'kafkajs';
 // too, but embedded mode never loads that, and this module is loaded on the first kafka delivery.
 import '@switchyard/shared/kafka/kafkajs-idle-poll.ts';
 import { type AllowList, createEgressLookup, literalBlocked } from '../egress.ts';
-import { classifyNetworkError } from '../network-errors.ts';
+import { classifyNetworkError, errorChain } from '../network-errors.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 
@@ -51,31 +51,17 @@ const PROTOCOL_REASONS: Record<string, FailureReason> = {
   REQUEST_TIMED_OUT: 'timeout',
 };
 
-interface KafkaErrorLike {
-  name?: string;
-  type?: string;
-  message?: string;
-  code?: string;
-  cause?: unknown;
-  originalError?: unknown;
-}
-
-/** A kafkajs error and what it wraps (NumberOfRetriesExceeded and NonRetriable carry the real one). */
-function chainOf(err: unknown): KafkaErrorLike[] {
-  const out: KafkaErrorLike[] = [];
-  let e: unknown = err;
-  while (e && typeof e === 'object' && out.length < 8 && !out.includes(e as KafkaErrorLike)) {
-    out.push(e as KafkaErrorLike);
-    const k = e as KafkaErrorLike;
-    e = k.cause ?? k.originalError;
-  }
-  return out;
-}
-
 export function kafkaFailure(err: unknown, signal: AbortSignal): Outcome {
   if (signal.aborted) return failed('timeout', 'no answer from the brokers within the delivery timeout');
-  const chain = chainOf(err);
-  const line = (e: KafkaErrorLike | undefined) => (e?.message ?? String(err)).split('\n')[0] ?? '';
+  // kafkajs's fields as text (where they are text), beside the error itself.
+  const chain = errorChain(err).map((raw) => ({
+    raw,
+    code: raw.code,
+    name: text(raw.name),
+    type: text(raw.type),
+    message: text(raw.message),
+  }));
+  const line = (e: { message?: string } | undefined) => (e?.message ?? String(err)).split('\n')[0] ?? '';
   for (const e of chain) {
     if (e.name === 'KafkaJSSASLAuthenticationError') return failed('unauthorized', line(e));
     if (e.type && PROTOCOL_REASONS[e.type]) return failed(PROTOCOL_REASONS[e.type] as FailureReason, line(e), { kafka_error: e.type });
@@ -83,7 +69,7 @@ export function kafkaFailure(err: unknown, signal: AbortSignal): Outcome {
   }
   for (const e of chain) {
     if (e.name === 'KafkaJSConnectionError' || e.name === 'KafkaJSConnectionClosedError' || e.code) {
-      const { reason, message } = classifyNetworkError(e);
+      const { reason, message } = classifyNetworkError(e.raw);
       if (reason !== 'network_error') return failed(reason, message);
       if (/timeout/i.test(e.message ?? '')) return failed('timeout', line(e));
       return failed(reason, message);
@@ -93,6 +79,8 @@ export function kafkaFailure(err: unknown, signal: AbortSignal): Outcome {
   const typed = chain.find((e) => e.type);
   return failed('peer_error', line(typed ?? chain[0]), typed?.type ? { kafka_error: typed.type } : {});
 }
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** The record key: the template's value for `{data, metadata}` (text as is, else JSON), or the event id. */
 export function keyOf(
