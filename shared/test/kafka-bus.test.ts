@@ -1,6 +1,9 @@
 // The Kafka bus's delayed consumer (the retry tiers) against the real broker: records wait their
 // delay, are released once each, commits survive a restart, and a failing handler loses nothing.
-import kafkajs from 'kafkajs';
+// Also the faults kafkajs handles badly on its own: a send after a failed one whose records the
+// broker kept, and a consumer kafkajs stops for good.
+import { connect } from 'node:net';
+import kafkajs, { type ISocketFactory } from 'kafkajs';
 import { pino } from 'pino';
 import t from 'tap';
 import type { Bus, InRecord } from '../src/bus.ts';
@@ -9,12 +12,13 @@ import {
   DEFAULT_MAX_MESSAGE_BYTES,
   DELAYED_FETCH_LIMITS,
   DELAYED_FETCH_MAX_WAIT_MS,
+  runKept,
   splitBySize,
 } from '../src/kafka/index.ts';
 import { partitionOfKey } from '../src/kafka/partitioner.ts';
 import type { TopicDef } from '../src/kafka/topics.ts';
 import { createLogger } from '../src/log.ts';
-import { uniqueName, waitFor } from '../src/testing/index.ts';
+import { createTopicReady, uniqueName, waitFor } from '../src/testing/index.ts';
 
 const log = createLogger('test', 'silent');
 const DELAY_MS = 1000;
@@ -469,4 +473,95 @@ t.test('services creating the same topics at once all start, and the topics get 
       await admin.disconnect();
     }
   }
+});
+
+t.test('a send after a failed one is written, though the broker kept the failed one', async (t) => {
+  // The fault: a connection breaks after a produce request reached the broker, before its answer,
+  // and new connections are refused until kafkajs gives up on that send (here after two retries).
+  // kafkajs then hands the failed batch's sequence numbers to the next batch, which the broker took
+  // for a repeat of the kept one and dropped, answering success (a publish answered 202, lost).
+  let fault: 'none' | 'cut the next produce' | 'refuse' = 'none';
+  const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
+    const socket = connect({ host, port }, onConnect);
+    if (fault === 'refuse') {
+      setImmediate(() => socket.destroy(new Error('refused by the test')));
+      return socket;
+    }
+    const write = socket.write.bind(socket) as (chunk: Buffer, encoding: BufferEncoding) => boolean;
+    socket.write = ((chunk: Buffer, encoding: BufferEncoding) => {
+      const written = write(chunk, encoding);
+      // A request is its size, then its API key (0: Produce).
+      if (fault === 'cut the next produce' && Buffer.isBuffer(chunk) && chunk.readInt16BE(4) === 0) {
+        fault = 'refuse';
+        socket.pause(); // the answer is never read; the broker has the batch by the cut
+        setTimeout(() => socket.destroy(new Error('cut by the test')), 500);
+      }
+      return written;
+    }) as typeof socket.write;
+    return socket;
+  };
+  const topic: TopicDef = { name: 'kept', key: 'k', description: 'one partition' };
+  const bus = createKafkaBus({
+    brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
+    clientId: 'kafka-bus-test',
+    topicPrefix: `${uniqueName('kb-kept')}.`,
+    partitions: 1,
+    replicationFactor: 1,
+    log,
+    kafkajs: { socketFactory, retry: { retries: 2, initialRetryTime: 50, maxRetryTime: 200 } },
+  });
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([topic]);
+  const producer = await bus.producer();
+  await producer.send(topic, [{ key: 'k', value: 'before' }]);
+  fault = 'cut the next produce';
+  await t.rejects(producer.send(topic, [{ key: 'k', value: 'kept, its answer lost' }]), 'the send whose answer was lost failed');
+  fault = 'none';
+  await producer.send(topic, [{ key: 'k', value: 'after' }]);
+
+  const got: string[] = [];
+  await bus.consume<string>({ groupId: 'reader', topics: [topic], handle: async (r) => void got.push(r.value as string) });
+  await waitFor('the record sent after the failure', () => got.includes('after'), 15_000).catch(() => undefined);
+  t.same(got, ['before', 'kept, its answer lost', 'after'], 'every record is in the topic, the one after the failure too');
+});
+
+t.test('a consumer that kafkajs stopped for good is started again, and skips nothing', async (t) => {
+  const kafka = new kafkajs.Kafka({ brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'], logLevel: kafkajs.logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  const topic = uniqueName('kb-restart');
+  await createTopicReady(admin, topic, 1);
+  const producer = kafka.producer();
+  await producer.connect();
+  t.teardown(() => producer.disconnect());
+  const consumer = kafka.consumer({ groupId: uniqueName('kb-restart') });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const restarts: boolean[] = [];
+  consumer.on(consumer.events.CRASH, ({ payload }) => void restarts.push(payload.restart));
+  const got: string[] = [];
+  let failed = false;
+  const stop = await runKept(
+    consumer,
+    {
+      eachMessage: async ({ message }) => {
+        // An error kafkajs does not retry, as its "Failed to find group coordinator" is.
+        if (!failed) {
+          failed = true;
+          throw new kafkajs.KafkaJSNonRetriableError('stopped by the test');
+        }
+        got.push(String(message.value));
+      },
+    },
+    log,
+  );
+  t.teardown(async () => {
+    stop();
+    await consumer.disconnect();
+  });
+  await producer.send({ topic, messages: [{ value: 'a' }, { value: 'b' }] });
+  await waitFor('both records, after the restart', () => got.length >= 2, 20_000).catch(() => undefined);
+  t.same(restarts, [false], 'kafkajs stopped the consumer and would not restart it');
+  t.same(got, ['a', 'b'], 'the restarted consumer read from the failed record on');
 });

@@ -39,8 +39,8 @@ t.test('Kafka broker restart during a run', async (t) => {
     KAFKA_PARTITIONS: '2',
     RETRY_SCHEDULE: '1,1,1',
   });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const services = [await startService(t, 'attempts', env)];
+  services.push(...(await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)])));
   const call = (method: string, path: string, body?: unknown) =>
     fetch(`http://127.0.0.1:${port}${path}`, {
       method,
@@ -105,6 +105,15 @@ t.test('Kafka broker restart during a run', async (t) => {
     `Kafka restart: ${accepted.size} accepted; answers ${JSON.stringify(answers)}, ${refusedWhileDown} refused (503) while down; ` +
       `accepted without a final attempt ${missing.length}; received ${ids.length}, duplicates ${ids.length - new Set(ids).size}`,
   );
+  // On a loss, what the services logged of the lost events, and their errors other than the broker
+  // being away: CI keeps no service logs.
+  if (missing.length) {
+    const told = (line: string) =>
+      missing.slice(0, 3).some((id) => line.includes(`"${id}"`)) ||
+      (/"level":"(error|fatal)"/.test(line) && !/ECONNREFUSED|No broker available|coordinator is loading/.test(line));
+    for (const s of services)
+      for (const line of s.output().split('\n').filter(told).slice(0, 20)) t.comment(`${s.name}: ${line.slice(0, 600)}`);
+  }
   t.ok(refusedWhileDown > 0, 'publishes were answered 503 while the broker was down');
   t.equal(retryAfterMissing, 0, 'every 5xx carried Retry-After');
   t.same(missing, [], 'every event answered 202 was stored and reached a final attempt');

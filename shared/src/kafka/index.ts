@@ -4,7 +4,7 @@
 // adapter of the Bus port (../bus.ts), which the embedded log (../embedded/bus.ts) implements too, so
 // service code is the same in both modes.
 import { randomUUID } from 'node:crypto';
-import kafkajs, { type Admin, type Consumer, type Producer } from 'kafkajs';
+import kafkajs, { type Admin, type Consumer, type ConsumerRunConfig, type KafkaConfig, type Producer } from 'kafkajs';
 import './kafkajs-crc32c.ts';
 import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
@@ -49,6 +49,8 @@ export interface KafkaBusOptions {
    */
   maxMessageBytes?: number;
   log: Logger;
+  /** kafkajs client settings over ours; tests break connections with a `socketFactory` and shorten `retry`. */
+  kafkajs?: Partial<KafkaConfig>;
 }
 
 function kafkaLogCreator(log: Logger) {
@@ -100,6 +102,54 @@ function firstJoin(consumer: Consumer, log: Logger): Promise<void> {
     });
   });
 }
+
+/**
+ * Runs a kafkajs consumer, and runs it again whenever kafkajs gives up on it. kafkajs restarts a
+ * crashed consumer only after an error it counts as retriable, and some errors that pass once the
+ * broker is back are not: with the broker restarting, `KafkaJSGroupCoordinatorNotFound` ("Failed to
+ * find group coordinator") stopped the attempts consumer of one run and the retry scheduler of
+ * another for good, while their processes looked healthy (test/faults/kafka.test.ts). So a crash
+ * kafkajs will not restart is restarted here, after 1 s, doubling to 30 s while starting fails;
+ * offsets trail the work, so the restarted consumer resumes where its group committed, as after a
+ * rebalance. Returns a function that stops the restarts (called before the consumer is closed).
+ */
+export async function runKept(consumer: Consumer, config: ConsumerRunConfig, log: Logger): Promise<() => void> {
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let delay = RESTART_MIN_MS;
+  const again = async () => {
+    timer = null;
+    if (stopped) return;
+    try {
+      await consumer.connect();
+      await consumer.run(config);
+    } catch (err) {
+      // Refused before kafkajs took it over (no CRASH follows): try again later.
+      log.warn({ err, retry_in_ms: delay }, 'restarting the consumer failed; will retry');
+      schedule();
+    }
+  };
+  const schedule = () => {
+    if (stopped || timer) return;
+    timer = setTimeout(() => void again(), delay);
+    delay = Math.min(delay * 2, RESTART_MAX_MS);
+  };
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (payload.restart || stopped) return;
+    log.error({ err: payload.error, retry_in_ms: delay }, 'kafkajs stopped the consumer; starting it again');
+    schedule();
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    delay = RESTART_MIN_MS;
+  });
+  await consumer.run(config);
+  return () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+}
+const RESTART_MIN_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
 
 /** Kafka's record batch limit for the topics we create (its own default, 1 MiB, is below our largest records). */
 export const DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -158,6 +208,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(opts.log),
     retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    ...opts.kafkajs,
   });
   const name = (t: TopicDef) => topicName(opts.topicPrefix, t);
   const maxMessageBytes = opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
@@ -250,39 +301,74 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     },
 
     async producer() {
-      const producer: Producer = kafka.producer({
-        idempotent: true,
-        maxInFlightRequests: 5,
-        allowAutoTopicCreation: false,
-        createPartitioner,
-      });
-      await producer.connect();
+      // kafkajs's idempotent producer numbers each partition's record batches, and when a request
+      // fails it gives the batch's sequence numbers back, for the next request to use. If the broker
+      // had in fact written the failed batch (the connection broke before its answer came), the next
+      // batch of as many records looks to the broker like a repeat of it: the broker answers with
+      // the written batch's offsets and drops the new records, and the send succeeds. With a broker
+      // restart that was a publish answered 202 and never delivered (test/faults/kafka.test.ts).
+      // So a failed send retires its producer, and the next send starts a new one (a new producer
+      // id, numbered from 0); and sends go one at a time, so no send takes the numbers of another's
+      // failed request before kafkajs retries it. kafkajs sends an idempotent producer's requests to a
+      // broker one at a time anyway, and the services batch their writes (one request in flight, the
+      // next one filling), so this costs no round trips.
+      const open = async (): Promise<Producer> => {
+        const p = kafka.producer({ idempotent: true, maxInFlightRequests: 5, allowAutoTopicCreation: false, createPartitioner });
+        await p.connect().catch(async (err: unknown) => {
+          await p.disconnect().catch(() => undefined);
+          throw err;
+        });
+        return p;
+      };
+      let current: Producer | null = await open();
+      let closed = false;
+      let queue: Promise<unknown> = Promise.resolve();
+      const oneAtATime = <T>(fn: () => Promise<T>): Promise<T> => {
+        const run = queue.then(fn, fn);
+        queue = run.catch(() => undefined);
+        return run;
+      };
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
-        async sendMany(batches) {
-          // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
-          // request's bytes at a time. A Buffer is sent as is (dead letters keep the original bytes),
-          // JsonText as written, anything else as JSON.
-          const messages = function* () {
-            for (const b of batches) {
-              for (const r of b.records) {
-                const value = Buffer.isBuffer(r.value) ? r.value : jsonOf(r.value);
-                yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
+        sendMany: (batches) =>
+          oneAtATime(async () => {
+            if (closed) throw new Error('the producer is closed');
+            current ??= await open();
+            const producer = current;
+            // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
+            // request's bytes at a time. A Buffer is sent as is (dead letters keep the original
+            // bytes), JsonText as written, anything else as JSON.
+            const messages = function* () {
+              for (const b of batches) {
+                for (const r of b.records) {
+                  const value = Buffer.isBuffer(r.value) ? r.value : jsonOf(r.value);
+                  yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
+                }
               }
+            };
+            try {
+              // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all
+              // of a request's records for one partition as one batch: requests stay under the limit
+              // in all, in order (a record over it on its own goes alone, and the broker says why).
+              for (const request of splitBySize(messages(), maxMessageBytes * 0.9)) {
+                const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
+                  topic,
+                  messages: list.map((m) => m.message),
+                }));
+                await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+              }
+            } catch (err) {
+              current = null;
+              producer.disconnect().catch(() => undefined);
+              throw err;
             }
-          };
-          // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all of
-          // a request's records for one partition as one batch: requests stay under the limit in all,
-          // in order (a record over it on its own goes alone, and the broker says why).
-          for (const request of splitBySize(messages(), maxMessageBytes * 0.9)) {
-            const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
-              topic,
-              messages: list.map((m) => m.message),
-            }));
-            await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
-          }
-        },
-        close: () => producer.disconnect(),
+          }),
+        close: () =>
+          oneAtATime(async () => {
+            closed = true;
+            await current?.disconnect();
+            current = null;
+          }),
       };
       producers.push(handle);
       return handle;
@@ -368,53 +454,57 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         const fromBeginning = o.broadcast ? false : (o.fromBeginning ?? true);
         await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning }));
       }
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        // A partition waiting for free slots must not hold up the others.
-        partitionsConsumedConcurrently: 16,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-          const st = stateOf(batch.topic, batch.partition);
-          if (handleBatch) {
-            // Committed by the timer like single records (one commit request per interval, not per batch).
-            const records = batch.messages
-              .filter((m) => !st.tracker.seen(m.offset))
-              .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
-            if (!records.length || closing) return;
-            // Marked done only once written: a failed batch is fetched again and not skipped as seen.
-            const task = handleBatch(records)
-              .then(() => {
-                for (const r of records) {
-                  st.tracker.start(r.offset);
-                  st.tracker.finish(r.offset);
-                }
-              })
-              .finally(() => inflight.delete(task));
-            inflight.add(task);
-            await task;
-            resolveOffset((records.at(-1) as InRecord<T>).offset);
-            return;
-          }
-          for (const m of batch.messages) {
-            if (closing || !isRunning() || isStale()) break;
-            if (st.tracker.seen(m.offset)) {
+      const stopRestarts = await runKept(
+        consumer,
+        {
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          // A partition waiting for free slots must not hold up the others.
+          partitionsConsumedConcurrently: 16,
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const st = stateOf(batch.topic, batch.partition);
+            if (handleBatch) {
+              // Committed by the timer like single records (one commit request per interval, not per batch).
+              const records = batch.messages
+                .filter((m) => !st.tracker.seen(m.offset))
+                .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+              if (!records.length || closing) return;
+              // Marked done only once written: a failed batch is fetched again and not skipped as seen.
+              const task = handleBatch(records)
+                .then(() => {
+                  for (const r of records) {
+                    st.tracker.start(r.offset);
+                    st.tracker.finish(r.offset);
+                  }
+                })
+                .finally(() => inflight.delete(task));
+              inflight.add(task);
+              await task;
+              resolveOffset((records.at(-1) as InRecord<T>).offset);
+              return;
+            }
+            for (const m of batch.messages) {
+              if (closing || !isRunning() || isStale()) break;
+              if (st.tracker.seen(m.offset)) {
+                resolveOffset(m.offset);
+                continue;
+              }
+              while (!dispatch.hasRoom(st) && !closing) {
+                await new Promise<void>((r) => {
+                  void dispatch.roomFreed(st).then(r);
+                  setTimeout(r, 1000);
+                });
+                await heartbeat();
+              }
+              if (closing) break;
               resolveOffset(m.offset);
-              continue;
+              await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
             }
-            while (!dispatch.hasRoom(st) && !closing) {
-              await new Promise<void>((r) => {
-                void dispatch.roomFreed(st).then(r);
-                setTimeout(r, 1000);
-              });
-              await heartbeat();
-            }
-            if (closing) break;
-            resolveOffset(m.offset);
-            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
-          }
-          await heartbeat();
+            await heartbeat();
+          },
         },
-      });
+        log,
+      );
 
       // Ready (and the service says "consuming") once the group gave this instance its partitions.
       await joined;
@@ -423,6 +513,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         async close() {
           if (closing) return;
           closing = true;
+          stopRestarts();
           consumer.pause(o.topics.map((t) => ({ topic: name(t) })));
           await Promise.allSettled([...inflight]);
           clearInterval(timer);
@@ -453,59 +544,65 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         ...DELAYED_FETCH_LIMITS,
         maxWaitTimeInMs: DELAYED_FETCH_MAX_WAIT_MS,
       });
-      const joined = firstJoin(consumer, opts.log.child({ group: o.groupId }));
+      const groupLog = opts.log.child({ group: o.groupId });
+      const joined = firstJoin(consumer, groupLog);
       const delayOf = new Map(o.topics.map((t) => [name(t), o.delayMs(t)]));
       const timers = new Set<NodeJS.Timeout>();
       let closing = false;
       await consumer.connect();
       for (const t of o.topics)
         await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning: true }));
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: 16,
-        eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
-          const delay = delayOf.get(batch.topic) ?? 0;
-          const now = Date.now();
-          const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
-          const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
-          // Due records are released together, a slice at a time, with one commit per slice. A
-          // failure is thrown after committing up to it: kafkajs fetches the batch again from there.
-          for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
-            if (closing || !isRunning() || isStale()) return;
-            await releaseSlice(
-              due.slice(i, i + DELAYED_RELEASE_SLICE),
-              (m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m)),
-              async (last) => {
-                resolveOffset(last.offset);
-                await consumer.commitOffsets([
-                  { topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) },
-                ]);
-              },
-            );
-            await heartbeat();
-          }
-          const next = firstLater < 0 ? undefined : batch.messages[firstLater];
-          if (next && !closing && isRunning() && !isStale()) {
-            // Not due: stop here, come back to this very record when it is. The fetched batch is
-            // dropped meanwhile (fetched again on resume), so a long tier holds no records in memory.
-            const resume = pause();
-            consumer.seek({ topic: batch.topic, partition: batch.partition, offset: next.offset });
-            const timer = setTimeout(
-              () => {
-                timers.delete(timer);
-                if (!closing) resume();
-              },
-              Number(next.timestamp) + delay + releaseSlackMs(delay) - Date.now(),
-            );
-            timers.add(timer);
-          }
+      const stopRestarts = await runKept(
+        consumer,
+        {
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: 16,
+          eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
+            const delay = delayOf.get(batch.topic) ?? 0;
+            const now = Date.now();
+            const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
+            const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
+            // Due records are released together, a slice at a time, with one commit per slice. A
+            // failure is thrown after committing up to it: kafkajs fetches the batch again from there.
+            for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
+              if (closing || !isRunning() || isStale()) return;
+              await releaseSlice(
+                due.slice(i, i + DELAYED_RELEASE_SLICE),
+                (m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m)),
+                async (last) => {
+                  resolveOffset(last.offset);
+                  await consumer.commitOffsets([
+                    { topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) },
+                  ]);
+                },
+              );
+              await heartbeat();
+            }
+            const next = firstLater < 0 ? undefined : batch.messages[firstLater];
+            if (next && !closing && isRunning() && !isStale()) {
+              // Not due: stop here, come back to this very record when it is. The fetched batch is
+              // dropped meanwhile (fetched again on resume), so a long tier holds no records in memory.
+              const resume = pause();
+              consumer.seek({ topic: batch.topic, partition: batch.partition, offset: next.offset });
+              const timer = setTimeout(
+                () => {
+                  timers.delete(timer);
+                  if (!closing) resume();
+                },
+                Number(next.timestamp) + delay + releaseSlackMs(delay) - Date.now(),
+              );
+              timers.add(timer);
+            }
+          },
         },
-      });
+        groupLog,
+      );
       await joined;
       const handle: BusConsumer = {
         async close() {
           closing = true;
+          stopRestarts();
           for (const t of timers) clearTimeout(t);
           await consumer.disconnect();
           stopAdapting();
