@@ -308,7 +308,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       // the written batch's offsets and drops the new records, and the send succeeds. With a broker
       // restart that was a publish answered 202 and never delivered (test/faults/kafka.test.ts).
       // So a failed send retires its producer, and the next send starts a new one (a new producer
-      // id, numbered from 0); and sends go one at a time, so no send takes the numbers of another's
+      // id, numbered from 0); and requests go one at a time, so none takes the numbers of another's
       // failed request before kafkajs retries it. kafkajs sends an idempotent producer's requests to a
       // broker one at a time anyway, and the services batch their writes (one request in flight, the
       // next one filling), so this costs no round trips.
@@ -330,39 +330,41 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       };
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
-        sendMany: (batches) =>
-          oneAtATime(async () => {
-            if (closed) throw new Error('the producer is closed');
-            current ??= await open();
-            const producer = current;
-            // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
-            // request's bytes at a time. A Buffer is sent as is (dead letters keep the original
-            // bytes), JsonText as written, anything else as JSON.
-            const messages = function* () {
-              for (const b of batches) {
-                for (const r of b.records) {
-                  const value = Buffer.isBuffer(r.value) ? r.value : jsonOf(r.value);
-                  yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
-                }
+        async sendMany(batches) {
+          // Serialised as the requests fill, so a large write (a fan-out of big events) holds one
+          // request's bytes at a time. A Buffer is sent as is (dead letters keep the original bytes),
+          // JsonText as written, anything else as JSON.
+          const messages = function* () {
+            for (const b of batches) {
+              for (const r of b.records) {
+                const value = Buffer.isBuffer(r.value) ? r.value : jsonOf(r.value);
+                yield { topic: name(b.topic), message: { key: r.key, value, headers: r.headers ?? {} } };
               }
-            };
-            try {
-              // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all
-              // of a request's records for one partition as one batch: requests stay under the limit
-              // in all, in order (a record over it on its own goes alone, and the broker says why).
-              for (const request of splitBySize(messages(), maxMessageBytes * 0.9)) {
-                const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
-                  topic,
-                  messages: list.map((m) => m.message),
-                }));
-                await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
-              }
-            } catch (err) {
-              current = null;
-              producer.disconnect().catch(() => undefined);
-              throw err;
             }
-          }),
+          };
+          // Kafka refuses a partition's record batch over max.message.bytes, and kafkajs writes all of
+          // a request's records for one partition as one batch: requests stay under the limit in all,
+          // in order (a record over it on its own goes alone, and the broker says why).
+          for (const request of splitBySize(messages(), maxMessageBytes * 0.9)) {
+            const topicMessages = [...Map.groupBy(request, (m) => m.topic)].map(([topic, list]) => ({
+              topic,
+              messages: list.map((m) => m.message),
+            }));
+            // Only the request waits its turn: other sends serialise their records meanwhile.
+            await oneAtATime(async () => {
+              if (closed) throw new Error('the producer is closed');
+              current ??= await open();
+              const producer = current;
+              try {
+                await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+              } catch (err) {
+                current = null;
+                producer.disconnect().catch(() => undefined);
+                throw err;
+              }
+            });
+          }
+        },
         close: () =>
           oneAtATime(async () => {
             closed = true;
