@@ -360,6 +360,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
               } catch (err) {
                 current = null;
                 producer.disconnect().catch(() => undefined);
+                opts.log.warn({ err }, 'a Kafka write failed; the next one starts a new producer');
                 throw err;
               }
             });
