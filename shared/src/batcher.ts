@@ -40,3 +40,17 @@ export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatc
       else start();
     });
 }
+
+/**
+ * Runs the functions handed to it one after another, in the order given, each once the one before
+ * it has settled; a failure fails only its own call. For writes that must not overlap (a file's
+ * appends, a Kafka producer's requests).
+ */
+export function createSerial(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}

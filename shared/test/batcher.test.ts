@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createBatcher } from '../src/batcher.ts';
+import { createBatcher, createSerial } from '../src/batcher.ts';
 
 t.test('a lone call flushes at once; concurrent calls share a flush', async (t) => {
   const flushes: number[][] = [];
@@ -71,4 +71,23 @@ t.test('a full batch, and calls made during a flush, do not wait for the linger'
     [1, 2, 3],
     [4, 5],
   ]);
+});
+
+t.test('a serial runs its calls one at a time, in order; a failure fails only its own call', async (t) => {
+  const serial = createSerial();
+  const log: string[] = [];
+  const step = (name: string, ms: number, fail = false) =>
+    serial(async () => {
+      log.push(`${name} start`);
+      await new Promise((r) => setTimeout(r, ms));
+      log.push(`${name} end`);
+      if (fail) throw new Error(name);
+      return name;
+    });
+  const outcomes = await Promise.allSettled([step('a', 30), step('b', 10, true), step('c', 0)]);
+  t.same(log, ['a start', 'a end', 'b start', 'b end', 'c start', 'c end'], 'no call started before the one ahead settled');
+  t.same(
+    outcomes.map((o) => (o.status === 'fulfilled' ? o.value : `failed: ${(o.reason as Error).message}`)),
+    ['a', 'failed: b', 'c'],
+  );
 });

@@ -8,7 +8,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
-import { createTestDatabase, freePort, ROOT, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import {
+  createTestDatabase,
+  duplicatesAt,
+  freePort,
+  ROOT,
+  startReceiver,
+  startService,
+  testEnv,
+  unfinished,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
 
 t.test('Kafka broker restart during a run', async (t) => {
   const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
@@ -90,20 +100,12 @@ t.test('Kafka broker restart during a run', async (t) => {
 
   const db = createDb({ url: env.DATABASE_URL as string, poolMax: 2 });
   t.teardown(() => db.destroy());
-  const finals = async () => {
-    const rows = (await db('attempts').where({ tenant_id: 'kafka', final: true }).distinct('event_id')) as { event_id: string }[];
-    const done = new Set(rows.map((r) => r.event_id));
-    return [...accepted].filter((id) => !done.has(id));
-  };
-  const missing = await waitFor(
-    'a final attempt for every accepted event',
-    async () => ((await finals()).length ? undefined : []),
-    90_000,
-  ).catch(finals);
+  const missing = await unfinished(db, 'kafka', accepted, 90_000);
   const ids = rx.requests.map((r) => String(r.headers['x-outpost-event-id']));
+  const { received, duplicates } = duplicatesAt(rx, '/kafka');
   t.comment(
     `Kafka restart: ${accepted.size} accepted; answers ${JSON.stringify(answers)}, ${refusedWhileDown} refused (503) while down; ` +
-      `accepted without a final attempt ${missing.length}; received ${ids.length}, duplicates ${ids.length - new Set(ids).size}`,
+      `accepted without a final attempt ${missing.length}; received ${received}, duplicates ${duplicates}`,
   );
   // On a loss, what the services logged of the lost events, and their errors other than the broker
   // being away: CI keeps no service logs.

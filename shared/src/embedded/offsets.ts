@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { createSerial } from '../batcher.ts';
 import { frameAt, HEADER } from './codec.ts';
 import { writeFileDurably } from './lock.ts';
 
@@ -17,7 +18,8 @@ export class OffsetStore {
   private fh: FileHandle | null = null;
   private size = 0;
   private readonly offsets = new Map<string, number>();
-  private queue: Promise<void> = Promise.resolve();
+  /** Commits append one at a time: each frame goes at the end the one before it left. */
+  private readonly serial = createSerial();
 
   constructor(dir: string) {
     this.path = join(dir, OFFSETS_FILE);
@@ -68,7 +70,7 @@ export class OffsetStore {
   /** Resolves once the offsets are durable. */
   commit(group: string, entries: Array<{ topic: string; partition: number; offset: number }>): Promise<void> {
     if (!entries.length) return Promise.resolve();
-    const next = this.queue.then(async () => {
+    return this.serial(async () => {
       const fh = this.fh;
       if (!fh) throw new Error('embedded log is closed');
       const frame = OffsetStore.frame(entries.map((e) => [group, e.topic, e.partition, e.offset]));
@@ -78,12 +80,10 @@ export class OffsetStore {
       for (const e of entries) this.offsets.set(OffsetStore.id(group, e.topic, e.partition), e.offset);
       if (this.size > OFFSETS_COMPACT_BYTES) await this.compact();
     });
-    this.queue = next.catch(() => undefined);
-    return next;
   }
 
   async close(): Promise<void> {
-    await this.queue;
+    await this.serial(async () => undefined);
     await this.fh?.close();
     this.fh = null;
   }

@@ -10,6 +10,7 @@ import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
 import './kafkajs-produce.ts';
 import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, KeyedConsumer, LagRow } from '../bus.ts';
+import { createSerial } from '../batcher.ts';
 import type { Logger } from '../log.ts';
 import { coalesceBatches } from './coalesce.ts';
 import {
@@ -322,12 +323,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       };
       let current: Producer | null = await open();
       let closed = false;
-      let queue: Promise<unknown> = Promise.resolve();
-      const oneAtATime = <T>(fn: () => Promise<T>): Promise<T> => {
-        const run = queue.then(fn, fn);
-        queue = run.catch(() => undefined);
-        return run;
-      };
+      const oneAtATime = createSerial();
       const handle: BusProducer = {
         send: (topic, records) => handle.sendMany([{ topic, records }]),
         async sendMany(batches) {
@@ -457,57 +453,54 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
         const fromBeginning = o.broadcast ? false : (o.fromBeginning ?? true);
         await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning }));
       }
-      const stopRestarts = await runKept(
-        consumer,
-        {
-          autoCommit: false,
-          eachBatchAutoResolve: false,
-          // A partition waiting for free slots must not hold up the others.
-          partitionsConsumedConcurrently: 16,
-          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-            const st = stateOf(batch.topic, batch.partition);
-            if (handleBatch) {
-              // Committed by the timer like single records (one commit request per interval, not per batch).
-              const records = batch.messages
-                .filter((m) => !st.tracker.seen(m.offset))
-                .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
-              if (!records.length || closing) return;
-              // Marked done only once written: a failed batch is fetched again and not skipped as seen.
-              const task = handleBatch(records)
-                .then(() => {
-                  for (const r of records) {
-                    st.tracker.start(r.offset);
-                    st.tracker.finish(r.offset);
-                  }
-                })
-                .finally(() => inflight.delete(task));
-              inflight.add(task);
-              await task;
-              resolveOffset((records.at(-1) as InRecord<T>).offset);
-              return;
-            }
-            for (const m of batch.messages) {
-              if (closing || !isRunning() || isStale()) break;
-              if (st.tracker.seen(m.offset)) {
-                resolveOffset(m.offset);
-                continue;
-              }
-              while (!dispatch.hasRoom(st) && !closing) {
-                await new Promise<void>((r) => {
-                  void dispatch.roomFreed(st).then(r);
-                  setTimeout(r, 1000);
-                });
-                await heartbeat();
-              }
-              if (closing) break;
+      const run: ConsumerRunConfig = {
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        // A partition waiting for free slots must not hold up the others.
+        partitionsConsumedConcurrently: 16,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const st = stateOf(batch.topic, batch.partition);
+          if (handleBatch) {
+            // Committed by the timer like single records (one commit request per interval, not per batch).
+            const records = batch.messages
+              .filter((m) => !st.tracker.seen(m.offset))
+              .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+            if (!records.length || closing) return;
+            // Marked done only once written: a failed batch is fetched again and not skipped as seen.
+            const task = handleBatch(records)
+              .then(() => {
+                for (const r of records) {
+                  st.tracker.start(r.offset);
+                  st.tracker.finish(r.offset);
+                }
+              })
+              .finally(() => inflight.delete(task));
+            inflight.add(task);
+            await task;
+            resolveOffset((records.at(-1) as InRecord<T>).offset);
+            return;
+          }
+          for (const m of batch.messages) {
+            if (closing || !isRunning() || isStale()) break;
+            if (st.tracker.seen(m.offset)) {
               resolveOffset(m.offset);
-              await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
+              continue;
             }
-            await heartbeat();
-          },
+            while (!dispatch.hasRoom(st) && !closing) {
+              await new Promise<void>((r) => {
+                void dispatch.roomFreed(st).then(r);
+                setTimeout(r, 1000);
+              });
+              await heartbeat();
+            }
+            if (closing) break;
+            resolveOffset(m.offset);
+            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
+          }
+          await heartbeat();
         },
-        log,
-      );
+      };
+      const stopRestarts = await runKept(consumer, run, log);
 
       // Ready (and the service says "consuming") once the group gave this instance its partitions.
       await joined;
@@ -555,52 +548,49 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       await consumer.connect();
       for (const t of o.topics)
         await atStart(`subscribing to ${name(t)}`, () => consumer.subscribe({ topic: name(t), fromBeginning: true }));
-      const stopRestarts = await runKept(
-        consumer,
-        {
-          autoCommit: false,
-          eachBatchAutoResolve: false,
-          partitionsConsumedConcurrently: 16,
-          eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
-            const delay = delayOf.get(batch.topic) ?? 0;
-            const now = Date.now();
-            const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
-            const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
-            // Due records are released together, a slice at a time, with one commit per slice. A
-            // failure is thrown after committing up to it: kafkajs fetches the batch again from there.
-            for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
-              if (closing || !isRunning() || isStale()) return;
-              await releaseSlice(
-                due.slice(i, i + DELAYED_RELEASE_SLICE),
-                (m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m)),
-                async (last) => {
-                  resolveOffset(last.offset);
-                  await consumer.commitOffsets([
-                    { topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) },
-                  ]);
-                },
-              );
-              await heartbeat();
-            }
-            const next = firstLater < 0 ? undefined : batch.messages[firstLater];
-            if (next && !closing && isRunning() && !isStale()) {
-              // Not due: stop here, come back to this very record when it is. The fetched batch is
-              // dropped meanwhile (fetched again on resume), so a long tier holds no records in memory.
-              const resume = pause();
-              consumer.seek({ topic: batch.topic, partition: batch.partition, offset: next.offset });
-              const timer = setTimeout(
-                () => {
-                  timers.delete(timer);
-                  if (!closing) resume();
-                },
-                Number(next.timestamp) + delay + releaseSlackMs(delay) - Date.now(),
-              );
-              timers.add(timer);
-            }
-          },
+      const run: ConsumerRunConfig = {
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 16,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, pause, isRunning, isStale }) => {
+          const delay = delayOf.get(batch.topic) ?? 0;
+          const now = Date.now();
+          const firstLater = batch.messages.findIndex((m) => Number(m.timestamp) + delay > now);
+          const due = firstLater < 0 ? batch.messages : batch.messages.slice(0, firstLater);
+          // Due records are released together, a slice at a time, with one commit per slice. A
+          // failure is thrown after committing up to it: kafkajs fetches the batch again from there.
+          for (let i = 0; i < due.length; i += DELAYED_RELEASE_SLICE) {
+            if (closing || !isRunning() || isStale()) return;
+            await releaseSlice(
+              due.slice(i, i + DELAYED_RELEASE_SLICE),
+              (m) => o.handle(toInRecord<T>(batch.topic, batch.partition, m)),
+              async (last) => {
+                resolveOffset(last.offset);
+                await consumer.commitOffsets([
+                  { topic: batch.topic, partition: batch.partition, offset: String(BigInt(last.offset) + 1n) },
+                ]);
+              },
+            );
+            await heartbeat();
+          }
+          const next = firstLater < 0 ? undefined : batch.messages[firstLater];
+          if (next && !closing && isRunning() && !isStale()) {
+            // Not due: stop here, come back to this very record when it is. The fetched batch is
+            // dropped meanwhile (fetched again on resume), so a long tier holds no records in memory.
+            const resume = pause();
+            consumer.seek({ topic: batch.topic, partition: batch.partition, offset: next.offset });
+            const timer = setTimeout(
+              () => {
+                timers.delete(timer);
+                if (!closing) resume();
+              },
+              Number(next.timestamp) + delay + releaseSlackMs(delay) - Date.now(),
+            );
+            timers.add(timer);
+          }
         },
-        groupLog,
-      );
+      };
+      const stopRestarts = await runKept(consumer, run, groupLog);
       await joined;
       const handle: BusConsumer = {
         async close() {
