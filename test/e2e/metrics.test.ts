@@ -220,6 +220,24 @@ t.test('metrics move with traffic', async (t) => {
     );
   });
 
+  t.test('a broadcast group that has handled everything reads lag 0', async (t) => {
+    // The destinations created, the auto-disable and the manual disable above are records of
+    // destination-changes, which every sender reads (a broadcast group that commits nothing).
+    const where = { group: 'sender-destination-changes', topic: 'destination-changes' };
+    const text = await waitFor('the destination-changes lag drained', async () => {
+      const s = await scrape(urls.sender);
+      return sum(s, 'switchyard_consumer_lag_records', where) === 0 && s;
+    });
+    const series = parse(text).filter(
+      (x) => x.name === 'switchyard_consumer_lag_records' && x.labels.group === where.group && x.labels.topic === where.topic,
+    );
+    t.ok(series.length >= 1, 'a series per partition');
+    t.ok(
+      series.every((x) => x.value === 0),
+      'lag 0 on every partition',
+    );
+  });
+
   t.test('metrics API: counts and rates per bucket, tenant-scoped', async (t) => {
     type Counts = { total: number; series: Array<Record<string, string | number>> };
     const events = await waitFor('events counted', async () => {

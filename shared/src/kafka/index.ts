@@ -29,6 +29,25 @@ import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
 
+/** Where a broadcast reader of this process is, for its lag: it commits no offsets to read. */
+interface BroadcastReader {
+  /** The log's end per partition (`topic\u0000partition`) when it joined. */
+  from: Map<string, number>;
+  /** The offset after its last handled record of the partition (with none in flight), or null before any. */
+  handled(topic: string, partition: number): number | null;
+}
+
+/**
+ * The next offset a broadcast reader is to handle: after its last handled record, at least where it
+ * started. A partition whose start is unknown (the log's end could not be read as it joined) starts
+ * at `high`, the end seen now.
+ */
+function broadcastPosition(r: BroadcastReader, topic: string, partition: number, high: number): number {
+  const id = `${topic}\u0000${partition}`;
+  if (!r.from.has(id)) r.from.set(id, high);
+  return Math.max(r.from.get(id) as number, r.handled(topic, partition) ?? 0);
+}
+
 interface PartitionState {
   topic: string;
   partition: number;
@@ -216,6 +235,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
   // Consumers close before producers: in-flight work still writes its results while finishing.
   const consumers: BusConsumer[] = [];
+  // Broadcast readers by group (as the services name it): they commit nothing, so their lag is
+  // read from where each one is in this process, not from the broker's committed offsets.
+  const broadcastReaders = new Map<string, Set<BroadcastReader>>();
   const producers: BusProducer[] = [];
   // For lag and readiness: one connection kept, without kafkajs's retries (a probe wants an answer now).
   let admin: Promise<Admin> | null = null;
@@ -504,6 +526,29 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
       // Ready (and the service says "consuming") once the group gave this instance its partitions.
       await joined;
+      let reader: BroadcastReader | null = null;
+      if (o.broadcast) {
+        // A broadcast reader starts at the log's end as it joins: records before it are not its own.
+        const from = new Map<string, number>();
+        try {
+          const a = await adminOnce();
+          for (const t of o.topics)
+            for (const e of await a.fetchTopicOffsets(name(t))) from.set(`${name(t)}\u0000${e.partition}`, Number(e.high));
+        } catch (err) {
+          log.debug({ err }, 'reading the log end for lag failed; taken at the first scrape');
+        }
+        const r: BroadcastReader = {
+          from,
+          handled(topic, partition) {
+            const done = partitions.get(`${topic}\u0000${partition}`)?.tracker.committable();
+            return done === null || done === undefined ? null : Number(done);
+          },
+        };
+        reader = r;
+        const set = broadcastReaders.get(o.groupId) ?? new Set();
+        set.add(r);
+        broadcastReaders.set(o.groupId, set);
+      }
       const handle: KeyedConsumer = {
         divertsNow: (key) => dispatch.divertsNow(key),
         async close() {
@@ -515,6 +560,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           clearInterval(timer);
           dispatch.close();
           if (!o.broadcast) await commit();
+          if (reader) broadcastReaders.get(o.groupId)?.delete(reader);
           await consumer.disconnect();
           stopAdapting();
         },
@@ -608,13 +654,31 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
     async lag(groups) {
       const a = await adminOnce();
       const ends = new Map<string, Array<{ partition: number; high: string; low: string }>>();
+      const endsOf = async (topic: string) => {
+        const end = ends.get(topic) ?? (await a.fetchTopicOffsets(topic));
+        ends.set(topic, end);
+        return end;
+      };
       const rows: LagRow[] = [];
       for (const { groupId, topics } of groups) {
+        const readers = broadcastReaders.get(groupId);
+        if (readers?.size) {
+          // Per partition, the reader furthest behind: the log's end minus where it is (the offset
+          // after its last handled record, or the end it started at).
+          for (const def of topics) {
+            for (const e of await endsOf(name(def))) {
+              const high = Number(e.high);
+              let lag = 0;
+              for (const r of readers) lag = Math.max(lag, high - broadcastPosition(r, name(def), e.partition, high));
+              rows.push({ groupId, topic: def.name, partition: e.partition, lag });
+            }
+          }
+          continue;
+        }
         const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
         for (const t of committed) {
           const def = topics.find((d) => name(d) === t.topic);
-          const end = ends.get(t.topic) ?? (await a.fetchTopicOffsets(t.topic));
-          ends.set(t.topic, end);
+          const end = await endsOf(t.topic);
           for (const p of t.partitions) {
             const e = end.find((x) => x.partition === p.partition);
             if (!e) continue;
