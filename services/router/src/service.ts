@@ -46,7 +46,7 @@ export async function start(rt: Runtime): Promise<Service> {
         },
         {
           topic: TOPIC.deadLetter,
-          records: deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),
+          records: deadLetters.map(({ key, value, headers }) => (headers ? { key, value, headers } : { key, value })),
         },
       ]);
     },
@@ -72,6 +72,8 @@ export async function start(rt: Runtime): Promise<Service> {
   const consumer = await rt.bus.consume<unknown>({
     groupId: 'router',
     topics: [TOPIC.events],
+    // Dead letters are the records as written, not as parsed (handler.ts).
+    keepRaw: true,
     batchWaitMs: rt.config.ROUTER_BATCH_WAIT_MS,
     // Behind, the router holds a fetch of events and every delivery they expand to at once.
     fetchMaxBytes: rt.config.ROUTER_FETCH_MAX_BYTES,

@@ -265,7 +265,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
               .filter((st) => st.p.backlog(at(st)) > 0)
               .map(async (st) => ({
                 st,
-                records: (await st.p.read(at(st), perPartition)).map((r) => toInRecord<T>(st.p.topic, st.p.id, r)),
+                records: (await st.p.read(at(st), perPartition)).map((r) => toInRecord<T>(st.p.topic, st.p.id, r, o.keepRaw)),
               })),
           );
           const batches = reads.filter((r) => r.records.length);
@@ -299,7 +299,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             while (!dispatch.hasRoom(st) && !abort.signal.aborted) await dispatch.roomFreed(st);
             if (abort.signal.aborted) break;
             pos = r.offset + 1;
-            await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight, r.value?.length ?? 0);
+            await dispatch.run(toInRecord<T>(p.topic, p.id, r, o.keepRaw), st, inflight, r.value?.length ?? 0);
           }
         }
       };

@@ -88,12 +88,14 @@ function toInRecord<T>(
   topic: string,
   partition: number,
   m: { offset: string; key: Buffer | null; value: Buffer | null; headers?: Record<string, unknown>; timestamp: string },
+  keepRaw = false,
 ): InRecord<T> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
   return decodeRecord(
     { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) },
     m.value,
+    keepRaw,
   );
 }
 
@@ -486,7 +488,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             // Committed by the timer like single records (one commit request per interval, not per batch).
             const records = batch.messages
               .filter((m) => !st.tracker.seen(m.offset))
-              .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+              .map((m) => toInRecord<T>(batch.topic, batch.partition, m, o.keepRaw));
             if (!records.length || closing) return;
             // Marked done only once written: a failed batch is fetched again and not skipped as seen.
             const task = handleBatch(records)
@@ -517,7 +519,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             }
             if (closing) break;
             resolveOffset(m.offset);
-            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
+            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m, o.keepRaw), st, inflight, m.value?.length ?? 0);
           }
           await heartbeat();
         },
