@@ -68,7 +68,7 @@ t.test('metrics move with traffic', async (t) => {
   });
   const attempts = await startService(t, 'attempts', env);
   const [router, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  await startService(t, 'gateway', env);
+  const gateway = await startService(t, 'gateway', env);
   const base = `http://127.0.0.1:${port}`;
   const api = apiClient(base, env.API_KEY as string);
   // Every series of the deployment: embedded mode serves them all once, through the gateway.
@@ -337,5 +337,38 @@ t.test('metrics move with traffic', async (t) => {
         t.equal(r.status, 200, `${p.name} ready`);
       }
     }
+  });
+
+  // Last: the services are stopped, and write what they counted since their last summary.
+  t.test('logs at info: a summary per service, no line per event or per successful attempt', async (t) => {
+    const lines = (p: ServiceProcess) =>
+      p
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const procs = embedded ? [gateway] : [gateway, router, sender, attempts];
+    for (const p of procs) await p.stop();
+    const all = procs.flatMap(lines);
+    const info = all.filter((l) => l.level === 'info');
+    const one = (msg: string) => info.filter((l) => l.msg === msg).at(-1) ?? {};
+    t.ok((one('router summary').events_routed as number) >= 10, 'router summary: events routed');
+    t.ok((one('router summary').deliveries as number) >= 10, 'router summary: deliveries');
+    t.ok((one('router summary').duplicates as number) >= 1, 'router summary: duplicates');
+    t.ok((one('sender summary').succeeded as number) >= 5, 'sender summary: successful attempts');
+    t.ok((one('sender summary').failed as number) >= 2, 'sender summary: failed attempts');
+    t.ok((one('gateway summary').accepted as number) >= 10, 'gateway summary: publishes accepted');
+    t.ok((one('gateway summary').duplicates as number) >= 1, 'gateway summary: duplicates');
+    t.same(
+      info.filter((l) => l.msg === 'route' || l.msg === 'publish'),
+      [],
+      'no line per routed or published event at info',
+    );
+    const attemptLines = info.filter((l) => l.msg === 'attempt');
+    t.ok(attemptLines.length >= 2, 'a failed attempt is a line at info');
+    t.ok(
+      attemptLines.every((l) => l.status !== 'success'),
+      'a successful attempt is not',
+    );
   });
 });

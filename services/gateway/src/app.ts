@@ -27,7 +27,7 @@ import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
 import { REPLAY_MODELS, replayRoutes } from './routes/replay.ts';
 import { retryBody, retryRoutes } from './routes/retry.ts';
-import { createPublisher } from './publisher.ts';
+import { createPublisher, summarisePublishes } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
@@ -142,15 +142,19 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routing,
     announce: createAnnouncer(deps.producer, deps.logger),
     erasure,
-    publish: countPublishes(
-      createPublisher({
-        producer: deps.producer,
-        eventIds: new EventIdStore(deps.db),
-        routing,
-        log: deps.logger,
-        lingerMs: config.PUBLISH_LINGER_MS,
-        tracing: deps.tracing ?? null,
-      }),
+    publish: summarisePublishes(
+      app,
+      deps.logger,
+      countPublishes(
+        createPublisher({
+          producer: deps.producer,
+          eventIds: new EventIdStore(deps.db),
+          routing,
+          log: deps.logger,
+          lingerMs: config.PUBLISH_LINGER_MS,
+          tracing: deps.tracing ?? null,
+        }),
+      ),
     ),
   };
 

@@ -6,6 +6,7 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/bus.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -36,6 +37,10 @@ export async function start(rt: Runtime): Promise<Service> {
   const { config, logger } = rt;
   // The configuration admits destination types only; this narrows the type.
   const types = config.SENDER_TYPES.filter(isDestinationType);
+  // One line per attempt: a failed or canceled one at info, a success at debug; at info, a line a
+  // minute of how many there were while attempts are made (docs/operations.md, "Logs").
+  const summary = createLogSummary(logger, 'sender summary', ['attempts', 'succeeded', 'failed', 'canceled']);
+  const counted = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
 
   // Refused before anything is touched, so deliveries of that type wait for a sender that can.
   for (const t of types) if (!SENDERS[t]) throw new Error(`delivery for type ${t} is not implemented yet`);
@@ -167,23 +172,27 @@ export async function start(rt: Runtime): Promise<Service> {
             span.end();
           } else await write();
           observeAttempt(attempt);
-          logger.info(
-            {
-              attempt_id: attempt.id,
-              event_id: attempt.event_id,
-              tenant_id: attempt.tenant_id,
-              destination_id: attempt.destination_id,
-              type,
-              attempt_number: attempt.attempt_number,
-              manual: attempt.manual,
-              status: attempt.status,
-              code: attempt.code,
-              reason: outcome.response_data?.reason,
-              next_attempt_at: attempt.next_attempt_at,
-              duration_ms: attempt.duration_ms,
-            },
-            'attempt',
-          );
+          summary.count('attempts');
+          summary.count(counted[attempt.status]);
+          // Built only when written: at info a success writes nothing.
+          if (attempt.status !== 'success' || logger.isLevelEnabled('debug'))
+            logger[attempt.status === 'success' ? 'debug' : 'info'](
+              {
+                attempt_id: attempt.id,
+                event_id: attempt.event_id,
+                tenant_id: attempt.tenant_id,
+                destination_id: attempt.destination_id,
+                type,
+                attempt_number: attempt.attempt_number,
+                manual: attempt.manual,
+                status: attempt.status,
+                code: attempt.code,
+                reason: outcome.response_data?.reason,
+                next_attempt_at: attempt.next_attempt_at,
+                duration_ms: attempt.duration_ms,
+              },
+              'attempt',
+            );
         };
       },
     });
@@ -220,6 +229,7 @@ export async function start(rt: Runtime): Promise<Service> {
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();
+      summary.stop();
     },
   };
 }
