@@ -31,7 +31,7 @@ const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
 
 /** Where a broadcast reader of this process is, for its lag: it commits no offsets to read. */
 interface BroadcastReader {
-  /** The log's end per partition (`topic\u0000partition`) when it joined. */
+  /** The log's end per partition (`topic\u0000partition`) when it last joined its group. */
   from: Map<string, number>;
   /** The offset after its last handled record of the partition (with none in flight), or null before any. */
   handled(topic: string, partition: number): number | null;
@@ -39,8 +39,8 @@ interface BroadcastReader {
 
 /**
  * The next offset a broadcast reader is to handle: after its last handled record, at least where it
- * started. A partition whose start is unknown (the log's end could not be read as it joined) starts
- * at `high`, the end seen now.
+ * (re)started. A partition whose start is unknown (not read yet, or the log's end could not be read
+ * as it joined) starts at `high`, the end seen now.
  */
 function broadcastPosition(r: BroadcastReader, topic: string, partition: number, high: number): number {
   const id = `${topic}\u0000${partition}`;
@@ -472,6 +472,33 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           }),
       });
 
+      // A broadcast reader commits nothing: its lag is where it is here. At each join (the first, and
+      // again after a rebalance or a restart) kafkajs starts it at the log's end, so records from
+      // before are not its own: the end read then is where it starts.
+      let reader: BroadcastReader | null = null;
+      if (o.broadcast) {
+        const r: BroadcastReader = {
+          from: new Map(),
+          handled(topic, partition) {
+            const done = partitions.get(`${topic}\u0000${partition}`)?.tracker.committable();
+            return done === null || done === undefined ? null : Number(done);
+          },
+        };
+        consumer.on(consumer.events.GROUP_JOIN, () => {
+          void (async () => {
+            const from = new Map<string, number>();
+            const a = await adminOnce();
+            for (const t of o.topics)
+              for (const e of await a.fetchTopicOffsets(name(t))) from.set(`${name(t)}\u0000${e.partition}`, Number(e.high));
+            r.from = from;
+          })().catch((err: unknown) => log.debug({ err }, 'reading the log end for lag failed; taken at the next scrape'));
+        });
+        reader = r;
+        const set = broadcastReaders.get(o.groupId) ?? new Set();
+        set.add(r);
+        broadcastReaders.set(o.groupId, set);
+      }
+
       await consumer.connect();
       for (const t of o.topics) {
         const fromBeginning = o.broadcast ? false : (o.fromBeginning ?? true);
@@ -528,29 +555,6 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
       // Ready (and the service says "consuming") once the group gave this instance its partitions.
       await joined;
-      let reader: BroadcastReader | null = null;
-      if (o.broadcast) {
-        // A broadcast reader starts at the log's end as it joins: records before it are not its own.
-        const from = new Map<string, number>();
-        try {
-          const a = await adminOnce();
-          for (const t of o.topics)
-            for (const e of await a.fetchTopicOffsets(name(t))) from.set(`${name(t)}\u0000${e.partition}`, Number(e.high));
-        } catch (err) {
-          log.debug({ err }, 'reading the log end for lag failed; taken at the first scrape');
-        }
-        const r: BroadcastReader = {
-          from,
-          handled(topic, partition) {
-            const done = partitions.get(`${topic}\u0000${partition}`)?.tracker.committable();
-            return done === null || done === undefined ? null : Number(done);
-          },
-        };
-        reader = r;
-        const set = broadcastReaders.get(o.groupId) ?? new Set();
-        set.add(r);
-        broadcastReaders.set(o.groupId, set);
-      }
       const handle: KeyedConsumer = {
         divertsNow: (key) => dispatch.divertsNow(key),
         async close() {
