@@ -37,8 +37,9 @@ export async function start(rt: Runtime): Promise<Service> {
   const { config, logger } = rt;
   // The configuration admits destination types only; this narrows the type.
   const types = config.SENDER_TYPES.filter(isDestinationType);
-  // One line per attempt: a failed or canceled one at info, a success at debug; at info, a line a
-  // minute of how many there were while attempts are made (docs/operations.md, "Logs").
+  // One line per attempt: a failed one at info, a successful or canceled one at debug (a disabled
+  // destination's queued deliveries end canceled by the thousand); at info, a line a minute of how
+  // many there were while attempts are made (docs/operations.md, "Logs").
   const summary = createLogSummary(logger, 'sender summary', ['attempts', 'succeeded', 'failed', 'canceled']);
   const counted = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
 
@@ -174,9 +175,9 @@ export async function start(rt: Runtime): Promise<Service> {
           observeAttempt(attempt);
           summary.count('attempts');
           summary.count(counted[attempt.status]);
-          // Built only when written: at info a success writes nothing.
-          if (attempt.status !== 'success' || logger.isLevelEnabled('debug'))
-            logger[attempt.status === 'success' ? 'debug' : 'info'](
+          // Built only when written: at info only a failure writes its line.
+          if (attempt.status === 'failed' || logger.isLevelEnabled('debug'))
+            logger[attempt.status === 'failed' ? 'info' : 'debug'](
               {
                 attempt_id: attempt.id,
                 event_id: attempt.event_id,
