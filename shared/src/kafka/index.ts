@@ -659,41 +659,49 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
     async lag(groups) {
       const a = await adminOnce();
-      const ends = new Map<string, Array<{ partition: number; high: string; low: string }>>();
-      const endsOf = async (topic: string) => {
-        const end = ends.get(topic) ?? (await a.fetchTopicOffsets(topic));
-        ends.set(topic, end);
+      // Every group and topic asked at once (a sender has a dozen groups): one round trip's wait,
+      // not one per group, so a busy broker still answers within the scrape's bound.
+      const ends = new Map<string, Promise<Array<{ partition: number; high: string; low: string }>>>();
+      const endsOf = (topic: string) => {
+        let end = ends.get(topic);
+        if (!end) {
+          end = a.fetchTopicOffsets(topic);
+          ends.set(topic, end);
+        }
         return end;
       };
-      const rows: LagRow[] = [];
-      for (const { groupId, topics } of groups) {
-        const readers = broadcastReaders.get(groupId);
-        if (readers?.size) {
-          // Per partition, the reader furthest behind: the log's end minus where it is (the offset
-          // after its last handled record, or the end it started at).
-          for (const def of topics) {
-            for (const e of await endsOf(name(def))) {
-              const high = Number(e.high);
-              let lag = 0;
-              for (const r of readers) lag = Math.max(lag, high - broadcastPosition(r, name(def), e.partition, high));
-              rows.push({ groupId, topic: def.name, partition: e.partition, lag });
+      const perGroup = await Promise.all(
+        groups.map(async ({ groupId, topics }): Promise<LagRow[]> => {
+          const rows: LagRow[] = [];
+          const readers = broadcastReaders.get(groupId);
+          if (readers?.size) {
+            // Per partition, the reader furthest behind: the log's end minus where it is (the offset
+            // after its last handled record, or the end it started at).
+            for (const def of topics) {
+              for (const e of await endsOf(name(def))) {
+                const high = Number(e.high);
+                let lag = 0;
+                for (const r of readers) lag = Math.max(lag, high - broadcastPosition(r, name(def), e.partition, high));
+                rows.push({ groupId, topic: def.name, partition: e.partition, lag });
+              }
+            }
+            return rows;
+          }
+          const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
+          for (const t of committed) {
+            const def = topics.find((d) => name(d) === t.topic);
+            const end = await endsOf(t.topic);
+            for (const p of t.partitions) {
+              const e = end.find((x) => x.partition === p.partition);
+              if (!e) continue;
+              const from = Number(p.offset) >= 0 ? Number(p.offset) : Number(e.low);
+              rows.push({ groupId, topic: def?.name ?? t.topic, partition: p.partition, lag: Math.max(0, Number(e.high) - from) });
             }
           }
-          continue;
-        }
-        const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
-        for (const t of committed) {
-          const def = topics.find((d) => name(d) === t.topic);
-          const end = await endsOf(t.topic);
-          for (const p of t.partitions) {
-            const e = end.find((x) => x.partition === p.partition);
-            if (!e) continue;
-            const from = Number(p.offset) >= 0 ? Number(p.offset) : Number(e.low);
-            rows.push({ groupId, topic: def?.name ?? t.topic, partition: p.partition, lag: Math.max(0, Number(e.high) - from) });
-          }
-        }
-      }
-      return rows;
+          return rows;
+        }),
+      );
+      return perGroup.flat();
     },
 
     async ping() {
