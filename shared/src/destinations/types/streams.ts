@@ -1,4 +1,4 @@
-import { awsKeyFields, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
 
 export const kinesis: DestinationTypeDef = {
   type: 'kinesis',
@@ -44,6 +44,7 @@ export const kinesis: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
+  validate: (config) => templateProblems(config, ['partition_key_template']),
   target: (c) => `${String(c.stream_name ?? '')} (${String(c.region ?? '')})`,
 };
 
@@ -100,6 +101,7 @@ export const s3: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
+  validate: (config) => templateProblems(config, ['key_template']),
   target: (c) => `s3://${String(c.bucket ?? '')}`,
 };
 
