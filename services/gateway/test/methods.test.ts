@@ -72,3 +72,18 @@ t.test('a path no route has is 404 NOT_FOUND, whatever the method', async (t) =>
     t.match(res.json(), { status: 404, code: 'NOT_FOUND' });
   }
 });
+
+t.test("with CORS on, the preflight route (every path's OPTIONS) makes no path known", async (t) => {
+  const { app } = await buildEmbeddedTestApp(t, { CORS_ALLOWED_ORIGINS: 'https://app.example' });
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/topics',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+  });
+  t.equal(preflight.statusCode, 204, 'preflights are answered');
+  const missing = await app.inject({ method: 'GET', url: '/api/v1/acme/no/such/path' });
+  t.equal(missing.statusCode, 404, 'an unknown path is still 404');
+  const del = await app.inject({ method: 'DELETE', url: '/api/v1/topics' });
+  t.equal(del.statusCode, 405);
+  t.equal(del.headers.allow, 'GET, HEAD');
+});
