@@ -178,4 +178,7 @@ t.test('readiness names the dependency that does not answer', async (t) => {
   t.match(metrics.headers.get('content-type'), /^text\/plain/);
   t.match(await metrics.text(), /# TYPE switchyard_deliveries_total counter/);
   t.equal((await fetch(`${url}/nothing`)).status, 404);
+  const post = await fetch(`${url}/metrics`, { method: 'POST' });
+  t.equal(post.status, 405);
+  t.equal(post.headers.get('allow'), 'GET, HEAD');
 });

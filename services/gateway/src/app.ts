@@ -16,6 +16,7 @@ import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import cors from '@fastify/cors';
 import { registerJsonBody } from './json-body.ts';
+import { registerMethodChecks } from './methods.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
@@ -33,7 +34,7 @@ import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
-import { tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
+import { RESERVED_TENANT_IDS, tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
 
 export interface GatewayDeps {
   db: Knex;
@@ -97,6 +98,8 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     onConstructorPoisoning: 'ignore',
   });
   registerErrorHandling(app);
+  // 405 with Allow for a known path's other methods (before authentication: no credential needed to learn it).
+  registerMethodChecks(app, RESERVED_TENANT_IDS);
   registerInputGuards(app);
   // Rate and latency by route pattern (never the raw URL: bounded labels).
   app.addHook('onResponse', async (req, reply) => {

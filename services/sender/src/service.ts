@@ -19,6 +19,13 @@ import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { SENDERS } from './senders.ts';
 
+/** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
+function failureMessage(attempt: { code: string; response_data?: unknown }): string {
+  const r = (attempt.response_data ?? {}) as { reason?: unknown; message?: unknown };
+  const what = typeof r.reason === 'string' ? r.reason : `code ${attempt.code}`;
+  return typeof r.message === 'string' && r.message ? `${what}: ${r.message.slice(0, 200)}` : what;
+}
+
 /** Awaits `p`, ending `span` failed when it rejects. */
 async function endOnError<T>(span: TraceSpan, p: Promise<T>): Promise<T> {
   try {
@@ -165,6 +172,8 @@ export async function start(rt: Runtime): Promise<Service> {
             'switchyard.status': attempt.status,
             'switchyard.code': attempt.code,
           });
+          // A failed attempt is the span's failure too (status ERROR), though nothing was thrown.
+          if (attempt.status === 'failed') span.fail(failureMessage(attempt));
         }
         // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
         return async () => {
