@@ -21,7 +21,7 @@ import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
 import { createBody, destinationRoutes, patchBody } from './routes/destinations.ts';
-import { exactDocument, exactOperation, registerModels } from './openapi.ts';
+import { documentTransforms, registerModels } from './openapi.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
@@ -31,6 +31,7 @@ import { retryBody, retryRoutes } from './routes/retry.ts';
 import { createPublisher, summarisePublishes } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
+import { registerTypeNames, type TypeNames } from './type-names.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
@@ -118,6 +119,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     ...OPERATIONS_MODELS,
     ...REPLAY_MODELS,
   });
+  registerTypeNames(app, config.API_TYPE_NAMES as TypeNames);
   // The API speaks JSON only: anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   registerJsonBody(app);
@@ -205,8 +207,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     },
     // Components are named by their model's $id (Tenant, Destination, ...), not def-0, def-1.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform: exactOperation,
-    transformObject: exactDocument as never,
+    ...documentTransforms(config),
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 

@@ -1,5 +1,5 @@
 import { maskFields } from '@switchyard/shared/destinations/fields.ts';
-import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
+import { REGISTRY, TYPE_NAMED } from '@switchyard/shared/destinations/registry.ts';
 import type { Destination } from '@switchyard/shared/model/index.ts';
 
 /** The API form of a destination: sensitive credentials masked (the webhook secret stays readable). */
@@ -31,5 +31,6 @@ export function destinationView(d: Destination, now: number = Date.now()) {
   if (d.filter) view.filter = d.filter;
   if (d.delivery_metadata) view.delivery_metadata = d.delivery_metadata;
   if (d.metadata) view.metadata = d.metadata;
+  TYPE_NAMED.add(view);
   return view;
 }

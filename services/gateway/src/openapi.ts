@@ -11,7 +11,9 @@
  */
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERRORS } from '@switchyard/shared/errors.ts';
+import type { Config } from '@switchyard/shared/config/index.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
+import { answeredTypeNames, type TypeNames } from './type-names.ts';
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
@@ -361,7 +363,12 @@ const ERROR_RESPONSES: Record<string, string> = {
  * say what they are rather than "Default Response", and the shared error answers are named
  * responses (`#/components/responses/NotFound`, ...) rather than a copy in every operation.
  */
-export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }) {
+export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }, opts: { typeNames: readonly string[] }) {
+  // Answers carry the type names API_TYPE_NAMES picks (type-names.ts): the answer models enumerate those.
+  for (const model of ['Destination', 'DestinationTypeSchema']) {
+    const props = (openapiObject.components?.schemas?.[model] as { properties?: Record<string, object> } | undefined)?.properties;
+    if (props) props.type = { type: 'string', enum: [...opts.typeNames] };
+  }
   const schemas = openapiObject.components?.schemas ?? {};
   const responses: Record<string, object> = {};
   for (const [status, name] of Object.entries(ERROR_RESPONSES))
@@ -386,6 +393,15 @@ export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenAp
     }
   }
   return openapiObject;
+}
+
+/** @fastify/swagger's transforms for this deployment's document. */
+export function documentTransforms(config: Config) {
+  const typeNames = answeredTypeNames(config.API_TYPE_NAMES as TypeNames);
+  return {
+    transform: exactOperation,
+    transformObject: ((o: { openapiObject: Partial<OpenApiLike> }) => exactDocument(o, { typeNames })) as never,
+  };
 }
 
 interface OpenApiLike {

@@ -54,6 +54,13 @@ export const SETTINGS = {
     default: '',
     description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).',
   },
+  API_TYPE_NAMES: {
+    kind: 'string',
+    default: 'switchyard',
+    enum: ['switchyard', 'outpost'],
+    description:
+      "Destination type names in answers. switchyard: interface.md's (sqs, kinesis, s3, servicebus, pubsub, gateway); outpost: the other service's (aws_sqs, aws_kinesis, aws_s3, azure_servicebus, gcp_pubsub, hookdeck), so its clients and SDKs read every answer. Input accepts both either way.",
+  },
   CORS_ALLOWED_ORIGINS: {
     kind: 'list',
     default: '',

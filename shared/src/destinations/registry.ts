@@ -26,8 +26,8 @@ export function isDestinationType(t: unknown): t is DestinationType {
 
 /**
  * Type names of the service this contract follows, accepted as input (create, patch, the `type`
- * filter, /destination-types/{type}) so existing configuration can be pasted. Responses always
- * carry interface.md's names.
+ * filter, /destination-types/{type}) so existing configuration can be pasted. Responses carry
+ * interface.md's names, or these with API_TYPE_NAMES=outpost (services/gateway/src/type-names.ts).
  */
 export const TYPE_ALIASES: Readonly<Record<string, DestinationType>> = {
   aws_sqs: 'sqs',
@@ -37,6 +37,17 @@ export const TYPE_ALIASES: Readonly<Record<string, DestinationType>> = {
   gcp_pubsub: 'pubsub',
   hookdeck: 'gateway',
 };
+
+/** The other service's name of each type (the aliases, reversed); a type it has no other name for keeps its own. */
+export const OUTPOST_TYPE_NAMES: Readonly<Record<DestinationType, string>> = Object.fromEntries(
+  DESTINATION_TYPES.map((t) => [t, Object.keys(TYPE_ALIASES).find((alias) => TYPE_ALIASES[alias] === t) ?? t]),
+) as Record<DestinationType, string>;
+
+/**
+ * The answers that carry a destination type in `type`: destination views and type schemas, marked
+ * where they are made, so that the gateway renames exactly those (never a `type` in event data).
+ */
+export const TYPE_NAMED = new WeakSet<object>();
 
 /** Every type name accepted as input: interface.md's names, then the aliases. */
 export const INPUT_TYPE_NAMES: readonly string[] = [...DESTINATION_TYPES, ...Object.keys(TYPE_ALIASES)];
@@ -52,8 +63,8 @@ export function typeSchema(def: DestinationTypeDef) {
   // interface.md names the regular expression `validation`; contract-details.md calls it `pattern`. Both are served.
   const publicField = ({ writeOnly: _w, adminOnly: _a, ...f }: DestinationTypeDef['config_fields'][number]) =>
     f.pattern ? { ...f, validation: f.pattern } : f;
-  return {
-    type: def.type,
+  const schema = {
+    type: def.type as string,
     label: def.label,
     description: def.description,
     icon: def.icon,
@@ -62,4 +73,6 @@ export function typeSchema(def: DestinationTypeDef) {
     config_fields: def.config_fields.map(publicField),
     credential_fields: def.credential_fields.filter((f) => !f.writeOnly).map(publicField),
   };
+  TYPE_NAMED.add(schema);
+  return schema;
 }

@@ -145,8 +145,14 @@ export const servicebus: DestinationTypeDef = {
   target: (c) => String(c.name ?? ''),
 };
 
-/** The problems of a Google service account key file (the JSON a service account's "Add key" downloads). */
-export function checkServiceAccountJson(text: unknown): string | null {
+/**
+ * The problems of a Google service account key file (the JSON a service account's "Add key"
+ * downloads). With `emulator` (an endpoint is set: an emulator or a private endpoint, where Google's
+ * emulator ignores credentials) it need only be a JSON object with a `type`, as the other service
+ * checks it, so test configurations with a placeholder key are accepted; without, it must be a
+ * usable key, so a wrong file is refused on save rather than failing every delivery.
+ */
+export function checkServiceAccountJson(text: unknown, emulator = false): string | null {
   if (typeof text !== 'string') return null;
   let key: unknown;
   try {
@@ -157,6 +163,10 @@ export function checkServiceAccountJson(text: unknown): string | null {
   if (typeof key !== 'object' || key === null || Array.isArray(key))
     return 'must be the JSON key file of a service account (a JSON object)';
   const k = key as Record<string, unknown>;
+  if (emulator)
+    return Object.hasOwn(k, 'type')
+      ? null
+      : 'must carry a "type" (with an endpoint, a placeholder key such as {"type":"service_account"} will do)';
   if (k.type !== 'service_account') return 'must be a service account key: its "type" must be "service_account"';
   if (typeof k.client_email !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(k.client_email))
     return 'must carry the service account\'s "client_email"';
@@ -182,7 +192,7 @@ export const pubsub: DestinationTypeDef = {
     '## Setup',
     '1. Create the topic (`gcloud pubsub topics create <topic>`), and a subscription to read it.',
     '2. Create a service account and grant it **Pub/Sub Publisher** (`roles/pubsub.publisher`) on the topic.',
-    '3. Create a JSON key for the service account (IAM > Service accounts > Keys > Add key > JSON) and paste the whole file into **Service account key**. It is checked on save: it must be a service account key with `client_email` and `private_key`.',
+    '3. Create a JSON key for the service account (IAM > Service accounts > Keys > Add key > JSON) and paste the whole file into **Service account key**. It is checked on save: it must be a service account key with `client_email` and `private_key` (with an **Endpoint** set, any JSON object with a `type` will do).',
     '',
     "**Endpoint** is for emulators and private endpoints: `host:port` (as `PUBSUB_EMULATOR_HOST` takes it) or `http://host:port` connect without TLS and send no credentials, like Google's emulator; `https://host[:port]` connects with TLS. Leave it empty for Google.",
     '',
@@ -218,8 +228,9 @@ export const pubsub: DestinationTypeDef = {
       sensitive: true,
     },
   ],
-  validate: (_config, credentials) => {
-    const problem = checkServiceAccountJson(credentials.service_account_json);
+  validate: (config, credentials) => {
+    const emulator = typeof config.endpoint === 'string' && config.endpoint !== '';
+    const problem = checkServiceAccountJson(credentials.service_account_json, emulator);
     return problem ? [{ path: 'body.credentials.service_account_json', message: problem } satisfies Problem] : [];
   },
   target: (c) => `projects/${String(c.project_id ?? '')}/topics/${String(c.topic ?? '')}`,

@@ -1,0 +1,212 @@
+// API_TYPE_NAMES=outpost: every answer that carries a destination type carries the other service's
+// name (aws_sqs, gcp_pubsub, hookdeck, ...), so that its clients, which check every answer against
+// their own enumeration, read ours; input takes both names. And a Pub/Sub destination with an
+// emulator endpoint takes a placeholder key, as that service's test configurations send it. Run
+// against both databases the gateway runs on: Postgres (stack mode) and PGlite (embedded mode).
+import t from 'tap';
+import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
+import { uuidv7 } from '@switchyard/shared/ids.ts';
+import { type Doc, openApiChecker } from '@switchyard/shared/testing/openapi.ts';
+import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
+
+const SETTINGS = { TOPICS: 'user.created', API_TYPE_NAMES: 'outpost' };
+const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promise<TestApp>]> = [
+  ['stack (Postgres)', (t) => buildTestApp(t, SETTINGS)],
+  ['embedded (PGlite)', (t) => buildEmbeddedTestApp(t, SETTINGS)],
+];
+
+/** A valid create body of each type the other service names differently, under our name. */
+const BODIES: Array<[string, string, Record<string, unknown>]> = [
+  [
+    'sqs',
+    'aws_sqs',
+    { config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' }, credentials: { key: 'AKIA1', secret: 'sqs-secret-1234' } },
+  ],
+  [
+    'kinesis',
+    'aws_kinesis',
+    { config: { stream_name: 's', region: 'us-east-1' }, credentials: { key: 'AKIA1', secret: 'kin-secret-1234' } },
+  ],
+  ['s3', 'aws_s3', { config: { bucket: 'my-bucket', region: 'us-east-1' }, credentials: { key: 'AKIA1', secret: 's3-secret-12345' } }],
+  [
+    'servicebus',
+    'azure_servicebus',
+    {
+      config: { name: 'q' },
+      credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' },
+    },
+  ],
+  [
+    'pubsub',
+    'gcp_pubsub',
+    {
+      config: { project_id: 'my-project', topic: 't', endpoint: 'localhost:8085' },
+      credentials: { service_account_json: '{"type":"service_account"}' },
+    },
+  ],
+  ['gateway', 'hookdeck', { credentials: { token: 'gw-token-abcdef123' } }],
+];
+
+for (const [mode, build] of modes) {
+  t.test(mode, async (t) => {
+    const built = await build(t);
+    const doc = (await built.call('GET', '/api/v1/openapi.json', undefined, null)).body as Doc & {
+      components: { schemas: Record<string, { properties: { type: { enum: string[] } } }> };
+    };
+    // Every answer here is also checked against the served document, whose enumerations follow the setting.
+    const openapi = openApiChecker(doc);
+    const call: TestApp['call'] = async (method, url, body, token) => {
+      const r = await built.call(method, url, body, token);
+      t.same(openapi.check(method, url, r.status, r.body), [], `${method} ${url}: as documented`);
+      return r;
+    };
+    const outpostNames = ['webhook', 'aws_sqs', 'rabbitmq', 'hookdeck', 'aws_kinesis', 'azure_servicebus', 'aws_s3', 'gcp_pubsub', 'kafka'];
+
+    t.test('the document enumerates the names answers carry', async (t) => {
+      t.same(doc.components.schemas.Destination?.properties.type.enum, outpostNames);
+      t.same(doc.components.schemas.DestinationTypeSchema?.properties.type.enum, outpostNames);
+    });
+
+    t.test('destination answers: create, read, list, patch, disable, under either name', async (t) => {
+      await call('PUT', '/api/v1/tenants/names-co');
+      for (const [ours, theirs, rest] of BODIES) {
+        for (const given of [ours, theirs]) {
+          const created = await call('POST', '/api/v1/tenants/names-co/destinations', { type: given, topics: '*', ...rest });
+          t.equal(created.status, 201, `${given} created: ${JSON.stringify(created.body.data ?? '')}`);
+          t.equal(created.body.type, theirs, `created as ${given}, answered as ${theirs}`);
+          const url = `/api/v1/tenants/names-co/destinations/${created.body.id}`;
+          t.equal((await call('GET', url)).body.type, theirs, 'GET');
+          t.equal((await call('PATCH', url, { type: theirs, metadata: { k: 'v' } })).body.type, theirs, 'PATCH, naming its own type');
+          t.equal((await call('PUT', `${url}/disable`)).body.type, theirs, 'disable');
+          t.equal((await call('PUT', `${url}/enable`)).body.type, theirs, 'enable');
+        }
+        for (const filter of [ours, theirs]) {
+          const listed = await call('GET', `/api/v1/tenants/names-co/destinations?type=${filter}`);
+          t.same(
+            listed.body.map((d: { type: string }) => d.type),
+            [theirs, theirs],
+            `?type=${filter} lists both, as ${theirs}`,
+          );
+        }
+      }
+      const all = (await call('GET', '/api/v1/names-co/destinations')).body as Array<{ type: string }>;
+      t.equal(all.length, BODIES.length * 2);
+      t.ok(
+        all.every((d) => outpostNames.includes(d.type) && !['sqs', 'kinesis', 's3', 'servicebus', 'pubsub', 'gateway'].includes(d.type)),
+        'the list, other path form: no name of ours',
+      );
+    });
+
+    t.test('destination type schemas', async (t) => {
+      const list = (await call('GET', '/api/v1/destination-types')).body as Array<{ type: string }>;
+      t.same(
+        list.map((s) => s.type),
+        outpostNames,
+      );
+      for (const [ours, theirs] of BODIES) {
+        t.equal((await call('GET', `/api/v1/destination-types/${ours}`)).body.type, theirs, `/destination-types/${ours}`);
+        t.equal((await call('GET', `/api/v1/names-co/destination-types/${theirs}`)).body.type, theirs, `/destination-types/${theirs}`);
+      }
+      // Asked twice: the renaming never alters the registry's schemas behind later answers.
+      t.same(
+        ((await call('GET', '/api/v1/destination-types')).body as Array<{ type: string }>).map((s) => s.type),
+        outpostNames,
+      );
+    });
+
+    t.test("attempts with their destination; a `type` in event data is the event's own", async (t) => {
+      await call('PUT', '/api/v1/tenants/att-co');
+      const d = await call('POST', '/api/v1/tenants/att-co/destinations', { type: 'sqs', topics: '*', ...BODIES[0]?.[2] });
+      const time = new Date(Date.now() - 60_000).toISOString();
+      const event = {
+        id: 'evt_named',
+        tenant_id: 'att-co',
+        topic: 'user.created',
+        time,
+        eligible_for_retry: true,
+        metadata: null,
+        data: { type: 'sqs' },
+        received_at: time,
+      };
+      const store = new PipelineStore(built.db);
+      await store.storeRouted([{ event, matched_destination_ids: [d.body.id], skipped_destination_ids: [] }]);
+      await store.storeAttempts([
+        {
+          id: uuidv7(),
+          tenant_id: 'att-co',
+          destination_id: d.body.id,
+          destination_type: 'sqs',
+          event_id: event.id,
+          topic: event.topic,
+          event_time: time,
+          event_received_at: time,
+          status: 'success',
+          code: 'OK',
+          response_data: {},
+          attempt_number: 1,
+          manual: false,
+          time: new Date().toISOString(),
+          duration_ms: 3,
+          final: true,
+        },
+      ]);
+      const page = await call('GET', '/api/v1/tenants/att-co/attempts?include=destination&include=event.data');
+      t.equal(page.status, 200);
+      t.equal(page.body.models[0]?.destination?.type, 'aws_sqs', 'the attempt’s destination');
+      t.same(page.body.models[0]?.event?.data, { type: 'sqs' }, 'event data untouched');
+      const one = await call('GET', `/api/v1/att-co/attempts/${page.body.models[0].id}?include=destination`);
+      t.equal(one.body.destination?.type, 'aws_sqs', 'one attempt');
+      const perDestination = await call('GET', `/api/v1/tenants/att-co/destinations/${d.body.id}/attempts?include=destination`);
+      t.equal(perDestination.body.models[0]?.destination?.type, 'aws_sqs', 'a destination’s attempts');
+    });
+
+    t.test('Pub/Sub: with an endpoint, a key that is a JSON object with a type', async (t) => {
+      await call('PUT', '/api/v1/tenants/emu-co');
+      const create = (config: Record<string, unknown>, service_account_json: string) =>
+        call('POST', '/api/v1/tenants/emu-co/destinations', {
+          type: 'gcp_pubsub',
+          topics: '*',
+          config: { project_id: 'test-project', topic: 'events', ...config },
+          credentials: { service_account_json },
+        });
+      const placeholder = '{"type":"service_account","projectId":"test"}';
+      for (const endpoint of ['localhost:8085', 'http://127.0.0.1:8681', 'https://pubsub.example.com']) {
+        const ok = await create({ endpoint }, placeholder);
+        t.equal(ok.status, 201, `endpoint ${endpoint}: a placeholder key is accepted`);
+      }
+      const refused = async (config: Record<string, unknown>, key: string, why: string) => {
+        const r = await create(config, key);
+        t.equal(r.status, 422, why);
+        t.match(r.body.problems, [{ path: 'body.credentials.service_account_json' }], `${why}: names the key`);
+      };
+      await refused({ endpoint: 'localhost:8085' }, '{"projectId":"test"}', 'with an endpoint, an object without type is refused');
+      await refused({ endpoint: 'localhost:8085' }, 'not-valid-json', 'with an endpoint, not JSON is refused');
+      await refused({ endpoint: 'localhost:8085' }, '["service_account"]', 'with an endpoint, an array is refused');
+      await refused({}, placeholder, 'without an endpoint, the key must be a usable service account key');
+      // Removing the endpoint of a destination with a placeholder key is a destination Google would refuse.
+      const emu = await create({ endpoint: 'localhost:8085' }, placeholder);
+      const patched = await call('PATCH', `/api/v1/tenants/emu-co/destinations/${emu.body.id}`, { config: { endpoint: null } });
+      t.equal(patched.status, 422, 'PATCH removing the endpoint: the placeholder key no longer does');
+    });
+  });
+}
+
+t.test('the default: interface.md’s names', async (t) => {
+  const { call } = await buildEmbeddedTestApp(t, { TOPICS: 'user.created' });
+  await call('PUT', '/api/v1/tenants/plain-co');
+  const d = await call('POST', '/api/v1/tenants/plain-co/destinations', { type: 'aws_sqs', topics: '*', ...BODIES[0]?.[2] });
+  t.equal(d.body.type, 'sqs');
+  t.equal((await call('GET', '/api/v1/destination-types/gcp_pubsub')).body.type, 'pubsub');
+  const doc = (await call('GET', '/api/v1/openapi.json', undefined, null)).body;
+  t.same(doc.components.schemas.Destination.properties.type.enum, [
+    'webhook',
+    'sqs',
+    'rabbitmq',
+    'gateway',
+    'kinesis',
+    'servicebus',
+    's3',
+    'pubsub',
+    'kafka',
+  ]);
+});
