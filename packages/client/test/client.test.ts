@@ -12,7 +12,9 @@ t.test('typed client round trip', async (t) => {
   const created = await api.PUT('/api/v1/tenants/{tenant_id}', { params: { path: { tenant_id: 'acme' } } });
   t.equal(created.response.status, 201, 'an upsert without a body');
   t.equal(created.data?.id, 'acme');
-  const again = await ok(api.PUT('/api/v1/{tenant_id}', { params: { path: { tenant_id: 'acme' } }, body: { metadata: { plan: 'pro' } } }));
+  const again = await ok(
+    api.PUT('/api/v1/tenants/{tenant_id}', { params: { path: { tenant_id: 'acme' } }, body: { metadata: { plan: 'pro' } } }),
+  );
   t.same(again.metadata, { plan: 'pro' });
 
   const dest = await ok(

@@ -10,8 +10,10 @@ import { loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { build } from './app.ts';
 
-export async function openapiDocument(): Promise<Record<string, unknown>> {
+/** The document of a deployment with these settings (API_BASE_URL, API_TYPE_NAMES) over the defaults. */
+export async function openapiDocument(settings: Record<string, string> = {}): Promise<Record<string, unknown>> {
   const config = loadConfig({
+    ...settings,
     API_KEY: 'openapi-document',
     API_JWT_SECRET: 'openapi-document-jwt-secret-0123456789',
     AES_ENCRYPTION_SECRET: 'openapi-document-aes-secret-0123456789',

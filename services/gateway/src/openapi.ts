@@ -14,6 +14,10 @@ import { ERRORS } from '@switchyard/shared/errors.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 import { answeredTypeNames, type TypeNames } from './type-names.ts';
+import { idParam } from './routes/common.ts';
+
+/** Path parameters the input guards hold to ID_PATTERN (guards.ts). */
+const ID_PARAMS = new Set(['tenant_id', 'destination_id', 'event_id']);
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
@@ -317,7 +321,9 @@ export function exactOperation({ schema, url, route }: { schema: FastifySchema; 
   const declared = ((s.params as { properties?: Record<string, object> } | undefined)?.properties ?? {}) as Record<string, object>;
   if (pathParams.length) {
     const properties: Record<string, object> = {};
-    for (const p of pathParams) properties[p] = declared[p] ?? { type: 'string', minLength: 1, maxLength: 255 };
+    // Ids in the path are held to ID_PATTERN by the input guards (guards.ts), whether or not the route says so.
+    for (const p of pathParams)
+      properties[p] = declared[p] ?? (ID_PARAMS.has(p) ? idParam : { type: 'string', minLength: 1, maxLength: 255 });
     s.params = { type: 'object', required: pathParams, properties };
   } else delete s.params;
 
@@ -363,7 +369,10 @@ const ERROR_RESPONSES: Record<string, string> = {
  * say what they are rather than "Default Response", and the shared error answers are named
  * responses (`#/components/responses/NotFound`, ...) rather than a copy in every operation.
  */
-export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }, opts: { typeNames: readonly string[] }) {
+export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }, opts: DocumentOptions) {
+  openapiObject.servers = [{ url: opts.serverUrl, description: 'This deployment (API_BASE_URL).' }];
+  if (openapiObject.info) openapiObject.info.license = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
+  canonicalPaths(openapiObject);
   // Answers carry the type names API_TYPE_NAMES picks (type-names.ts): the answer models enumerate those.
   for (const model of ['Destination', 'DestinationTypeSchema']) {
     const props = (openapiObject.components?.schemas?.[model] as { properties?: Record<string, object> } | undefined)?.properties;
@@ -395,22 +404,186 @@ export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenAp
   return openapiObject;
 }
 
+interface DocumentOptions {
+  /** The names answers carry for destination types (type-names.ts). */
+  typeNames: readonly string[];
+  /** Where this deployment serves the API: the document's one server. */
+  serverUrl: string;
+}
+
 /** @fastify/swagger's transforms for this deployment's document. */
 export function documentTransforms(config: Config) {
-  const typeNames = answeredTypeNames(config.API_TYPE_NAMES as TypeNames);
+  const opts: DocumentOptions = {
+    typeNames: answeredTypeNames(config.API_TYPE_NAMES as TypeNames),
+    serverUrl: (config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`).replace(/\/+$/, ''),
+  };
   return {
     transform: exactOperation,
-    transformObject: ((o: { openapiObject: Partial<OpenApiLike> }) => exactDocument(o, { typeNames })) as never,
+    transformObject: ((o: { openapiObject: Partial<OpenApiLike> }) => exactDocument(o, opts)) as never,
   };
 }
 
+/*
+ * One path per operation. Tenant-scoped routes are served in three forms (TENANT_PREFIXES):
+ * /api/v1/tenants/{tenant_id}/x, interface.md's first form /api/v1/{tenant_id}/x, and /api/v1/x
+ * with the tenant taken from a tenant token. The document lists each operation once, at its
+ * canonical path, and names the other forms it is also served at in `x-aliases` (and its
+ * description), so that a client generator makes one method of it. The canonical path is the
+ * /tenants/{tenant_id} form; an operation that, without a tenant in the path, also answers the
+ * admin key across tenants (ACROSS_TENANTS) is two operations: that one, and the form without a
+ * tenant (tenant_id, where it narrows, in the query).
+ */
+const TENANT_FORMS = ['/api/v1/tenants/{tenant_id}', '/api/v1/{tenant_id}', '/api/v1'] as const;
+const ACROSS_TENANTS = new Set([
+  'get /attempts',
+  'get /attempts/{attempt_id}',
+  'get /events',
+  'get /events/{event_id}',
+  'get /events/{event_id}/deliveries',
+  'get /metrics/attempts',
+  'get /metrics/events',
+  'get /operator-events',
+]);
+/** Other paths served as another's alias. */
+const PATH_ALIASES: Record<string, string> = { '/api/v1/healthz': '/healthz' };
+
+/**
+ * Every operation's stable name, by canonical path: what client generators name their methods.
+ * The other service's names where it has the operation.
+ */
+export const OPERATION_IDS: Record<string, string> = {
+  'get /healthz': 'healthCheck',
+  'post /api/v1/publish': 'publishEvent',
+  'post /api/v1/publish/batch': 'publishEvents',
+  'post /api/v1/retry': 'retryEvent',
+  'post /api/v1/tenants/{tenant_id}/destination/{destination_id}/events/{event_id}/retry': 'retryTenantDestinationEvent',
+  'get /api/v1/destination-types': 'listDestinationTypeSchemas',
+  'get /api/v1/destination-types/{type}': 'getDestinationTypeSchema',
+  'get /api/v1/topics': 'listTopics',
+  'get /api/v1/tenants': 'listTenants',
+  'put /api/v1/tenants/{tenant_id}': 'upsertTenant',
+  'get /api/v1/tenants/{tenant_id}': 'getTenant',
+  'delete /api/v1/tenants/{tenant_id}': 'deleteTenant',
+  'get /api/v1/tenants/{tenant_id}/token': 'getTenantToken',
+  'get /api/v1/tenants/{tenant_id}/portal': 'getTenantPortalUrl',
+  'get /api/v1/tenants/{tenant_id}/destinations': 'listTenantDestinations',
+  'post /api/v1/tenants/{tenant_id}/destinations': 'createTenantDestination',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'getTenantDestination',
+  'patch /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'updateTenantDestination',
+  'delete /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'deleteTenantDestination',
+  'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable': 'enableTenantDestination',
+  'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/disable': 'disableTenantDestination',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts': 'listTenantDestinationAttempts',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}': 'getTenantDestinationAttempt',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/health': 'getTenantDestinationHealth',
+  'post /api/v1/tenants/{tenant_id}/destinations/{destination_id}/cancel': 'cancelTenantDestinationDeliveries',
+  'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events': 'listTenantDestinationEvents',
+  'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events/{event_id}': 'getTenantDestinationEvent',
+  'post /api/v1/tenants/{tenant_id}/replay': 'replayTenantDeliveries',
+  'get /api/v1/attempts': 'listAttempts',
+  'get /api/v1/tenants/{tenant_id}/attempts': 'listTenantAttempts',
+  'get /api/v1/attempts/{attempt_id}': 'getAttempt',
+  'get /api/v1/tenants/{tenant_id}/attempts/{attempt_id}': 'getTenantAttempt',
+  'get /api/v1/events': 'listEvents',
+  'get /api/v1/tenants/{tenant_id}/events': 'listTenantEvents',
+  'get /api/v1/events/{event_id}': 'getEvent',
+  'get /api/v1/tenants/{tenant_id}/events/{event_id}': 'getTenantEvent',
+  'get /api/v1/events/{event_id}/deliveries': 'listEventDeliveries',
+  'get /api/v1/tenants/{tenant_id}/events/{event_id}/deliveries': 'listTenantEventDeliveries',
+  'get /api/v1/metrics/attempts': 'getAttemptMetrics',
+  'get /api/v1/tenants/{tenant_id}/metrics/attempts': 'getTenantAttemptMetrics',
+  'get /api/v1/metrics/events': 'getEventMetrics',
+  'get /api/v1/tenants/{tenant_id}/metrics/events': 'getTenantEventMetrics',
+  'get /api/v1/operator-events': 'listOperatorEvents',
+  'get /api/v1/tenants/{tenant_id}/operator-events': 'listTenantOperatorEvents',
+};
+
+/** A name for an operation the table lacks (the OpenAPI test fails on it): the method and the path's words. */
+function fallbackOperationId(method: string, path: string): string {
+  const words = path.split(/[^A-Za-z0-9]+/).filter((w) => w && w !== 'api' && w !== 'v1');
+  return method + words.map((w) => w[0]?.toUpperCase() + w.slice(1)).join('');
+}
+
+function tenantForm(path: string): { form: number; rest: string } | null {
+  for (const [form, prefix] of TENANT_FORMS.entries())
+    if (path === prefix || path.startsWith(`${prefix}/`)) return { form, rest: path.slice(prefix.length) };
+  return null;
+}
+
+function aliasNote(path: string): string {
+  return tenantForm(path)?.form === 2 && !PATH_ALIASES[path]
+    ? `\`${path}\` with a tenant token (the tenant is the token's)`
+    : `\`${path}\``;
+}
+
+/** Lists each operation once, at its canonical path, with its operationId and its aliases. */
+function canonicalPaths(doc: Partial<OpenApiLike>): void {
+  const paths = doc.paths ?? {};
+  // Where each operation goes: its canonical path (itself, or the one it is an alias of).
+  const groups = new Map<string, { path: string; form: number }[]>();
+  for (const [path, ops] of Object.entries(paths))
+    for (const method of Object.keys(ops)) {
+      const t = tenantForm(path);
+      const key = PATH_ALIASES[path] ? `${method} ${PATH_ALIASES[path]}` : t ? `${method} ${t.rest}` : `${method} ${path}`;
+      groups.set(key, [...(groups.get(key) ?? []), { path, form: t && !PATH_ALIASES[path] ? t.form : -1 }]);
+    }
+  const aliasesOf = new Map<string, string[]>(); // "method canonicalPath" -> alias paths
+  const isAlias = new Set<string>(); // "method path"
+  for (const [key, members] of groups) {
+    const method = key.slice(0, key.indexOf(' '));
+    const byForm = (f: number) => members.find((m) => m.form === f)?.path;
+    const pick = (canonical: string, aliases: (string | undefined)[]) => {
+      const list = aliases.filter((p): p is string => p !== undefined && p !== canonical);
+      aliasesOf.set(`${method} ${canonical}`, list);
+      for (const a of list) isAlias.add(`${method} ${a}`);
+    };
+    const tenants = byForm(0);
+    const none = byForm(2);
+    if (ACROSS_TENANTS.has(key) && tenants && none) {
+      pick(tenants, [byForm(1)]);
+      pick(none, []);
+    } else {
+      const canonical = tenants ?? none ?? members.find((m) => m.form === -1 && !PATH_ALIASES[m.path])?.path ?? members[0]?.path;
+      if (canonical)
+        pick(
+          canonical,
+          members.map((m) => m.path),
+        );
+    }
+  }
+  const out: OpenApiLike['paths'] = {};
+  for (const [path, ops] of Object.entries(paths)) {
+    const pathParams = new Set([...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]));
+    for (const [method, op] of Object.entries(ops)) {
+      if (isAlias.has(`${method} ${path}`)) continue;
+      op.operationId = OPERATION_IDS[`${method} ${path}`] ?? fallbackOperationId(method, path);
+      // A tenant named in the path is the only one: its query twin (for the form without it) is not listed.
+      if (op.parameters) op.parameters = op.parameters.filter((p) => !(p.in === 'query' && pathParams.has(p.name)));
+      const aliases = aliasesOf.get(`${method} ${path}`) ?? [];
+      if (aliases.length) {
+        op['x-aliases'] = aliases;
+        const note = `Also served at ${aliases.map(aliasNote).join(', ')}.`;
+        op.description = op.description ? `${op.description}\n\n${note}` : note;
+      }
+      out[path] = { ...out[path], [method]: op };
+    }
+  }
+  doc.paths = out;
+}
+
 interface OpenApiLike {
+  servers: { url: string; description?: string }[];
+  info: { license?: { name: string; identifier: string } };
   components: { schemas: Record<string, { type?: string | string[] }> };
   paths: Record<
     string,
     Record<
       string,
       {
+        operationId?: string;
+        description?: string;
+        'x-aliases'?: string[];
+        parameters?: { in: string; name: string }[];
         requestBody?: { required?: boolean; content?: Record<string, { schema?: { $ref?: string; type?: string | string[] } }> };
         responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }>; $ref?: string }>;
       }

@@ -64,12 +64,14 @@ t.test('the OpenAPI document is valid OpenAPI 3.1 and covers every route', async
   for (const so of schemaObjects) strictAjv.compile({ ...(so as object), components: doc.components });
   t.ok(valid, `valid OpenAPI 3.1: ${JSON.stringify(ajv.errors?.slice(0, 3))}`);
 
-  // Every registered route (but the document itself and HEAD twins) appears with its method.
+  // Every registered route (but the document itself and HEAD twins) appears with its method: as an
+  // operation's path, or as one of its aliases (the other path forms it is served at).
   const routes = app.routeTable.filter((r) => r.method !== 'HEAD' && r.url !== '/api/v1/openapi.json');
   t.ok(routes.length > 30, `${routes.length} routes`);
   const documented = new Set<string>();
-  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
-    for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${path}`);
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, { 'x-aliases'?: string[] }>>)) {
+    for (const [m, op] of Object.entries(ops))
+      for (const p of [path, ...(op['x-aliases'] ?? [])]) documented.add(`${m.toUpperCase()} ${p}`);
   }
   for (const r of routes) t.ok(documented.has(`${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`), `${r.method} ${r.url} is documented`);
   for (const must of [

@@ -1,6 +1,7 @@
 // The gateway API (/api/v1, same origin) through the typed client (@switchyard/client: paths,
 // parameters, bodies and answers typed by the generated OpenAPI schema), called with the tenant
-// token: the tenant is implied by the token, so paths carry no tenant id. A 401 ends the session.
+// token at each operation's canonical path (/api/v1/tenants/{tenant_id}/..., the token's tenant).
+// A 401 ends the session.
 // Imported from the client's browser-safe entry (its index also holds the node:crypto verifier).
 import { type components, createSwitchyardClient, type SwitchyardClient } from '@switchyard/client/client.ts';
 
@@ -30,9 +31,11 @@ export class ApiError extends Error {
 
 let client: SwitchyardClient = createSwitchyardClient({ baseUrl: window.location.origin, token: '' });
 let onUnauthorized: () => void = () => undefined;
+let tenantId = '';
 
-export function configureApi(token: string, unauthorized: () => void): void {
+export function configureApi(token: string, tenant: string, unauthorized: () => void): void {
   client = createSwitchyardClient({ baseUrl: window.location.origin, token });
+  tenantId = tenant;
   onUnauthorized = unauthorized;
 }
 
@@ -63,31 +66,46 @@ function set<Q extends object>(q: Q): { [K in keyof Q]: Exclude<Q[K], ''> } {
   return Object.fromEntries(Object.entries(q).filter(([, v]) => v !== undefined && v !== null && v !== '')) as never;
 }
 
-const dest = (destination_id: string) => ({ params: { path: { destination_id } } });
+const tenant = () => ({ params: { path: { tenant_id: tenantId } } });
+const dest = (destination_id: string) => ({ params: { path: { tenant_id: tenantId, destination_id } } });
 
 export const api = {
   destinationTypes: () => data(client.GET('/api/v1/destination-types')),
   topics: () => data(client.GET('/api/v1/topics')),
-  destinations: () => data(client.GET('/api/v1/destinations')),
-  destination: (id: string) => data(client.GET('/api/v1/destinations/{destination_id}', dest(id))),
-  createDestination: (body: Schemas['DestinationCreate']) => data(client.POST('/api/v1/destinations', { body })),
+  destinations: () => data(client.GET('/api/v1/tenants/{tenant_id}/destinations', tenant())),
+  destination: (id: string) => data(client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}', dest(id))),
+  createDestination: (body: Schemas['DestinationCreate']) =>
+    data(client.POST('/api/v1/tenants/{tenant_id}/destinations', { ...tenant(), body })),
   updateDestination: (id: string, body: Schemas['DestinationUpdate']) =>
-    data(client.PATCH('/api/v1/destinations/{destination_id}', { ...dest(id), body })),
+    data(client.PATCH('/api/v1/tenants/{tenant_id}/destinations/{destination_id}', { ...dest(id), body })),
   setEnabled: (id: string, enabled: boolean) =>
-    data(client.PUT(enabled ? '/api/v1/destinations/{destination_id}/enable' : '/api/v1/destinations/{destination_id}/disable', dest(id))),
-  deleteDestination: (id: string) => data(client.DELETE('/api/v1/destinations/{destination_id}', dest(id))),
+    data(
+      client.PUT(
+        enabled
+          ? '/api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable'
+          : '/api/v1/tenants/{tenant_id}/destinations/{destination_id}/disable',
+        dest(id),
+      ),
+    ),
+  deleteDestination: (id: string) => data(client.DELETE('/api/v1/tenants/{tenant_id}/destinations/{destination_id}', dest(id))),
   attempts: (destinationId: string, q: ListQuery): Promise<Page<Attempt>> =>
     data(
-      client.GET('/api/v1/destinations/{destination_id}/attempts', { params: { path: { destination_id: destinationId }, query: set(q) } }),
+      client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts', {
+        params: { path: { tenant_id: tenantId, destination_id: destinationId }, query: set(q) },
+      }),
     ),
   attempt: (destinationId: string, attemptId: string) =>
     data(
-      client.GET('/api/v1/destinations/{destination_id}/attempts/{attempt_id}', {
-        params: { path: { destination_id: destinationId, attempt_id: attemptId }, query: { include: 'event.data' } },
+      client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}', {
+        params: { path: { tenant_id: tenantId, destination_id: destinationId, attempt_id: attemptId }, query: { include: 'event.data' } },
       }),
     ),
   events: (destinationId: string, q: ListQuery): Promise<Page<EventItem>> =>
-    data(client.GET('/api/v1/destination/{destination_id}/events', { params: { path: { destination_id: destinationId }, query: set(q) } })),
+    data(
+      client.GET('/api/v1/tenants/{tenant_id}/destination/{destination_id}/events', {
+        params: { path: { tenant_id: tenantId, destination_id: destinationId }, query: set(q) },
+      }),
+    ),
   /** Attempts of one destination per hour and status, from `start` to now (the tenant metrics API). */
   attemptCounts: (destinationId: string, start: string) =>
     data(

@@ -27,7 +27,7 @@ const session = currentSession();
 if (typeof session === 'string') {
   showExpired(session);
 } else {
-  configureApi(session.token, () => showExpired('expired'));
+  configureApi(session.token, session.tenantId, () => showExpired('expired'));
   // The token's own expiry ends the session even when no request is made.
   window.setTimeout(() => showExpired('expired'), Math.min(session.expiresAt - Date.now(), 2 ** 31 - 1));
   const queries = new QueryClient({

@@ -1,11 +1,11 @@
 // Checks HTTP answers against the served OpenAPI document: the e2e suites pass every response they
-// see through it, so the document is exact for what the server really answers (issue 43).
+// see through it, so the document is exact for what the server really answers.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
 type Response = { content?: Record<string, unknown>; $ref?: string };
 export type Doc = {
-  paths: Record<string, Record<string, { responses?: Record<string, Response> }>>;
+  paths: Record<string, Record<string, { responses?: Record<string, Response>; 'x-aliases'?: string[] }>>;
   components?: { responses?: Record<string, Response> };
 };
 
@@ -23,12 +23,18 @@ export function openApiChecker(doc: Doc): OpenApiChecker {
   addFormats.default(ajv);
   ajv.addSchema(doc as object, 'openapi.json');
   // Templates with fewer parameters first: a fixed segment wins over a parameter, as in the router.
-  const templates = Object.keys(doc.paths)
-    .map((path) => ({
-      path,
-      params: (path.match(/\{/g) ?? []).length,
-      re: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`),
-    }))
+  // An operation's aliases (the other path forms it is served at, `x-aliases`) lead to it too.
+  const template = (path: string, method: string | null, canonical: string) => ({
+    path: canonical,
+    method,
+    params: (path.match(/\{/g) ?? []).length,
+    re: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`),
+  });
+  const templates = Object.entries(doc.paths)
+    .flatMap(([path, ops]) => [
+      template(path, null, path),
+      ...Object.entries(ops).flatMap(([m, op]) => (op['x-aliases'] ?? []).map((alias) => template(alias, m, path))),
+    ])
     .sort((a, b) => a.params - b.params);
   const compiled = new Map<string, ValidateFunction>();
   const problems: string[] = [];
@@ -44,7 +50,7 @@ export function openApiChecker(doc: Doc): OpenApiChecker {
       checked++;
       const path = decodeURIComponent(new URL(url, 'http://x').pathname);
       const m = method.toLowerCase();
-      const found = templates.find((t) => t.re.test(path) && doc.paths[t.path]?.[m]);
+      const found = templates.find((t) => t.re.test(path) && (t.method === null || t.method === m) && doc.paths[t.path]?.[m]);
       const where = `${method} ${path} -> ${status}`;
       const out: string[] = [];
       // No route at all: the one 404 NOT_FOUND every unknown path answers.

@@ -8,85 +8,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness and dependencies; no credential needed */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Health"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                500: components["responses"]["InternalError"];
-                /** @description A dependency failed. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Health"];
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/healthz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Liveness and dependencies; no credential needed */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Health"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                500: components["responses"]["InternalError"];
-                /** @description A dependency failed. */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Health"];
-                    };
-                };
-            };
-        };
+        /**
+         * Liveness and dependencies; no credential needed
+         * @description Also served at `/api/v1/healthz`.
+         */
+        get: operations["healthCheck"];
         put?: never;
         post?: never;
         delete?: never;
@@ -105,90 +31,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Retry one event to one destination (a manual attempt); 202 */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["RetryRequest"];
-                };
-            };
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destination/{destination_id}/events/{event_id}/retry": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Retry one event to one destination (first form) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["retryEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -204,90 +47,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry one event to one destination (first form) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destination/{destination_id}/events/{event_id}/retry": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Retry one event to one destination (first form) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Retry one event to one destination (first form)
+         * @description Also served at `/api/v1/{tenant_id}/destination/{destination_id}/events/{event_id}/retry`, `/api/v1/destination/{destination_id}/events/{event_id}/retry` with a tenant token (the tenant is the token's).
+         */
+        post: operations["retryTenantDestinationEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -304,41 +68,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Publish one event; 202 once Kafka acknowledged it */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PublishRequest"];
-                };
-            };
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PublishResult"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["publishEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -355,40 +85,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Publish up to 1000 events; each is validated and answered on its own */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PublishBatchRequest"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["BatchPublishResult"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["publishEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -402,34 +99,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every destination type schema */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationTypeSchemaList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Every destination type schema
+         * @description Also served at `/api/v1/{tenant_id}/destination-types`.
+         */
+        get: operations["listDestinationTypeSchemas"];
         put?: never;
         post?: never;
         delete?: never;
@@ -445,127 +119,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One destination type schema (aliases accepted) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    type: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationTypeSchema"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destination-types": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every destination type schema */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationTypeSchemaList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destination-types/{type}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One destination type schema (aliases accepted) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    type: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationTypeSchema"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * One destination type schema (aliases accepted)
+         * @description Also served at `/api/v1/{tenant_id}/destination-types/{type}`.
+         */
+        get: operations["getDestinationTypeSchema"];
         put?: never;
         post?: never;
         delete?: never;
@@ -582,33 +140,7 @@ export interface paths {
             cookie?: never;
         };
         /** The configured topics */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Topics"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listTopics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -625,39 +157,7 @@ export interface paths {
             cookie?: never;
         };
         /** List tenants (admin only) */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    next?: string;
-                    prev?: string;
-                    order_by?: "time" | "created_at";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TenantPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listTenants"];
         put?: never;
         post?: never;
         delete?: never;
@@ -673,116 +173,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a tenant */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        /** Create a tenant (idempotent); 201 when created, 200 when it existed */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": components["schemas"]["TenantUpsert"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get a tenant
+         * @description Also served at `/api/v1/{tenant_id}`, `/api/v1` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenant"];
+        /**
+         * Create a tenant (idempotent); 201 when created, 200 when it existed
+         * @description Also served at `/api/v1/{tenant_id}`, `/api/v1` with a tenant token (the tenant is the token's).
+         */
+        put: operations["upsertTenant"];
         post?: never;
-        /** Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background
+         * @description Also served at `/api/v1/{tenant_id}`, `/api/v1` with a tenant token (the tenant is the token's).
+         */
+        delete: operations["deleteTenant"];
         options?: never;
         head?: never;
         patch?: never;
@@ -795,36 +201,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A 24 h JWT scoped to the tenant (admin only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TenantToken"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * A 24 h JWT scoped to the tenant (admin only)
+         * @description Also served at `/api/v1/{tenant_id}/token`, `/api/v1/token` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantToken"];
         put?: never;
         post?: never;
         delete?: never;
@@ -840,38 +221,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A portal URL carrying a tenant token (admin only) */
-        get: {
-            parameters: {
-                query?: {
-                    theme?: "light" | "dark";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PortalRedirect"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * A portal URL carrying a tenant token (admin only)
+         * @description Also served at `/api/v1/{tenant_id}/portal`, `/api/v1/portal` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantPortalUrl"];
         put?: never;
         post?: never;
         delete?: never;
@@ -887,80 +241,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List destinations (not paged); filter by type and topics */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Destinations of these types (aliases accepted). Several values match any. */
-                    type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
-                    /** @description Destinations subscribed to any of these topics. Several values match any. */
-                    topics?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * List destinations (not paged); filter by type and topics
+         * @description Also served at `/api/v1/{tenant_id}/destinations`, `/api/v1/destinations` with a tenant token (the tenant is the token's).
+         */
+        get: operations["listTenantDestinations"];
         put?: never;
-        /** Create a destination */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationCreate"];
-                };
-            };
-            responses: {
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Create a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations`, `/api/v1/destinations` with a tenant token (the tenant is the token's).
+         */
+        post: operations["createTenantDestination"];
         delete?: never;
         options?: never;
         head?: never;
@@ -974,113 +265,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a destination */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}`, `/api/v1/destinations/{destination_id}` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantDestination"];
         put?: never;
         post?: never;
-        /** Delete a destination */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Delete a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}`, `/api/v1/destinations/{destination_id}` with a tenant token (the tenant is the token's).
+         */
+        delete: operations["deleteTenantDestination"];
         options?: never;
         head?: never;
-        /** Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationUpdate"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}`, `/api/v1/destinations/{destination_id}` with a tenant token (the tenant is the token's).
+         */
+        patch: operations["updateTenantDestination"];
         trace?: never;
     };
     "/api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable": {
@@ -1091,40 +294,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** enable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * enable a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/enable`, `/api/v1/destinations/{destination_id}/enable` with a tenant token (the tenant is the token's).
+         */
+        put: operations["enableTenantDestination"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1140,40 +314,11 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** disable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * disable a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/disable`, `/api/v1/destinations/{destination_id}/disable` with a tenant token (the tenant is the token's).
+         */
+        put: operations["disableTenantDestination"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1188,58 +333,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the attempts of a destination, newest first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * List the attempts of a destination, newest first, cursor-paged
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/attempts`, `/api/v1/destinations/{destination_id}/attempts` with a tenant token (the tenant is the token's).
+         */
+        get: operations["listTenantDestinationAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1255,41 +353,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one attempt of a destination */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get one attempt of a destination
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}`, `/api/v1/destinations/{destination_id}/attempts/{attempt_id}` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantDestinationAttempt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1305,61 +373,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                    /** @description Admin key only: attempts of these tenants (a tenant token may only name its own). Several values match any. */
-                    tenant_id?: string | string[];
-                    /** @description Attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant
+         * @description Also served at `/api/v1/{tenant_id}/attempts`.
+         */
+        get: operations["listTenantAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1375,40 +393,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)
+         * @description Also served at `/api/v1/{tenant_id}/attempts/{attempt_id}`.
+         */
+        get: operations["getTenantAttempt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1424,57 +413,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events routed to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: events of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant
+         * @description Also served at `/api/v1/{tenant_id}/events`.
+         */
+        get: operations["listTenantEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1490,40 +433,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one event with its data */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get one event with its data
+         * @description Also served at `/api/v1/{tenant_id}/events/{event_id}`.
+         */
+        get: operations["getTenantEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1539,42 +453,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every delivery attempt of an event, newest first (an array; at most 1000) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventDeliveryList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Every delivery attempt of an event, newest first (an array; at most 1000)
+         * @description Also served at `/api/v1/{tenant_id}/events/{event_id}/deliveries`.
+         */
+        get: operations["listTenantEventDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1590,54 +473,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the events routed to a destination with that delivery's status, newest event time first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events whose delivery to this destination is in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * List the events routed to a destination with that delivery's status, newest event time first, cursor-paged
+         * @description Also served at `/api/v1/{tenant_id}/destination/{destination_id}/events`, `/api/v1/destination/{destination_id}/events` with a tenant token (the tenant is the token's).
+         */
+        get: operations["listTenantDestinationEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1653,38 +493,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one event routed to a destination, as an array holding the event */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description One event, as an array holding it (interface.md’s first form). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventInArray"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Get one event routed to a destination, as an array holding the event
+         * @description Also served at `/api/v1/{tenant_id}/destination/{destination_id}/events/{event_id}`, `/api/v1/destination/{destination_id}/events/{event_id}` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantDestinationEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1705,40 +518,10 @@ export interface paths {
         /**
          * Cancel every delivery of the destination not yet attempted (queued or waiting for a retry)
          * @description Each ends as one final attempt with status canceled (response_data.reason "canceled") when its turn comes, instead of a request. Deliveries made after this call (new events, replays, manual retries) go out as usual.
+         *
+         *     Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/cancel`, `/api/v1/destinations/{destination_id}/cancel` with a tenant token (the tenant is the token's).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["cancelTenantDestinationDeliveries"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1757,43 +540,10 @@ export interface paths {
         /**
          * Replay failed, skipped or canceled deliveries of the tenant or one destination since a time; 202
          * @description One manual attempt per delivery, to the destination as it is now, in the order the events were received. At most `limit` a call; continue with `next` as `cursor`.
+         *
+         *     Also served at `/api/v1/{tenant_id}/replay`, `/api/v1/replay` with a tenant token (the tenant is the token's).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ReplayRequest"];
-                };
-            };
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReplayResult"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        post: operations["replayTenantDeliveries"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1807,37 +557,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A destination's health: consecutive failures, last success and failure, why it is disabled */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationHealth"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * A destination's health: consecutive failures, last success and failure, why it is disabled
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/health`, `/api/v1/destinations/{destination_id}/health` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantDestinationHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1853,55 +577,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic, destination_id, status, code (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Only these values of destination_id (comma-separated or repeated) */
-                    destination_id?: string;
-                    /** @description Only these values of status (comma-separated or repeated) */
-                    status?: string;
-                    /** @description Only these values of code (comma-separated or repeated) */
-                    code?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates
+         * @description Also served at `/api/v1/{tenant_id}/metrics/attempts`.
+         */
+        get: operations["getTenantAttemptMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1917,49 +597,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events received per time bucket (minute, hour, day), by topic; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        /**
+         * Events received per time bucket (minute, hour, day), by topic; counts and rates
+         * @description Also served at `/api/v1/{tenant_id}/metrics/events`.
+         */
+        get: operations["getTenantEventMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1975,2014 +617,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    next?: string;
-                    prev?: string;
-                    order_by?: "time" | "created_at";
-                    dir?: "asc" | "desc";
-                    /** @description Only these types (comma-separated or repeated). */
-                    type?: string;
-                    /** @description Only events of this destination. */
-                    destination_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["OperatorEventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a tenant */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        /** Create a tenant (idempotent); 201 when created, 200 when it existed */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": components["schemas"]["TenantUpsert"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        /** Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/token": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A 24 h JWT scoped to the tenant (admin only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TenantToken"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/portal": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A portal URL carrying a tenant token (admin only) */
-        get: {
-            parameters: {
-                query?: {
-                    theme?: "light" | "dark";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PortalRedirect"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List destinations (not paged); filter by type and topics */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Destinations of these types (aliases accepted). Several values match any. */
-                    type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
-                    /** @description Destinations subscribed to any of these topics. Several values match any. */
-                    topics?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        /** Create a destination */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationCreate"];
-                };
-            };
-            responses: {
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a destination */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        /** Delete a destination */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        options?: never;
-        head?: never;
-        /** Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationUpdate"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/enable": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** enable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/disable": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** disable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/attempts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the attempts of a destination, newest first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one attempt of a destination */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/attempts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                    /** @description Admin key only: attempts of these tenants (a tenant token may only name its own). Several values match any. */
-                    tenant_id?: string | string[];
-                    /** @description Attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/attempts/{attempt_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events routed to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: events of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/events/{event_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one event with its data */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/events/{event_id}/deliveries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every delivery attempt of an event, newest first (an array; at most 1000) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventDeliveryList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destination/{destination_id}/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the events routed to a destination with that delivery's status, newest event time first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events whose delivery to this destination is in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destination/{destination_id}/events/{event_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one event routed to a destination, as an array holding the event */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description One event, as an array holding it (interface.md’s first form). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventInArray"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
         /**
-         * Cancel every delivery of the destination not yet attempted (queued or waiting for a retry)
-         * @description Each ends as one final attempt with status canceled (response_data.reason "canceled") when its turn comes, instead of a request. Deliveries made after this call (new events, replays, manual retries) go out as usual.
+         * Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant
+         * @description Also served at `/api/v1/{tenant_id}/operator-events`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/replay": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Replay failed, skipped or canceled deliveries of the tenant or one destination since a time; 202
-         * @description One manual attempt per delivery, to the destination as it is now, in the order the events were received. At most `limit` a call; continue with `next` as `cursor`.
-         */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ReplayRequest"];
-                };
-            };
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReplayResult"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/destinations/{destination_id}/health": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A destination's health: consecutive failures, last success and failure, why it is disabled */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    tenant_id: string;
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationHealth"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/metrics/attempts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic, destination_id, status, code (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Only these values of destination_id (comma-separated or repeated) */
-                    destination_id?: string;
-                    /** @description Only these values of status (comma-separated or repeated) */
-                    status?: string;
-                    /** @description Only these values of code (comma-separated or repeated) */
-                    code?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/metrics/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Events received per time bucket (minute, hour, day), by topic; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/{tenant_id}/operator-events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    next?: string;
-                    prev?: string;
-                    order_by?: "time" | "created_at";
-                    dir?: "asc" | "desc";
-                    /** @description Only these types (comma-separated or repeated). */
-                    type?: string;
-                    /** @description Only events of this destination. */
-                    destination_id?: string;
-                };
-                header?: never;
-                path: {
-                    tenant_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["OperatorEventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a tenant */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        /** Create a tenant (idempotent); 201 when created, 200 when it existed */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: {
-                content: {
-                    "application/json": components["schemas"]["TenantUpsert"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Tenant"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        /** Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/token": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A 24 h JWT scoped to the tenant (admin only) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TenantToken"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/portal": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A portal URL carrying a tenant token (admin only) */
-        get: {
-            parameters: {
-                query?: {
-                    theme?: "light" | "dark";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PortalRedirect"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List destinations (not paged); filter by type and topics */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Destinations of these types (aliases accepted). Several values match any. */
-                    type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
-                    /** @description Destinations subscribed to any of these topics. Several values match any. */
-                    topics?: string | string[];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        /** Create a destination */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationCreate"];
-                };
-            };
-            responses: {
-                /** @description Created. */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                409: components["responses"]["Conflict"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get a destination */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        /** Delete a destination */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        options?: never;
-        head?: never;
-        /** Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["DestinationUpdate"];
-                };
-            };
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/enable": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** enable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/disable": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** disable a destination */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Destination"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/attempts": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the attempts of a destination, newest first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/attempts/{attempt_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one attempt of a destination */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    destination_id: string;
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listTenantOperatorEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3999,58 +638,7 @@ export interface paths {
             cookie?: never;
         };
         /** List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Attempts of these events. Several values match any. */
-                    event_id?: string | string[];
-                    /** @description success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Attempts of events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                    /** @description Admin key only: attempts of these tenants (a tenant token may only name its own). Several values match any. */
-                    tenant_id?: string | string[];
-                    /** @description Attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["AttemptPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4067,38 +655,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
-                    include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
-                };
-                header?: never;
-                path: {
-                    attempt_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Attempt"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["getAttempt"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4115,54 +672,7 @@ export interface paths {
             cookie?: never;
         };
         /** List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events routed to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: events of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4179,38 +689,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get one event with its data */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Event"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["getEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4227,297 +706,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every delivery attempt of an event, newest first (an array; at most 1000) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Only attempts to these destinations. Several values match any. */
-                    destination_id?: string | string[];
-                    /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
-                    tenant_id?: string | string[];
-                };
-                header?: never;
-                path: {
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventDeliveryList"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destination/{destination_id}/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the events routed to a destination with that delivery's status, newest event time first, cursor-paged */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Events whose delivery to this destination is in this state. success, failed or canceled. Several values match any. */
-                    status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
-                    /** @description Events of these topics. Several values match any. */
-                    topic?: string | string[];
-                    "time[gte]"?: string;
-                    "time[gt]"?: string;
-                    "time[lte]"?: string;
-                    "time[lt]"?: string;
-                    /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
-                    limit?: number;
-                    /** @description Cursor of the next page (from pagination.next). */
-                    next?: string;
-                    /** @description Cursor of the previous page (from pagination.prev); not with next. */
-                    prev?: string;
-                    order_by?: "time";
-                    dir?: "asc" | "desc";
-                };
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destination/{destination_id}/events/{event_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get one event routed to a destination, as an array holding the event */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                    event_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description One event, as an array holding it (interface.md’s first form). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["EventInArray"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Cancel every delivery of the destination not yet attempted (queued or waiting for a retry)
-         * @description Each ends as one final attempt with status canceled (response_data.reason "canceled") when its turn comes, instead of a request. Deliveries made after this call (new events, replays, manual retries) go out as usual.
-         */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Success"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/replay": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Replay failed, skipped or canceled deliveries of the tenant or one destination since a time; 202
-         * @description One manual attempt per delivery, to the destination as it is now, in the order the events were received. At most `limit` a call; continue with `next` as `cursor`.
-         */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ReplayRequest"];
-                };
-            };
-            responses: {
-                /** @description Accepted. */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReplayResult"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                408: components["responses"]["RequestTimeout"];
-                413: components["responses"]["PayloadTooLarge"];
-                415: components["responses"]["UnsupportedMediaType"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/destinations/{destination_id}/health": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A destination's health: consecutive failures, last success and failure, why it is disabled */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    destination_id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DestinationHealth"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listEventDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4534,52 +723,7 @@ export interface paths {
             cookie?: never;
         };
         /** Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic, destination_id, status, code (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Only these values of destination_id (comma-separated or repeated) */
-                    destination_id?: string;
-                    /** @description Only these values of status (comma-separated or repeated) */
-                    status?: string;
-                    /** @description Only these values of code (comma-separated or repeated) */
-                    code?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["getAttemptMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4596,46 +740,7 @@ export interface paths {
             cookie?: never;
         };
         /** Events received per time bucket (minute, hour, day), by topic; counts and rates */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Start of the range (default: end minus 24 h). */
-                    start?: string;
-                    /** @description End of the range, exclusive (default: now). */
-                    end?: string;
-                    /** @description Bucket width, aligned to UTC. */
-                    bucket?: "minute" | "hour" | "day";
-                    /** @description Split each bucket by these of: topic (comma-separated or repeated) */
-                    group_by?: string;
-                    /** @description Only these values of topic (comma-separated or repeated) */
-                    topic?: string;
-                    /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
-                    tenant_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["MetricCounts"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["getEventMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4652,43 +757,7 @@ export interface paths {
             cookie?: never;
         };
         /** Operator events (alerts, auto-disables), newest first; the admin key without a tenant in the path lists every tenant */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    next?: string;
-                    prev?: string;
-                    order_by?: "time" | "created_at";
-                    dir?: "asc" | "desc";
-                    /** @description Only these types (comma-separated or repeated). */
-                    type?: string;
-                    /** @description Only events of this destination. */
-                    destination_id?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description OK. */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["OperatorEventPage"];
-                    };
-                };
-                400: components["responses"]["BadRequest"];
-                401: components["responses"]["Unauthorized"];
-                403: components["responses"]["Forbidden"];
-                404: components["responses"]["NotFound"];
-                422: components["responses"]["ValidationFailed"];
-                500: components["responses"]["InternalError"];
-                503: components["responses"]["ServiceUnavailable"];
-            };
-        };
+        get: operations["listOperatorEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5215,4 +1284,1596 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    healthCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
+            /** @description A dependency failed. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    retryEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetryRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryTenantDestinationEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    publishEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublishResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    publishEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchPublishResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDestinationTypeSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationTypeSchemaList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDestinationTypeSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                type: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationTypeSchema"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Topics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenants: {
+        parameters: {
+            query?: {
+                limit?: number;
+                next?: string;
+                prev?: string;
+                order_by?: "time" | "created_at";
+                dir?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    upsertTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TenantUpsert"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Tenant"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantPortalUrl: {
+        parameters: {
+            query?: {
+                theme?: "light" | "dark";
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalRedirect"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantDestinations: {
+        parameters: {
+            query?: {
+                /** @description Destinations of these types (aliases accepted). Several values match any. */
+                type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
+                /** @description Destinations subscribed to any of these topics. Several values match any. */
+                topics?: string | string[];
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationCreate"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DestinationUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    enableTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    disableTenantDestination: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Destination"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantDestinationAttempts: {
+        parameters: {
+            query?: {
+                /** @description Attempts of these events. Several values match any. */
+                event_id?: string | string[];
+                /** @description success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Attempts of events of these topics. Several values match any. */
+                topic?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantDestinationAttempt: {
+        parameters: {
+            query?: {
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantAttempts: {
+        parameters: {
+            query?: {
+                /** @description Attempts of these events. Several values match any. */
+                event_id?: string | string[];
+                /** @description success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Attempts of events of these topics. Several values match any. */
+                topic?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+                /** @description Attempts to these destinations. Several values match any. */
+                destination_id?: string | string[];
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantAttempt: {
+        parameters: {
+            query?: {
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantEvents: {
+        parameters: {
+            query?: {
+                /** @description Events routed to these destinations. Several values match any. */
+                destination_id?: string | string[];
+                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events of these topics. Several values match any. */
+                topic?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantEventDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only attempts to these destinations. Several values match any. */
+                destination_id?: string | string[];
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantDestinationEvents: {
+        parameters: {
+            query?: {
+                /** @description Events whose delivery to this destination is in this state. success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events of these topics. Several values match any. */
+                topic?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantDestinationEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One event, as an array holding it (interface.md’s first form). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventInArray"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTenantDestinationDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replayTenantDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantDestinationHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationHealth"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantAttemptMetrics: {
+        parameters: {
+            query?: {
+                /** @description Start of the range (default: end minus 24 h). */
+                start?: string;
+                /** @description End of the range, exclusive (default: now). */
+                end?: string;
+                /** @description Bucket width, aligned to UTC. */
+                bucket?: "minute" | "hour" | "day";
+                /** @description Split each bucket by these of: topic, destination_id, status, code (comma-separated or repeated) */
+                group_by?: string;
+                /** @description Only these values of topic (comma-separated or repeated) */
+                topic?: string;
+                /** @description Only these values of destination_id (comma-separated or repeated) */
+                destination_id?: string;
+                /** @description Only these values of status (comma-separated or repeated) */
+                status?: string;
+                /** @description Only these values of code (comma-separated or repeated) */
+                code?: string;
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantEventMetrics: {
+        parameters: {
+            query?: {
+                /** @description Start of the range (default: end minus 24 h). */
+                start?: string;
+                /** @description End of the range, exclusive (default: now). */
+                end?: string;
+                /** @description Bucket width, aligned to UTC. */
+                bucket?: "minute" | "hour" | "day";
+                /** @description Split each bucket by these of: topic (comma-separated or repeated) */
+                group_by?: string;
+                /** @description Only these values of topic (comma-separated or repeated) */
+                topic?: string;
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTenantOperatorEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                next?: string;
+                prev?: string;
+                order_by?: "time" | "created_at";
+                dir?: "asc" | "desc";
+                /** @description Only these types (comma-separated or repeated). */
+                type?: string;
+                /** @description Only events of this destination. */
+                destination_id?: string;
+            };
+            header?: never;
+            path: {
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAttempts: {
+        parameters: {
+            query?: {
+                /** @description Attempts of these events. Several values match any. */
+                event_id?: string | string[];
+                /** @description success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Attempts of events of these topics. Several values match any. */
+                topic?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+                /** @description Admin key only: attempts of these tenants (a tenant token may only name its own). Several values match any. */
+                tenant_id?: string | string[];
+                /** @description Attempts to these destinations. Several values match any. */
+                destination_id?: string | string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAttempt: {
+        parameters: {
+            query?: {
+                /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
+                include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+            };
+            header?: never;
+            path: {
+                attempt_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attempt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Events routed to these destinations. Several values match any. */
+                destination_id?: string | string[];
+                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
+                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events of these topics. Several values match any. */
+                topic?: string | string[];
+                /** @description Admin key only, without a tenant in the path: events of these tenants. Several values match any. */
+                tenant_id?: string | string[];
+                "time[gte]"?: string;
+                "time[gt]"?: string;
+                "time[lte]"?: string;
+                "time[lt]"?: string;
+                /** @description Page size: the most items a page holds. A page that carries events (event listings; include=event or include=event.data) also ends once their payloads (with include=event: their metadata) reach the configured byte bound, so it may hold fewer: follow next. */
+                limit?: number;
+                /** @description Cursor of the next page (from pagination.next). */
+                next?: string;
+                /** @description Cursor of the previous page (from pagination.prev); not with next. */
+                prev?: string;
+                order_by?: "time";
+                dir?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: {
+                /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
+                tenant_id?: string | string[];
+            };
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEventDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Only attempts to these destinations. Several values match any. */
+                destination_id?: string | string[];
+                /** @description Admin key only, without a tenant in the path: the event of these tenants. Several values match any. */
+                tenant_id?: string | string[];
+            };
+            header?: never;
+            path: {
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAttemptMetrics: {
+        parameters: {
+            query?: {
+                /** @description Start of the range (default: end minus 24 h). */
+                start?: string;
+                /** @description End of the range, exclusive (default: now). */
+                end?: string;
+                /** @description Bucket width, aligned to UTC. */
+                bucket?: "minute" | "hour" | "day";
+                /** @description Split each bucket by these of: topic, destination_id, status, code (comma-separated or repeated) */
+                group_by?: string;
+                /** @description Only these values of topic (comma-separated or repeated) */
+                topic?: string;
+                /** @description Only these values of destination_id (comma-separated or repeated) */
+                destination_id?: string;
+                /** @description Only these values of status (comma-separated or repeated) */
+                status?: string;
+                /** @description Only these values of code (comma-separated or repeated) */
+                code?: string;
+                /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEventMetrics: {
+        parameters: {
+            query?: {
+                /** @description Start of the range (default: end minus 24 h). */
+                start?: string;
+                /** @description End of the range, exclusive (default: now). */
+                end?: string;
+                /** @description Bucket width, aligned to UTC. */
+                bucket?: "minute" | "hour" | "day";
+                /** @description Split each bucket by these of: topic (comma-separated or repeated) */
+                group_by?: string;
+                /** @description Only these values of topic (comma-separated or repeated) */
+                topic?: string;
+                /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetricCounts"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOperatorEvents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                next?: string;
+                prev?: string;
+                order_by?: "time" | "created_at";
+                dir?: "asc" | "desc";
+                /** @description Only these types (comma-separated or repeated). */
+                type?: string;
+                /** @description Only events of this destination. */
+                destination_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+}
