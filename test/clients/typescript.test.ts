@@ -1,0 +1,121 @@
+// A TypeScript client generated from the served document by a second generator, openapi-generator's
+// typescript-fetch (the pinned jar from Maven Central), compiled by tsc (strict) with a typed
+// consumer and taken through a round trip against embedded mode: tenant, webhook destination,
+// publish, the events, the attempts with their event, a retry, the deletion. Any generator or
+// compiler failure fails here.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import t from 'tap';
+import { waitFor } from '@switchyard/shared/testing/index.ts';
+import { deployment, execFileAsync, generate, run } from './generated.ts';
+
+// startService reads the mode when called: one embedded process.
+process.env.SWITCHYARD_E2E_MODE = 'embedded';
+
+const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+/** The consumer: node out/roundtrip.js setup|read|finish [ids...], one JSON line out. */
+const CONSUMER = `// Node's globals, declared here: the scratch project installs nothing but the generated client.
+declare const process: { env: Record<string, string | undefined>; argv: string[] };
+import { AttemptsApi, Configuration, DestinationsApi, EventsApi, PublishApi, ResponseError, TenantsApi } from './client/index';
+
+const config = new Configuration({ basePath: process.env.BASE_URL!, accessToken: process.env.API_KEY! });
+const tenants = new TenantsApi(config);
+const destinations = new DestinationsApi(config);
+const publish = new PublishApi(config);
+const events = new EventsApi(config);
+const attempts = new AttemptsApi(config);
+const tenantId = 'ts-co';
+
+async function main(step: string, args: string[]): Promise<unknown> {
+  if (step === 'setup') {
+    const tenant = await tenants.upsertTenant({ tenantId });
+    const destination = await destinations.createTenantDestination({
+      tenantId,
+      destinationCreate: { type: 'webhook', topics: '*', config: { url: process.env.HOOK_URL! } },
+    });
+    const published = await publish.publishEvent({ publishRequest: { tenantId, topic: 'user.created', data: { n: 1 } } });
+    return { tenant: tenant.id, destination: destination.id, type: destination.type, event: published.id, routed: published.destinationIds };
+  }
+  if (step === 'read') {
+    const listed = await events.listTenantEvents({ tenantId });
+    const event = await events.getTenantEvent({ tenantId, eventId: args[0]! });
+    const page = await attempts.listTenantAttempts({ tenantId, include: 'event' });
+    return {
+      events: listed.models.map((e) => e.id),
+      event: { id: event.id, data: event.data },
+      attempts: page.models.map((a) => ({ status: a.status, event: a.event?.id ?? null })),
+    };
+  }
+  const [destinationId, eventId] = args as [string, string];
+  const retried = await attempts.retryEvent({ retryRequest: { eventId, destinationId } });
+  const deleted = await destinations.deleteTenantDestination({ tenantId, destinationId });
+  let gone = 200;
+  try {
+    await destinations.getTenantDestination({ tenantId, destinationId });
+  } catch (err) {
+    if (err instanceof ResponseError) gone = err.response.status;
+  }
+  return { retried: retried.success, deleted: deleted.success, gone };
+}
+
+main(process.argv[2]!, process.argv.slice(3)).then((out) => console.log(JSON.stringify(out)));
+`;
+
+t.test('a TypeScript client from openapi-generator typescript-fetch: generated, compiled, a round trip', async (t) => {
+  const d = await deployment(t, 'typescript-client');
+  const app = join(d.scratch, 'app');
+  mkdirSync(app);
+  generate(d, 'typescript-fetch', join(app, 'client'), { supportsES6: 'true' });
+  writeFileSync(join(app, 'roundtrip.ts'), CONSUMER);
+  const tsconfig = {
+    compilerOptions: {
+      module: 'commonjs',
+      moduleResolution: 'node10',
+      target: 'es2022',
+      lib: ['es2022', 'dom'],
+      strict: true,
+      types: [],
+      outDir: 'out',
+    },
+    files: ['roundtrip.ts'],
+  };
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify(tsconfig));
+  run(process.execPath, [TSC, '-p', 'tsconfig.json'], app);
+
+  // Asynchronously: the receiver answers from this process meanwhile.
+  const roundTrip = async (...args: string[]) => {
+    const { stdout } = await execFileAsync(process.execPath, [join(app, 'out/roundtrip.js'), ...args], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, BASE_URL: d.baseUrl, API_KEY: d.apiKey, HOOK_URL: `${d.receiver.url}/hook` },
+    });
+    return JSON.parse(stdout);
+  };
+  const setup = await roundTrip('setup');
+  t.equal(setup.tenant, 'ts-co', 'tenant');
+  t.equal(setup.type, 'webhook', 'webhook destination');
+  t.same(setup.routed, [setup.destination], 'published, routed to it');
+  const read = await waitFor(
+    'a successful attempt, listed',
+    async () => {
+      const r = await roundTrip('read', setup.event);
+      return r.attempts.some((a: { status: string }) => a.status === 'success') ? r : null;
+    },
+    180_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${d.service.output().slice(-4000)}`);
+  });
+  t.same(read.events, [setup.event], 'the events');
+  t.same(read.event, { id: setup.event, data: { n: 1 } }, 'the event, with its data');
+  t.same(
+    read.attempts.find((a: { status: string }) => a.status === 'success'),
+    { status: 'success', event: setup.event },
+    'its attempt, with the event',
+  );
+  t.ok(d.receiver.requests.length > 0, 'the webhook received it');
+  const finish = await roundTrip('finish', setup.destination, setup.event);
+  t.same(finish, { retried: true, deleted: true, gone: 404 }, 'retried; the destination deleted, and gone');
+});
