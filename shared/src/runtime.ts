@@ -95,8 +95,8 @@ export async function createRuntime(service: string, config: Config = loadConfig
     }
     trackDb(db);
     cleanup.push(async () => untrackDb(db));
-    // Knex takes a lock for migrations, so services starting together migrate once.
-    await migrateLatest(db);
+    // Under an advisory lock (db/index.ts): services starting together migrate once.
+    await migrateLatest(db, logger);
     // Each adapter is loaded only in the mode that uses it: embedded mode never loads kafkajs.
     const log = embedded.log
       ? await (await import('./embedded/bus.ts')).createEmbeddedBus({
