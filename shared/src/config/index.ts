@@ -273,6 +273,14 @@ export const SETTINGS = {
     description:
       "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, but every lone publish is answered this much later, so a client that publishes one event at a time slows down. 0: produce at once.",
   },
+  PUBLISH_TIMEOUT_MS: {
+    kind: 'integer',
+    default: '10000',
+    minimum: 100,
+    maximum: 120000,
+    description:
+      'Longest a publish takes before it is answered, from its body received: 202 once its event is written to Kafka, else 503 SERVICE_UNAVAILABLE with Retry-After (the broker is away or too slow). An event still queued at the limit is never written; one whose write was in flight may still be, so the 503 says so (a retry with the same id is then answered as a duplicate).',
+  },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
     default: '1000',
