@@ -1,6 +1,7 @@
 // A bad setting, as an operator meets it: each entry point (the stack launcher, a service on its own,
 // embedded mode) prints one line naming the setting and what it must be, and exits with code 2: no
-// stack trace, no connection attempt, no hang. Which values are refused is shared/test/config.test.ts's
+// stack trace, no connection attempt, no hang. A dependency that cannot be reached at start is one
+// line too (exit code 1). Which values are refused is shared/test/config.test.ts's
 // (loadConfig); here, that every entry point refuses them the same way, and the data directory checks
 // that only a start can make.
 import { spawn } from 'node:child_process';
@@ -45,9 +46,9 @@ function run(script: string, env: Record<string, string>): Promise<Ended> {
   );
 }
 
-function refused(t: Test, r: Ended, expected: RegExp): void {
+function refused(t: Test, r: Ended, expected: RegExp, code = 2): void {
   t.notOk(r.hung, 'exits by itself');
-  t.equal(r.code, 2, 'exit code 2');
+  t.equal(r.code, code, `exit code ${code}`);
   const lines = r.stderr.trim().split('\n');
   t.equal(lines.length, 1, 'one line on stderr');
   t.match(lines[0], expected, 'naming the setting and what it must be');
@@ -62,11 +63,13 @@ const dataDir = (t: Test) => {
 };
 
 t.test('stack mode: the launcher and each service refuse a bad setting in one line', async (t) => {
-  const [launcher, gateway, sender] = await Promise.all([
+  const [launcher, gateway, sender, router] = await Promise.all([
     // The launcher reads the configuration before it starts a broker, a database or a service.
     run('infra/dev/start.ts', { ...SECRETS, API_PORT: 'abc' }),
     run('services/gateway/src/main.ts', { ...SECRETS, KAFKA_BROKERS: 'nonsense', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }),
     run('services/sender/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'nonsense' }),
+    // Well formed, but nothing listens there: found at start, said in one line too.
+    run('services/router/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x' }),
   ]);
   t.test('launcher: API_PORT=abc', async (t) =>
     refused(t, launcher, /^switchyard start:stack: invalid configuration: API_PORT: must be integer$/),
@@ -82,6 +85,9 @@ t.test('stack mode: the launcher and each service refuse a bad setting in one li
     refused(t, sender, /^switchyard sender: invalid configuration: DATABASE_URL: must be a postgres:\/\/ .*URL/);
     t.notMatch(sender.stderr, /ECONNREFUSED|127\.0\.0\.1/, 'no connection was tried');
   });
+  t.test('router: a DATABASE_URL nothing answers', async (t) =>
+    refused(t, router, /^switchyard router: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
+  );
 });
 
 t.test('embedded mode: a DATA_DIR that cannot be a directory, and weak secrets', async (t) => {
