@@ -118,6 +118,12 @@ t.test('URLs are checked at load; an unparseable DATABASE_URL is refused, not ta
     [],
     'valid and empty ones load',
   );
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: 'https://app.example.com,http://localhost:5173' }), [], 'origins load');
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: '*' }), [], '* loads');
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: 'https://app.example.com/,app.example.com' }), [
+    'CORS_ALLOWED_ORIGINS: "https://app.example.com/" is not an origin (scheme://host[:port], or *)',
+    'CORS_ALLOWED_ORIGINS: "app.example.com" is not an origin (scheme://host[:port], or *)',
+  ]);
 });
 
 t.test('a command may read only the settings it uses', async (t) => {

@@ -25,9 +25,9 @@ interface Setting {
   /**
    * Syntax a non-empty value must have, checked at load so a typo is refused at once rather than
    * found by a connection that fails later: an absolute http(s) URL, a postgres:// URL, or (each
-   * entry of a list) a Kafka broker host:port.
+   * entry of a list) a Kafka broker host:port or a browser origin.
    */
-  format?: 'http-url' | 'postgres-url' | 'host-port';
+  format?: 'http-url' | 'postgres-url' | 'host-port' | 'origin';
 }
 
 /** Fewest characters of AES_ENCRYPTION_SECRET and API_JWT_SECRET (32: 24 random bytes in base64). */
@@ -75,6 +75,7 @@ export const SETTINGS = {
   CORS_ALLOWED_ORIGINS: {
     kind: 'list',
     default: '',
+    format: 'origin',
     description:
       'Origins (scheme://host[:port], comma separated) whose pages may call the API from a browser, with a tenant token (CORS); * allows any origin. Empty: none but the gateway itself (the portal is served from the same origin and needs no entry).',
   },
@@ -507,6 +508,15 @@ function isPostgresUrl(v: string): boolean {
   }
 }
 
+function isOrigin(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === v;
+  } catch {
+    return false;
+  }
+}
+
 /** host:port, the host a name, an IPv4 address or a bracketed IPv6 address, the port 1-65535. */
 export function isHostPort(v: string): boolean {
   const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/.exec(v);
@@ -528,6 +538,12 @@ function checkValues(name: string, s: Setting, value: unknown, problems: string[
     // Broker addresses are not secret: the entry is named so it can be found.
     for (const entry of value as string[]) {
       if (!isHostPort(entry)) problems.push(`${name}: "${entry}" is not host:port (a port from 1 to 65535)`);
+    }
+  }
+  if (s.format === 'origin' && Array.isArray(value)) {
+    // A browser sends its origin exactly so (no path, no trailing slash): anything else never matches.
+    for (const entry of value as string[]) {
+      if (entry !== '*' && !isOrigin(entry)) problems.push(`${name}: "${entry}" is not an origin (scheme://host[:port], or *)`);
     }
   }
 }
