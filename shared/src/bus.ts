@@ -23,6 +23,7 @@ export interface InRecord<T = unknown> {
   timestamp: number;
   /** Set when the value is not valid JSON; `value` is then undefined and `raw` holds the bytes. */
   decodeError?: string;
+  /** The value's bytes as written: with a decode error, or for every record with `keepRaw`. */
   raw?: Buffer | null;
 }
 
@@ -81,6 +82,12 @@ export interface ConsumeOptions<T> {
   onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
+  /**
+   * Every record comes with its value's bytes as written (`raw`) besides the decoded value, for a
+   * consumer that may pass a record on as it came (the router's dead letters). Off by default: a
+   * record in flight would hold its bytes too.
+   */
+  keepRaw?: boolean;
   /**
    * Every instance gets every record written from its start on, nothing earlier, and commits
    * nothing (a cache's invalidations): on Kafka a group of its own per instance (`groupId` plus a

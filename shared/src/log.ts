@@ -45,7 +45,8 @@ function redactNested<T extends Record<string, unknown>>(line: T): T {
 
 /**
  * A JSON logger for one service, to stdout unless a destination is given. One wide line per publish
- * and per attempt is the convention.
+ * and per attempt is the convention; lines per event are at debug (a failed attempt's at info), and
+ * info has a summary a minute instead (log-summary.ts, docs/operations.md "Logs").
  */
 export function createLogger(service: string, level: string = 'info', destination?: DestinationStream): Logger {
   const logger = pino(

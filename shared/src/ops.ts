@@ -47,7 +47,10 @@ export async function serveOps(
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { code: 'METHOD_NOT_ALLOWED' });
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return json(405, { code: 'METHOD_NOT_ALLOWED' });
+    }
     if (path === '/livez') return json(200, { status: 'alive' });
     if (path === '/readyz' || path === '/healthz') {
       void readiness(rt).then((r) => json(r.ready ? 200 : 503, { status: r.ready ? 'ready' : 'not_ready', checks: r.checks }));

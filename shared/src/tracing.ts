@@ -21,6 +21,8 @@ export interface TraceSpan {
   /** Headers to write on the records this span produces: `traceparent` (and `tracestate`). */
   headers(): Record<string, string>;
   set(attributes: Attributes): void;
+  /** Marks the span failed (status ERROR) without ending it: an outcome that is a failure, not a throw. */
+  fail(message: string): void;
   /** Ends the span; with an error, marked failed. */
   end(error?: unknown): void;
 }
@@ -67,6 +69,9 @@ export function createTracing(opts: TracingOptions): Tracing {
     },
     set(attributes) {
       for (const [k, v] of Object.entries(attributes)) if (v !== undefined) span.setAttribute(k, v);
+    },
+    fail(message) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message });
     },
     end(error) {
       if (error !== undefined) {

@@ -114,6 +114,40 @@ for (const [name, open] of IMPLEMENTATIONS) {
       await producer.close();
     });
 
+    t.test('keepRaw: each record comes with the bytes it was written as, besides its value', async (t) => {
+      const T = topic('raw');
+      const bus = await open(t, [T]);
+      // Bytes a parse and a re-serialisation would not give back: spacing, a float written 1.0, an escape.
+      const texts = ['{ "n": 1.0,  "s": "\\u00e9" }', '{"n":2}', '{not json'];
+      const kept: InRecord<unknown>[] = [];
+      const batched: InRecord<unknown>[] = [];
+      const plain: InRecord<unknown>[] = [];
+      await bus.consume({ groupId: 'kept', topics: [T], keepRaw: true, handle: async (r) => void kept.push(r) });
+      await bus.consume({ groupId: 'batched', topics: [T], keepRaw: true, handleBatch: async (rs) => void batched.push(...rs) });
+      await bus.consume({ groupId: 'plain', topics: [T], handle: async (r) => void plain.push(r) });
+      const producer = await bus.producer();
+      await producer.send(
+        T,
+        texts.map((x) => ({ key: 'one-key', value: Buffer.from(x) })),
+      );
+      await until('every reader has every record', () => kept.length === 3 && batched.length === 3 && plain.length === 3);
+      for (const got of [kept, batched]) {
+        t.same(
+          got.map((r) => r.raw?.toString()),
+          texts,
+          'the bytes as written',
+        );
+        t.same(got[0]?.value, { n: 1, s: 'é' }, 'and the value decoded');
+        t.ok(got[2]?.decodeError, 'bytes that are not JSON: a decode error, with their bytes');
+      }
+      t.same(
+        plain.map((r) => r.raw === undefined),
+        [true, true, false],
+        'without keepRaw only undecodable records carry their bytes',
+      );
+      await producer.close();
+    });
+
     t.test('a failing handler is retried in place; nothing behind it is skipped', async (t) => {
       const T = topic('flaky');
       const bus = await open(t, [T]);

@@ -74,6 +74,79 @@ t.test('lag and in-flight records: Kafka', (t) =>
   ),
 );
 
+/**
+ * A broadcast group (every instance reads everything from its start, commits nothing): lag is where
+ * this process's reader is, so records written before it started are not lag, and once it has
+ * handled everything every partition reads 0, though the group never committed an offset.
+ */
+async function broadcastLag(t: Test, make: (t: Test) => Promise<Bus>) {
+  const topic: TopicDef = { name: uniqueName('changes'), key: 'k', description: 'test' };
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const bus = instrumentBus(await make(t));
+  t.teardown(() => {
+    release();
+    return bus.close();
+  });
+  await bus.ensureTopics([topic]);
+  const producer = await bus.producer();
+  const keys = Array.from({ length: 12 }, (_, i) => `tenant-${i}`);
+  await producer.send(
+    topic,
+    keys.map((key) => ({ key, value: { before: true } })),
+  );
+  const group = uniqueName('b');
+  const lags = async () => {
+    const m = await registry.getSingleMetric('switchyard_consumer_lag_records')?.get();
+    return (m?.values ?? []).filter((v) => v.labels.group === group && v.labels.topic === topic.name);
+  };
+  const handled: string[] = [];
+  await bus.consume<{ before?: boolean }>({
+    groupId: group,
+    topics: [topic],
+    broadcast: true,
+    concurrency: 16,
+    async handle(r) {
+      await gate;
+      handled.push(r.key);
+    },
+  });
+  const atStart = await lags();
+  t.equal(atStart.length, 3, 'a series per partition');
+  t.same(
+    atStart.map((v) => v.value),
+    [0, 0, 0],
+    'records from before the reader started are not its lag',
+  );
+  await producer.send(
+    topic,
+    keys.map((key) => ({ key, value: {} })),
+  );
+  await waitFor('the new records counted as lag', async () => (await lags()).reduce((n, v) => n + v.value, 0) === keys.length);
+  release();
+  await waitFor('every record handled', () => handled.length === keys.length);
+  await waitFor('lag 0 on every partition', async () => (await lags()).every((v) => v.value === 0));
+  t.same(
+    (await lags()).map((v) => v.value),
+    [0, 0, 0],
+    'everything handled: lag 0 on every partition',
+  );
+}
+
+t.test('broadcast lag: embedded log', (t) =>
+  broadcastLag(t, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sy-metrics-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    return createEmbeddedBus({ dir, topicPrefix: 'm.', partitions: 3, log });
+  }),
+);
+
+t.test('broadcast lag: Kafka', (t) =>
+  broadcastLag(t, async () =>
+    createKafkaBus({ brokers, clientId: 'metrics-test', topicPrefix: `${uniqueName('m')}.`, partitions: 3, replicationFactor: 1, log }),
+  ),
+);
+
 t.test('readiness names the dependency that does not answer', async (t) => {
   const good = {
     db: createDb({ url: databaseUrl, poolMax: 1 }),
@@ -105,4 +178,7 @@ t.test('readiness names the dependency that does not answer', async (t) => {
   t.match(metrics.headers.get('content-type'), /^text\/plain/);
   t.match(await metrics.text(), /# TYPE switchyard_deliveries_total counter/);
   t.equal((await fetch(`${url}/nothing`)).status, 404);
+  const post = await fetch(`${url}/metrics`, { method: 'POST' });
+  t.equal(post.status, 405);
+  t.equal(post.headers.get('allow'), 'GET, HEAD');
 });

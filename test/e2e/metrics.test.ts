@@ -68,7 +68,7 @@ t.test('metrics move with traffic', async (t) => {
   });
   const attempts = await startService(t, 'attempts', env);
   const [router, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  await startService(t, 'gateway', env);
+  const gateway = await startService(t, 'gateway', env);
   const base = `http://127.0.0.1:${port}`;
   const api = apiClient(base, env.API_KEY as string);
   // Every series of the deployment: embedded mode serves them all once, through the gateway.
@@ -167,7 +167,9 @@ t.test('metrics move with traffic', async (t) => {
     const events = await waitFor('auto-disable listed', async () => {
       const r = await api<{ models: Array<{ type: string; destination_id: string; tenant_id: string }> }>(
         'GET',
-        `/api/v1/tenants/${tenant}/operator-events`,
+        // The hanging destination's timeouts may reach the threshold too, the later the busier the
+        // machine: the failing destination's events are the ones checked.
+        `/api/v1/tenants/${tenant}/operator-events?destination_id=${failing}`,
       );
       return r.body.models.some((e) => e.type === 'destination.auto_disabled') && r.body.models;
     });
@@ -209,7 +211,11 @@ t.test('metrics move with traffic', async (t) => {
     const token = async (id: string) => (await api<{ token: string }>('GET', `/api/v1/tenants/${id}/token`)).body.token;
     const mine = apiClient(base, await token(tenant));
     const theirs = apiClient(base, await token(other));
-    t.equal((await mine<{ models: unknown[] }>('GET', '/api/v1/operator-events?type=destination.auto_disabled')).body.models.length, 1);
+    t.equal(
+      (await mine<{ models: unknown[] }>('GET', `/api/v1/operator-events?type=destination.auto_disabled&destination_id=${failing}`)).body
+        .models.length,
+      1,
+    );
     t.equal((await theirs<{ models: unknown[] }>('GET', '/api/v1/operator-events')).body.models.length, 0);
     t.equal((await theirs('GET', `/api/v1/tenants/${tenant}/operator-events`)).status, 403);
     t.equal((await theirs('GET', `/api/v1/tenants/${tenant}/destinations/${failing}/health`)).status, 403);
@@ -217,6 +223,24 @@ t.test('metrics move with traffic', async (t) => {
     t.ok(
       all.body.models.some((e) => e.tenant_id === tenant),
       'admin lists every tenant',
+    );
+  });
+
+  t.test('a broadcast group that has handled everything reads lag 0', async (t) => {
+    // The destinations created, the auto-disable and the manual disable above are records of
+    // destination-changes, which every sender reads (a broadcast group that commits nothing).
+    const where = { group: 'sender-destination-changes', topic: 'destination-changes' };
+    const text = await waitFor('the destination-changes lag drained', async () => {
+      const s = await scrape(urls.sender);
+      return sum(s, 'switchyard_consumer_lag_records', where) === 0 && s;
+    });
+    const series = parse(text).filter(
+      (x) => x.name === 'switchyard_consumer_lag_records' && x.labels.group === where.group && x.labels.topic === where.topic,
+    );
+    t.ok(series.length >= 1, 'a series per partition');
+    t.ok(
+      series.every((x) => x.value === 0),
+      'lag 0 on every partition',
     );
   });
 
@@ -319,5 +343,37 @@ t.test('metrics move with traffic', async (t) => {
         t.equal(r.status, 200, `${p.name} ready`);
       }
     }
+  });
+
+  // Last: the services are stopped, and write what they counted since their last summary.
+  t.test('logs at info: a summary per service, no line per event or per successful attempt', async (t) => {
+    const lines = (p: ServiceProcess) =>
+      p
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const procs = embedded ? [gateway] : [gateway, router, sender, attempts];
+    for (const p of procs) await p.stop();
+    const all = procs.flatMap(lines);
+    const info = all.filter((l) => l.level === 'info');
+    const one = (msg: string) => info.filter((l) => l.msg === msg).at(-1) ?? {};
+    t.ok((one('router summary').events_routed as number) >= 10, 'router summary: events routed');
+    t.ok((one('router summary').deliveries as number) >= 10, 'router summary: deliveries');
+    t.ok((one('sender summary').succeeded as number) >= 5, 'sender summary: successful attempts');
+    t.ok((one('sender summary').failed as number) >= 2, 'sender summary: failed attempts');
+    t.ok((one('gateway summary').accepted as number) >= 10, 'gateway summary: publishes accepted');
+    t.ok((one('gateway summary').duplicates as number) >= 1, 'gateway summary: duplicates');
+    t.same(
+      info.filter((l) => l.msg === 'route' || l.msg === 'publish'),
+      [],
+      'no line per routed or published event at info',
+    );
+    const attemptLines = info.filter((l) => l.msg === 'attempt');
+    t.ok(attemptLines.length >= 2, 'a failed attempt is a line at info');
+    t.ok(
+      attemptLines.every((l) => l.status === 'failed'),
+      'a successful one is not',
+    );
   });
 });

@@ -32,6 +32,8 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes?: Array<{ key: string; value: OtlpValue }>;
+  /** code: 0 unset, 1 ok, 2 error (absent: unset). */
+  status?: { code?: number; message?: string };
 }
 interface Collected {
   service: string;
@@ -175,6 +177,9 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
       [2, 'success'],
     ],
   );
+  t.equal(delivers[0]?.span.status?.code, 2, 'the deliver span of the failed attempt has status ERROR');
+  t.match(delivers[0]?.span.status?.message, /503/, 'its status message says why');
+  t.notOk(delivers[1]?.span.status?.code, 'the successful one has no error status');
   const root = hex(spansOf('publish')[0]?.span.traceId);
   t.ok(
     [...spansOf('route'), ...delivers, ...spansOf('store attempt')].every((c) => hex(c.span.traceId) === root),

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { apiClient, freePort, ROOT, startReceiver, waitFor } from '@switchyard/shared/testing/index.ts';
+import { apiClient, freePort, ROOT, startReceiver, waitFor, waitForStart } from '@switchyard/shared/testing/index.ts';
 
 interface Proc {
   child: ChildProcess;
@@ -29,13 +29,11 @@ async function startEmbedded(t: { teardown(fn: () => unknown): void }, env: Reco
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  await waitFor(
-    'the embedded process to start',
-    () => {
-      if (child.exitCode !== null) throw new Error(`embedded process exited with ${child.exitCode}:\n${out}`);
-      return /embedded mode ready/.test(out);
-    },
-    120_000,
+  await waitForStart(
+    'the embedded process',
+    child,
+    () => out,
+    () => /embedded mode ready/.test(out),
   );
   return { child, output: () => out };
 }

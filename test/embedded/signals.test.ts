@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { freePort, ROOT, waitFor } from '@switchyard/shared/testing/index.ts';
+import { freePort, ROOT, waitFor, waitForStart } from '@switchyard/shared/testing/index.ts';
 
 interface Run {
   child: ChildProcess;
@@ -43,14 +43,14 @@ const embedded = `${ROOT}services/embedded/src/main.ts`;
 t.test('SIGTERM to `npm start` stops the server; SIGINT and SIGTERM at once stop it gracefully', async (t) => {
   const dir = dataDir(t);
   const npm = run(t, 'npm', ['start', '--silent'], { DATA_DIR: dir, API_PORT: String(await freePort()) });
-  await waitFor('embedded mode ready', () => /embedded mode ready/.test(npm.out()), 120_000);
+  await waitForStart('npm start', npm.child, npm.out, () => /embedded mode ready/.test(npm.out()));
   npm.child.kill('SIGTERM');
   await npm.exit;
   await waitFor('the server stopped', () => /"msg":"stopped"/.test(npm.out()), 30_000);
   // The lock is released by a stopped process: a new one takes the directory.
   await waitFor('the lock released', () => !existsSync(join(dir, 'switchyard.pid')) || /stopped/.test(npm.out()));
   const again = run(t, process.execPath, [embedded], { DATA_DIR: dir, API_PORT: String(await freePort()) });
-  await waitFor('a second start on the same data', () => /embedded mode ready/.test(again.out()), 120_000);
+  await waitForStart('a second start on the same data', again.child, again.out, () => /embedded mode ready/.test(again.out()));
 
   // Ctrl-C reaches the whole process group, and a launcher sends its own SIGTERM right after.
   again.child.kill('SIGINT');
@@ -63,8 +63,10 @@ t.test('SIGTERM to `npm start` stops the server; SIGINT and SIGTERM at once stop
 t.test('a signal during start-up stops cleanly', async (t) => {
   const dir = dataDir(t);
   const p = run(t, process.execPath, [embedded], { DATA_DIR: dir, API_PORT: String(await freePort()) });
-  // Well inside start-up: the embedded database is being created.
-  await new Promise((r) => setTimeout(r, 700));
+  // Well inside start-up: its data directory is locked, the embedded database about to be created.
+  // Waited for, not slept: on a busy machine loading the code alone may take longer than any fixed
+  // pause, and a signal before its handlers are installed kills the process.
+  await waitForStart('start-up under way', p.child, p.out, () => existsSync(join(dir, '.lock')));
   p.child.kill('SIGTERM');
   const { code, signal } = await p.exit;
   t.same([code, signal], [0, null], 'exit code 0, not killed by the signal');

@@ -49,12 +49,18 @@ export function createAlerts(deps: AlertDeps) {
 
   return async function onHealth(changes: HealthChange[]): Promise<OperatorEvent[]> {
     const events: OperatorEvent[] = [];
-    for (const c of changes.filter((x) => x.crossed)) {
-      const base = { time: new Date().toISOString(), tenant_id: c.tenant_id, destination_id: c.destination_id };
-      const data = { consecutive_failures: c.consecutive_failures, threshold: deps.threshold, last_attempt: c.last };
-      events.push({ id: newId(), type: 'alert.consecutive_failure', ...base, data });
-      if (deps.autoDisable && (await deps.disable(c.tenant_id, c.destination_id))) {
-        events.push({ id: newId(), type: 'destination.auto_disabled', ...base, data });
+    for (const c of changes) {
+      let disabled = false;
+      // One alert per run that reached the threshold, describing that run: its failures in a row and
+      // its latest failed attempt, whatever came after it in the batch.
+      for (const run of c.runs) {
+        const base = { time: new Date().toISOString(), tenant_id: c.tenant_id, destination_id: c.destination_id };
+        const data = { consecutive_failures: run.consecutive_failures, threshold: deps.threshold, last_attempt: run.last };
+        events.push({ id: newId(), type: 'alert.consecutive_failure', ...base, data });
+        if (deps.autoDisable && !disabled && (await deps.disable(c.tenant_id, c.destination_id))) {
+          disabled = true;
+          events.push({ id: newId(), type: 'destination.auto_disabled', ...base, data });
+        }
       }
     }
     if (events.length) {

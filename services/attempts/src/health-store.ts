@@ -1,12 +1,25 @@
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { AttemptRecord } from '@switchyard/shared/model/index.ts';
 
+/** A run of consecutive failures that reached the threshold, as far as one batch saw it. */
+export interface FailureRun {
+  /** Failures in a row through `last` (at least the threshold). */
+  consecutive_failures: number;
+  /** The run's latest failed attempt. */
+  last: AttemptRecord;
+}
+
 export interface HealthChange {
   tenant_id: string;
   destination_id: string;
+  /** The count after the batch (0 when it ended with a success). */
   consecutive_failures: number;
-  /** This batch took the count to the threshold (or past it) from below. */
-  crossed: boolean;
+  /**
+   * The runs of this batch that took the count to the threshold from below, each described by
+   * itself: a success later in the batch ends a run without changing what it was.
+   */
+  runs: FailureRun[];
+  /** The batch's latest attempt of the destination. */
   last: AttemptRecord;
 }
 
@@ -34,19 +47,27 @@ export class HealthStore {
     const changes: HealthChange[] = [];
     for (const [k, list] of byDest) {
       const ordered = [...list].sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
-      const start = before.get(k) ?? 0;
-      let count = start;
-      for (const a of ordered) count = a.status === 'success' ? 0 : count + 1;
-      const last = ordered.at(-1) as AttemptRecord;
-      // Crossed when the count reached the threshold at some point of this batch, coming from below.
-      let running = start;
-      let crossed = false;
+      let count = before.get(k) ?? 0;
+      const runs: FailureRun[] = [];
+      // The run that crossed the threshold in this batch and has not ended yet, if any.
+      let run: FailureRun | null = null;
       for (const a of ordered) {
-        const prev = running;
-        running = a.status === 'success' ? 0 : running + 1;
-        if (prev < threshold && running >= threshold) crossed = true;
+        if (a.status === 'success') {
+          count = 0;
+          run = null;
+          continue;
+        }
+        count++;
+        if (run) {
+          run.consecutive_failures = count;
+          run.last = a;
+        } else if (count === threshold) {
+          run = { consecutive_failures: count, last: a };
+          runs.push(run);
+        }
       }
-      changes.push({ tenant_id: last.tenant_id, destination_id: last.destination_id, consecutive_failures: count, crossed, last });
+      const last = ordered.at(-1) as AttemptRecord;
+      changes.push({ tenant_id: last.tenant_id, destination_id: last.destination_id, consecutive_failures: count, runs, last });
     }
     // The newest success and failure of each destination in this batch.
     const lastOf = (c: HealthChange, status: string) =>

@@ -9,13 +9,10 @@ import { freePort, startReceiver, waitFor } from '@switchyard/shared/testing/ind
 import { createAlerts, signCallback } from '../src/alerts.ts';
 
 const log = createLogger('test', 'silent');
-const change = (destination_id: string, crossed: boolean, consecutive_failures = 5): HealthChange => ({
-  tenant_id: 'acme',
-  destination_id,
-  consecutive_failures,
-  crossed,
-  last: { destination_id, status: 'failed', code: '500' } as AttemptRecord,
-});
+const change = (destination_id: string, crossed: boolean, consecutive_failures = 5): HealthChange => {
+  const last = { destination_id, status: 'failed', code: '500' } as AttemptRecord;
+  return { tenant_id: 'acme', destination_id, consecutive_failures, runs: crossed ? [{ consecutive_failures, last }] : [], last };
+};
 
 function alerts(opts: { autoDisable: boolean; disabled?: Set<string>; callback?: { url: string; secret: string } }) {
   const emitted: OperatorEvent[][] = [];
@@ -64,6 +61,35 @@ t.test('with auto-disable: the alert and the disable, once; an already disabled 
   );
   t.ok(disabled.has('d1'), 'd1 disabled');
   t.equal(new Set(events.map((e) => e.id)).size, 3, 'each event its own id');
+});
+
+t.test('each run that reached the threshold is alerted as it was, not as the batch ended', async (t) => {
+  const { onHealth, disableCalls } = alerts({ autoDisable: true, disabled: new Set() });
+  const failed = (id: string) => ({ id, destination_id: 'd1', status: 'failed', code: '503' }) as AttemptRecord;
+  const success = { id: 'att_ok', destination_id: 'd1', status: 'success', code: '200' } as AttemptRecord;
+  // Two runs in one batch, the batch ending with a success.
+  const events = await onHealth([
+    {
+      tenant_id: 'acme',
+      destination_id: 'd1',
+      consecutive_failures: 0,
+      runs: [
+        { consecutive_failures: 6, last: failed('att_6') },
+        { consecutive_failures: 5, last: failed('att_12') },
+      ],
+      last: success,
+    },
+  ]);
+  t.same(
+    events.map((e) => [e.type, e.data.consecutive_failures, e.data.last_attempt?.id]),
+    [
+      ['alert.consecutive_failure', 6, 'att_6'],
+      ['destination.auto_disabled', 6, 'att_6'],
+      ['alert.consecutive_failure', 5, 'att_12'],
+    ],
+    'an alert per run, with its count and its failed attempt; one auto-disable',
+  );
+  t.same(disableCalls, ['d1'], 'disabled once');
 });
 
 t.test('a failed emit fails the call (the batch is handled again); the topic is the durable channel', async (t) => {

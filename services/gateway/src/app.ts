@@ -16,6 +16,7 @@ import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import cors from '@fastify/cors';
 import { registerJsonBody } from './json-body.ts';
+import { registerMethodChecks } from './methods.ts';
 import swagger from '@fastify/swagger';
 import { attemptRoutes } from './routes/attempts.ts';
 import { TENANT_PREFIXES } from './routes/common.ts';
@@ -27,13 +28,13 @@ import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
 import { REPLAY_MODELS, replayRoutes } from './routes/replay.ts';
 import { retryBody, retryRoutes } from './routes/retry.ts';
-import { createPublisher } from './publisher.ts';
+import { createPublisher, summarisePublishes } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
-import { tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
+import { RESERVED_TENANT_IDS, tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
 
 export interface GatewayDeps {
   db: Knex;
@@ -97,6 +98,8 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     onConstructorPoisoning: 'ignore',
   });
   registerErrorHandling(app);
+  // 405 with Allow for a known path's other methods (before authentication: no credential needed to learn it).
+  registerMethodChecks(app, RESERVED_TENANT_IDS);
   registerInputGuards(app);
   // Rate and latency by route pattern (never the raw URL: bounded labels).
   app.addHook('onResponse', async (req, reply) => {
@@ -142,16 +145,20 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     routing,
     announce: createAnnouncer(deps.producer, deps.logger),
     erasure,
-    publish: countPublishes(
-      createPublisher({
-        producer: deps.producer,
-        eventIds: new EventIdStore(deps.db),
-        routing,
-        log: deps.logger,
-        lingerMs: config.PUBLISH_LINGER_MS,
-        timeoutMs: config.PUBLISH_TIMEOUT_MS,
-        tracing: deps.tracing ?? null,
-      }),
+    publish: summarisePublishes(
+      app,
+      deps.logger,
+      countPublishes(
+        createPublisher({
+          producer: deps.producer,
+          eventIds: new EventIdStore(deps.db),
+          routing,
+          log: deps.logger,
+          lingerMs: config.PUBLISH_LINGER_MS,
+          timeoutMs: config.PUBLISH_TIMEOUT_MS,
+          tracing: deps.tracing ?? null,
+        }),
+      ),
     ),
   };
 

@@ -65,7 +65,4 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (appErr.status === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', '5');
     void reply.status(appErr.status).send(errorBody(appErr));
   });
-  app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(errorBody(new AppError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`)));
-  });
 }

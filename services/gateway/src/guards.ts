@@ -4,6 +4,7 @@
  * or served (U+0000, lone surrogates, nesting past MAX_JSON_DEPTH; shared/src/events/storable.ts),
  * path ids keep to the documented id alphabet, and a query key the route does not know (or one
  * nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing changed.
+ * Metadata values must be strings as sent (never a number or null turned into text).
  * Router-level failures (a path that is not UTF-8 once decoded, an over-long path segment) get the
  * documented error shape too (frameworkErrors).
  */
@@ -18,6 +19,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route checks its body itself, item by item (batch publish). */
     ownBodyChecks?: boolean;
+    /**
+     * Body members that map names to strings (metadata): their values are checked as sent, since
+     * the schema validator coerces scalars (5 to "5", null to ""). `nullable`: null values too (a
+     * merge patch's removal).
+     */
+    stringMaps?: { members: readonly string[]; nullable?: boolean };
   }
 }
 
@@ -73,6 +80,22 @@ function queryProblems(query: unknown, known: Record<string, unknown> | undefine
   return problems;
 }
 
+/** Values of the string maps in `body` that are not strings (nor null, when allowed), as sent. */
+function stringMapProblems(body: unknown, rule: { members: readonly string[]; nullable?: boolean }): Problem[] {
+  const problems: Problem[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
+  for (const member of rule.members) {
+    const map = (body as Record<string, unknown>)[member];
+    if (map === null || typeof map !== 'object' || Array.isArray(map)) continue; // the schema says what is wrong
+    for (const [k, v] of Object.entries(map)) {
+      if (typeof v === 'string' || (v === null && rule.nullable)) continue;
+      const got = v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+      problems.push({ path: `body.${member}.${k}`, message: `must be a string${rule.nullable ? ' or null' : ''}, not ${got}` });
+    }
+  }
+  return problems;
+}
+
 export function registerInputGuards(app: FastifyInstance): void {
   app.addHook('preValidation', async (req: FastifyRequest) => {
     const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined;
@@ -81,6 +104,8 @@ export function registerInputGuards(app: FastifyInstance): void {
       const bad = unstorable(req.body, 'body');
       if (bad) problems.push(bad);
     }
+    const stringMaps = req.routeOptions.config?.stringMaps;
+    if (stringMaps) problems.push(...stringMapProblems(req.body, stringMaps));
     if (problems.length) throw AppError.validation(problems);
   });
 }

@@ -4,6 +4,7 @@ import { AppError } from '@switchyard/shared/errors.ts';
 import type { BusProducer } from '@switchyard/shared/bus.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
+import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts';
@@ -92,7 +93,7 @@ export function createPublisher(deps: {
       reservation = await reserve(key);
     }
     if (reservation === 'duplicate') {
-      deps.log.info(
+      deps.log.debug(
         {
           event_id: event.id,
           tenant_id: event.tenant_id,
@@ -156,7 +157,8 @@ export function createPublisher(deps: {
           (event.destination_id ? d.id === event.destination_id : matchesTopic(d.topics, event.topic) && matchesFilter(d.filter, event)),
       )
       .map((d) => d.id);
-    deps.log.info(
+    // Each publish's line is at debug; at info, the gateway's summary a minute (app.ts).
+    deps.log.debug(
       {
         event_id: event.id,
         tenant_id: event.tenant_id,
@@ -188,6 +190,31 @@ export function createPublisher(deps: {
       return result;
     } catch (err) {
       span.end(err);
+      throw err;
+    }
+  };
+}
+
+/**
+ * The publish function, counted into the gateway's info summary (log-summary.ts): each publish's own
+ * line is at debug, and a line a minute while events come says how many were accepted, were
+ * duplicates or failed (as `switchyard_events_published_total` counts them: an unknown tenant, a
+ * conflict, the log unavailable). Written a last time when the app closes.
+ */
+export function summarisePublishes<A extends unknown[], R extends { duplicate?: boolean }>(
+  app: { addHook(name: 'onClose', hook: () => Promise<void>): unknown },
+  log: Logger,
+  publish: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  const summary = createLogSummary(log, 'gateway summary', ['accepted', 'duplicates', 'failed']);
+  app.addHook('onClose', async () => summary.stop());
+  return async (...args: A): Promise<R> => {
+    try {
+      const r = await publish(...args);
+      summary.count(r.duplicate ? 'duplicates' : 'accepted');
+      return r;
+    } catch (err) {
+      summary.count('failed');
       throw err;
     }
   };

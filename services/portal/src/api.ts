@@ -88,6 +88,13 @@ export const api = {
     ),
   events: (destinationId: string, q: ListQuery): Promise<Page<EventItem>> =>
     data(client.GET('/api/v1/destination/{destination_id}/events', { params: { path: { destination_id: destinationId }, query: set(q) } })),
+  /** Attempts of one destination per hour and status, from `start` to now (the tenant metrics API). */
+  attemptCounts: (destinationId: string, start: string) =>
+    data(
+      client.GET('/api/v1/metrics/attempts', {
+        params: { query: { bucket: 'hour', start, destination_id: destinationId, group_by: 'status' } },
+      }),
+    ),
   retry: (eventId: string, destinationId: string) =>
     data(client.POST('/api/v1/retry', { body: { event_id: eventId, destination_id: destinationId } })),
 };

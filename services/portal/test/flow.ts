@@ -98,6 +98,47 @@ async function shot(page: Page, name: string, on: boolean): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
 }
 
+/**
+ * The wizard's configuration step of every type fits the window at desktop (1280 px) and phone
+ * (390 px) width: the type's instructions (code blocks included) wrap or scroll inside their panel,
+ * never widening the page. The numbered steps stay one list, code blocks inside their step.
+ */
+async function wizardFits(t: T, browser: Browser, admin: Api, base: string): Promise<void> {
+  const types = await admin<Array<{ type: string; label: string; instructions: string }>>('GET', '/api/v1/destination-types');
+  t.equal(types.status, 200);
+  for (const viewport of [
+    { width: 1280, height: 800 },
+    { width: 390, height: 844 },
+  ]) {
+    const context = await browser.newContext({ viewport, isMobile: viewport.width < 600, hasTouch: viewport.width < 600 });
+    context.setDefaultTimeout(15_000);
+    const page = await context.newPage();
+    await page.goto(await portalUrl(admin, 'acme', 'light'));
+    await page.getByRole('link', { name: 'New destination' }).waitFor();
+    for (const ty of types.body) {
+      await page.goto(`${base}/portal/new`);
+      await page
+        .locator('label.type-card')
+        .filter({ has: page.getByText(ty.label, { exact: true }) })
+        .click();
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.locator('.instructions h1').waitFor();
+      const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+      t.ok(width <= viewport.width, `${ty.type} at ${viewport.width} px: the configuration step is ${width} px wide`);
+      if (/^\d+\. /m.test(ty.instructions))
+        t.equal(await page.locator('.instructions ol').count(), 1, `${ty.type}: the numbered steps are one list`);
+      if (ty.instructions.includes('```'))
+        t.equal(
+          await page.locator('.instructions pre').count(),
+          await page.locator('.instructions ol li pre').count(),
+          `${ty.type}: its code blocks sit inside their step`,
+        );
+    }
+    await context.close();
+  }
+}
+
 export interface FlowOptions {
   screenshots: boolean;
   /** PORTAL_* settings to start with, checked on the first page. */
@@ -161,6 +202,8 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   }
   t.ok(await visible(page.getByText('No destinations yet')), 'empty state');
   t.equal(await page.title(), 'Acme Cloud · Event destinations', 'the organisation names the page');
+  // The same built pages in both modes: checked once, in embedded mode.
+  if (mode === 'embedded') await wizardFits(t, browser, admin, base);
 
   // Create: type -> topics -> fields from the type schema, with its instructions.
   await page.getByRole('link', { name: 'New destination' }).click();
@@ -361,6 +404,26 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   await page.getByRole('button', { name: '← Newer' }).click();
   await waitFor('the first page again', async () => (await page.locator('table.attempts tbody tr').count()) === 20);
   t.equal(await newest.getAttribute('title'), firstPage, 'back to the same first page');
+
+  // The activity chart counts every attempt of the 24 hours, not a page of them: 1,000 more events
+  // (in one batch) make 1,025 attempts, as many as the receiver was sent.
+  const batch = await admin<{ results: Array<{ status: number }> }>('POST', '/api/v1/publish/batch', {
+    events: Array.from({ length: 1000 }, (_, i) => ({ tenant_id: 'acme', topic: 'order.paid', data: { id: `b_${i}`, amount: 500 } })),
+  });
+  t.equal(batch.status, 200, 'a batch of 1,000 events');
+  t.equal(batch.body.results.filter((r) => r.status === 202).length, 1000, 'all accepted');
+  await waitFor('1,025 deliveries', () => receiver.requests.length >= 1025, 120_000);
+  t.equal(receiver.requests.length, 1025, '1,025 requests, the first answered 503');
+  await waitFor(
+    'the chart counting all 1,025 attempts',
+    async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(400);
+      return /1025 attempts, 1 failed/.test((await page.locator('#activity-title').textContent()) ?? '');
+    },
+    60_000,
+  );
+  t.pass('the activity chart counts 1025 attempts, 1 failed');
   await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
 
   // Keyboard: the skip link is the first stop and the main actions are reachable by Tab.
@@ -375,8 +438,26 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
   t.equal((await admin('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).status, 200, 'cancel keeps it');
   await page.getByRole('button', { name: 'Delete' }).click();
+  // Nothing asks for the deleted destination again (a 404 in the console): every request from the
+  // delete on is watched until none is left in flight.
+  const inFlight = new Set<unknown>();
+  const notFound: string[] = [];
+  page.on('request', (r) => inFlight.add(r));
+  page.on('requestfinished', (r) => inFlight.delete(r));
+  page.on('requestfailed', (r) => inFlight.delete(r));
+  page.on('response', (r) => {
+    if (r.status() === 404) notFound.push(`${r.request().method()} ${new URL(r.url()).pathname}`);
+  });
+  const consoleBefore = consoleText.length;
   await page.getByRole('dialog').getByRole('button', { name: 'Delete destination' }).click();
   await page.getByText('No destinations yet').waitFor();
+  await waitFor('no request in flight after the delete', () => inFlight.size === 0, 30_000);
+  t.same(notFound, [], 'no request after the delete answers 404');
+  t.same(
+    consoleText.slice(consoleBefore).filter((m) => /404|not found/i.test(m)),
+    [],
+    'no 404 in the console after the delete',
+  );
   t.equal((await admin('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).status, 404, 'deleted');
 
   // An expired token: a clear message, then back to PORTAL_REFERER_URL.

@@ -30,6 +30,16 @@ export function selectDestinations<D extends DestinationRoute>(event: EventRecor
 }
 
 /**
+ * A record of the events topic as it came, for the dead-letter topic: its key, its headers and the
+ * bytes of its value as written (the consumer keeps them: `keepRaw`), never the value as parsed,
+ * which the validator fills with defaults; with the reason in a header of its own.
+ */
+function deadLetterOf(r: InRecord<unknown>, reason: string): OutRecord & { reason: string; offset: string } {
+  const value = r.raw !== undefined ? r.raw : Buffer.from(JSON.stringify(r.value ?? null));
+  return { key: r.key, value, headers: { ...r.headers, 'x-dead-letter-reason': reason.slice(0, 1000) }, reason, offset: r.offset };
+}
+
+/**
  * Routes one fetched batch of the events topic: invalid records to the dead-letter topic, repeats of
  * an already routed event nowhere, every other event to one delivery per matching destination.
  * Destinations are read fresh for each batch, so a change that has answered is honoured by every
@@ -40,25 +50,19 @@ export function createRouter(deps: RouterDeps) {
     const deadLetters: Array<OutRecord & { reason: string; offset: string }> = [];
     const valid: Array<{ event: EventRecord; record: InRecord<unknown> }> = [];
     for (const r of records) {
-      const raw = r.raw ?? Buffer.from(JSON.stringify(r.value ?? null));
       if (r.decodeError) {
-        deadLetters.push({ key: r.key, value: raw, reason: `invalid JSON: ${r.decodeError}`, offset: r.offset });
+        deadLetters.push(deadLetterOf(r, `invalid JSON: ${r.decodeError}`));
         continue;
       }
       const checked = checkEvent(r.value, r, deps.topics);
       if (checked.ok) valid.push({ event: checked.event, record: r });
-      else deadLetters.push({ key: r.key, value: r.value, reason: checked.reason, offset: r.offset });
+      else deadLetters.push(deadLetterOf(r, checked.reason));
     }
 
     const byTenant = await deps.destinationsOf([...new Set(valid.map((v) => v.event.tenant_id))]);
     const known = valid.filter((v) => {
       if (byTenant.has(v.event.tenant_id)) return true;
-      deadLetters.push({
-        key: v.record.key,
-        value: v.record.value,
-        reason: `unknown tenant: ${v.event.tenant_id}`,
-        offset: v.record.offset,
-      });
+      deadLetters.push(deadLetterOf(v.record, `unknown tenant: ${v.event.tenant_id}`));
       return false;
     });
 

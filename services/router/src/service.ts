@@ -4,11 +4,14 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { createRouter } from './handler.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
+  // Each event's line is at debug; at info, a line a minute while events come (log-summary.ts).
+  const summary = createLogSummary(rt.logger, 'router summary', ['events_routed', 'deliveries', 'duplicates', 'dead_lettered']);
   const destinations = new DestinationStore(rt.db, rt.cipher);
   const eventIds = new EventIdStore(rt.db);
   const producer = await rt.bus.producer();
@@ -46,7 +49,7 @@ export async function start(rt: Runtime): Promise<Service> {
         },
         {
           topic: TOPIC.deadLetter,
-          records: deadLetters.map((d) => ({ key: d.key, value: d.value, headers: { 'x-dead-letter-reason': d.reason.slice(0, 1000) } })),
+          records: deadLetters.map(({ key, value, headers }) => (headers ? { key, value, headers } : { key, value })),
         },
       ]);
     },
@@ -72,6 +75,8 @@ export async function start(rt: Runtime): Promise<Service> {
   const consumer = await rt.bus.consume<unknown>({
     groupId: 'router',
     topics: [TOPIC.events],
+    // Dead letters are the records as written, not as parsed (handler.ts).
+    keepRaw: true,
     batchWaitMs: rt.config.ROUTER_BATCH_WAIT_MS,
     // Behind, the router holds a fetch of events and every delivery they expand to at once.
     fetchMaxBytes: rt.config.ROUTER_FETCH_MAX_BYTES,
@@ -97,23 +102,37 @@ export async function start(rt: Runtime): Promise<Service> {
       }
       const { routed, duplicates, deadLetters } = await (tracing ? routeTraced(records, keys) : routeBatch(records));
       const ms = Math.round(performance.now() - started);
-      for (const r of routed) {
-        rt.logger.info(
-          {
-            event_id: r.event.id,
-            tenant_id: r.event.tenant_id,
-            topic: r.event.topic,
-            destinations: r.matched_destination_ids,
-            skipped_disabled: r.skipped_destination_ids,
-            batch_ms: ms,
-          },
-          'route',
-        );
+      summary.add({
+        events_routed: routed.length,
+        deliveries: routed.reduce((n, r) => n + r.matched_destination_ids.length, 0),
+        duplicates: duplicates.length,
+        dead_lettered: deadLetters.length,
+      });
+      if (rt.logger.isLevelEnabled('debug')) {
+        for (const r of routed) {
+          rt.logger.debug(
+            {
+              event_id: r.event.id,
+              tenant_id: r.event.tenant_id,
+              topic: r.event.topic,
+              destinations: r.matched_destination_ids,
+              skipped_disabled: r.skipped_destination_ids,
+              batch_ms: ms,
+            },
+            'route',
+          );
+        }
+        for (const e of duplicates) rt.logger.debug({ event_id: e.id, tenant_id: e.tenant_id, outcome: 'duplicate' }, 'route');
       }
-      for (const e of duplicates) rt.logger.info({ event_id: e.id, tenant_id: e.tenant_id, outcome: 'duplicate' }, 'route');
+      // Rare, and each one a record refused for good: one line each.
       for (const d of deadLetters) rt.logger.warn({ offset: d.offset, reason: d.reason, outcome: 'dead_letter' }, 'route');
     },
   });
   rt.logger.info('router consuming');
-  return { close: () => consumer.close() };
+  return {
+    async close() {
+      await consumer.close();
+      summary.stop();
+    },
+  };
 }

@@ -74,13 +74,33 @@ t.test('bad records go to the dead-letter topic with their reason; the rest of t
   const out = emitted[0];
   t.same(
     out?.deadLetters.map((d) => d.value instanceof Buffer),
-    [true, false, false, false, false],
-    'undecodable bytes are dead-lettered as they came',
+    [true, true, true, true, true],
+    'every dead letter is bytes',
   );
   t.same(
     out?.deliveries.map((d) => [d.event.id, d.destination.id, d.attempt_number, d.manual]),
     [['good', 'd1', 1, false]],
   );
+});
+
+t.test('a dead letter is the record as written: its bytes, key and headers, not the value as parsed', async (t) => {
+  const { route, emitted } = router({ acme: [dest('d1')] });
+  // As the consumer hands them over with keepRaw: the value parsed, and the bytes it came as.
+  const written = (text: string, headers: Record<string, string> = {}) =>
+    rec(JSON.parse(text), { raw: Buffer.from(text), headers, key: 'as-written' });
+  const texts = [
+    // Valid but for its topic: the validator fills in defaults (eligible_for_retry) as it checks.
+    '{ "tenant_id": "acme", "topic": "user.unknown",  "data": {"n": 1.0} }',
+    '{"tenant_id":"ghost","topic":"user.created","data":{"s":"\\u00e9"}}',
+    '{"tenant_id":"acme","data":{}}',
+  ];
+  await route(texts.map((x) => written(x, { traceparent: '00-abc-def-01', origin: 'crm' })));
+  const letters = emitted[0]?.deadLetters ?? [];
+  t.same(letters.map((d) => (d.value as Buffer).toString()).sort(), [...texts].sort(), 'the original bytes, spacing and escapes included');
+  for (const d of letters) {
+    t.equal(d.key, 'as-written', 'the key as it came');
+    t.match(d.headers, { traceparent: '00-abc-def-01', origin: 'crm', 'x-dead-letter-reason': String }, 'its headers, plus the reason');
+  }
 });
 
 t.test('an event without id, time or eligible_for_retry gets them from its record', async (t) => {

@@ -6,6 +6,7 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/bus.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -17,6 +18,13 @@ import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { SENDERS } from './senders.ts';
+
+/** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
+function failureMessage(attempt: { code: string; response_data?: unknown }): string {
+  const r = (attempt.response_data ?? {}) as { reason?: unknown; message?: unknown };
+  const what = typeof r.reason === 'string' ? r.reason : `code ${attempt.code}`;
+  return typeof r.message === 'string' && r.message ? `${what}: ${r.message.slice(0, 200)}` : what;
+}
 
 /** Awaits `p`, ending `span` failed when it rejects. */
 async function endOnError<T>(span: TraceSpan, p: Promise<T>): Promise<T> {
@@ -36,6 +44,11 @@ export async function start(rt: Runtime): Promise<Service> {
   const { config, logger } = rt;
   // The configuration admits destination types only; this narrows the type.
   const types = config.SENDER_TYPES.filter(isDestinationType);
+  // One line per attempt: a failed one at info, a successful or canceled one at debug (a disabled
+  // destination's queued deliveries end canceled by the thousand); at info, a line a minute of how
+  // many there were while attempts are made (docs/operations.md, "Logs").
+  const summary = createLogSummary(logger, 'sender summary', ['attempts', 'succeeded', 'failed', 'canceled']);
+  const counted = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
 
   // Refused before anything is touched, so deliveries of that type wait for a sender that can.
   for (const t of types) if (!SENDERS[t]) throw new Error(`delivery for type ${t} is not implemented yet`);
@@ -159,6 +172,8 @@ export async function start(rt: Runtime): Promise<Service> {
             'switchyard.status': attempt.status,
             'switchyard.code': attempt.code,
           });
+          // A failed attempt is the span's failure too (status ERROR), though nothing was thrown.
+          if (attempt.status === 'failed') span.fail(failureMessage(attempt));
         }
         // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
         return async () => {
@@ -167,23 +182,27 @@ export async function start(rt: Runtime): Promise<Service> {
             span.end();
           } else await write();
           observeAttempt(attempt);
-          logger.info(
-            {
-              attempt_id: attempt.id,
-              event_id: attempt.event_id,
-              tenant_id: attempt.tenant_id,
-              destination_id: attempt.destination_id,
-              type,
-              attempt_number: attempt.attempt_number,
-              manual: attempt.manual,
-              status: attempt.status,
-              code: attempt.code,
-              reason: outcome.response_data?.reason,
-              next_attempt_at: attempt.next_attempt_at,
-              duration_ms: attempt.duration_ms,
-            },
-            'attempt',
-          );
+          summary.count('attempts');
+          summary.count(counted[attempt.status]);
+          // Built only when written: at info only a failure writes its line.
+          if (attempt.status === 'failed' || logger.isLevelEnabled('debug'))
+            logger[attempt.status === 'failed' ? 'info' : 'debug'](
+              {
+                attempt_id: attempt.id,
+                event_id: attempt.event_id,
+                tenant_id: attempt.tenant_id,
+                destination_id: attempt.destination_id,
+                type,
+                attempt_number: attempt.attempt_number,
+                manual: attempt.manual,
+                status: attempt.status,
+                code: attempt.code,
+                reason: outcome.response_data?.reason,
+                next_attempt_at: attempt.next_attempt_at,
+                duration_ms: attempt.duration_ms,
+              },
+              'attempt',
+            );
         };
       },
     });
@@ -220,6 +239,7 @@ export async function start(rt: Runtime): Promise<Service> {
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();
+      summary.stop();
     },
   };
 }

@@ -89,6 +89,9 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
   const offsets = new OffsetStore(opts.dir);
   const groups = new Set<string>();
   const consumers: BusConsumer[] = [];
+  // Broadcast readers by group (as the services name it): they commit nothing, so their lag is
+  // where each one is in its partitions, kept here.
+  const broadcastReaders = new Map<string, Set<(p: Partition) => number | undefined>>();
   let closed = false;
   try {
     await offsets.open();
@@ -179,6 +182,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
 
     async consume<T>(o: ConsumeOptions<T>) {
       // A broadcast reader starts at the end and commits nothing.
+      const baseGroup = o.groupId;
       if (o.broadcast) o = { ...o, groupId: `${o.groupId}.${randomUUID()}` };
       claimGroup(o.groupId);
       const log = opts.log.child({ group: o.groupId });
@@ -214,6 +218,20 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
 
       type State = (typeof states)[number];
       const startAt = (st: State) => (o.broadcast ? st.p.end() : startOf(o.groupId, st.p, o.fromBeginning ?? true));
+      // Where each partition is read from now; after a record, the offset past the last one handled.
+      const from = new Map(states.map((st) => [st, startAt(st)]));
+      const handledTo = new Map<State, number>();
+      const reader = (p: Partition) => {
+        const st = states.find((x) => x.p === p);
+        if (!st) return undefined;
+        const done = st.tracker.committable();
+        return Math.max(from.get(st) as number, handledTo.get(st) ?? 0, done === null ? 0 : Number(done));
+      };
+      if (o.broadcast) {
+        const set = broadcastReaders.get(baseGroup) ?? new Set();
+        set.add(reader);
+        broadcastReaders.set(baseGroup, set);
+      }
 
       // A batch consumer reads every partition in one loop and hands what they hold to one handler
       // call, as the Kafka bus merges a fetch's partitions: one transaction and one offset commit (one
@@ -221,7 +239,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
       // (docs/performance.md, "Embedded batch consumers: one call for every partition").
       const runBatches = async (handleBatch: NonNullable<typeof o.handleBatch>) => {
         if (!states.length) return; // nothing to wait for (a race of no waits would never end)
-        const pos = new Map(states.map((st) => [st, startAt(st)]));
+        const pos = new Map(states.map((st) => [st, from.get(st) as number]));
         const at = (st: State) => Math.max(pos.get(st) as number, st.p.start());
         const backlog = () => states.reduce((n, st) => n + st.p.backlog(at(st)), 0);
         const perPartition = Math.max(1, Math.min(MAX_FETCH_RECORDS, Math.floor(MERGED_BATCH_MAX_RECORDS / states.length)));
@@ -247,7 +265,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
               .filter((st) => st.p.backlog(at(st)) > 0)
               .map(async (st) => ({
                 st,
-                records: (await st.p.read(at(st), perPartition)).map((r) => toInRecord<T>(st.p.topic, st.p.id, r)),
+                records: (await st.p.read(at(st), perPartition)).map((r) => toInRecord<T>(st.p.topic, st.p.id, r, o.keepRaw)),
               })),
           );
           const batches = reads.filter((r) => r.records.length);
@@ -257,7 +275,10 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             ),
           );
           const done = batches.filter((_, i) => handled[i]);
-          for (const { st, records } of done) pos.set(st, Number((records.at(-1) as InRecord<T>).offset) + 1);
+          for (const { st, records } of done) {
+            pos.set(st, Number((records.at(-1) as InRecord<T>).offset) + 1);
+            handledTo.set(st, pos.get(st) as number);
+          }
           if (!o.broadcast && done.length)
             await offsets.commit(
               o.groupId,
@@ -269,7 +290,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
 
       const run = async (st: State) => {
         const { p } = st;
-        let pos = startAt(st);
+        let pos = from.get(st) as number;
         while (!abort.signal.aborted) {
           await p.waitFor(pos, abort.signal);
           if (abort.signal.aborted) break;
@@ -278,7 +299,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             while (!dispatch.hasRoom(st) && !abort.signal.aborted) await dispatch.roomFreed(st);
             if (abort.signal.aborted) break;
             pos = r.offset + 1;
-            await dispatch.run(toInRecord<T>(p.topic, p.id, r), st, inflight, r.value?.length ?? 0);
+            await dispatch.run(toInRecord<T>(p.topic, p.id, r, o.keepRaw), st, inflight, r.value?.length ?? 0);
           }
         }
       };
@@ -302,6 +323,7 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
             if (timer) clearInterval(timer);
             dispatch.close();
             if (!o.broadcast) await commit();
+            broadcastReaders.get(baseGroup)?.delete(reader);
             groups.delete(o.groupId);
           })();
           return closing;
@@ -382,9 +404,15 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
     async lag(groups) {
       const rows: LagRow[] = [];
       for (const { groupId, topics: defs } of groups) {
+        const readers = broadcastReaders.get(groupId);
         for (const def of defs) {
           for (const p of topics.get(name(def)) ?? []) {
-            rows.push({ groupId, topic: def.name, partition: p.id, lag: Math.max(0, p.end() - startOf(groupId, p, true)) });
+            let lag = 0;
+            if (readers?.size) {
+              // A broadcast group: the reader furthest behind, from where it is (it commits nothing).
+              for (const at of readers) lag = Math.max(lag, p.end() - (at(p) ?? p.end()));
+            } else lag = Math.max(0, p.end() - startOf(groupId, p, true));
+            rows.push({ groupId, topic: def.name, partition: p.id, lag });
           }
         }
       }

@@ -70,6 +70,10 @@ export function decode(buf: Buffer, pos: number, offset: number): StoredRecord {
   return { offset, timestamp, key, headers, value };
 }
 
-export function toInRecord<T>(topic: string, partition: number, r: StoredRecord): InRecord<T> {
-  return decodeRecord({ topic, partition, offset: String(r.offset), key: r.key, headers: r.headers, timestamp: r.timestamp }, r.value);
+export function toInRecord<T>(topic: string, partition: number, r: StoredRecord, keepRaw = false): InRecord<T> {
+  return decodeRecord(
+    { topic, partition, offset: String(r.offset), key: r.key, headers: r.headers, timestamp: r.timestamp },
+    r.value,
+    keepRaw,
+  );
 }

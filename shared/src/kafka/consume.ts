@@ -3,10 +3,14 @@
 import type { ConsumeOptions, InRecord } from '../bus.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions, type OffsetTracker } from './inflight.ts';
 
-/** A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error. */
-export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null): InRecord<T> {
+/**
+ * A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error.
+ * With `keepRaw` the value's bytes come along too (ConsumeOptions.keepRaw).
+ */
+export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null, keepRaw = false): InRecord<T> {
   try {
-    return { ...record, value: JSON.parse(value?.toString('utf8') ?? 'null') as T };
+    const decoded = JSON.parse(value?.toString('utf8') ?? 'null') as T;
+    return keepRaw ? { ...record, value: decoded, raw: value } : { ...record, value: decoded };
   } catch (err) {
     // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
     return { ...record, value: undefined as T, decodeError: (err as Error).message, raw: value };

@@ -29,6 +29,25 @@ import { allTopics, type TopicDef, topicName } from './topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
 
+/** Where a broadcast reader of this process is, for its lag: it commits no offsets to read. */
+interface BroadcastReader {
+  /** The log's end per partition (`topic\u0000partition`) when it last joined its group. */
+  from: Map<string, number>;
+  /** The offset after its last handled record of the partition (with none in flight), or null before any. */
+  handled(topic: string, partition: number): number | null;
+}
+
+/**
+ * The next offset a broadcast reader is to handle: after its last handled record, at least where it
+ * (re)started. A partition whose start is unknown (not read yet, or the log's end could not be read
+ * as it joined) starts at `high`, the end seen now.
+ */
+function broadcastPosition(r: BroadcastReader, topic: string, partition: number, high: number): number {
+  const id = `${topic}\u0000${partition}`;
+  if (!r.from.has(id)) r.from.set(id, high);
+  return Math.max(r.from.get(id) as number, r.handled(topic, partition) ?? 0);
+}
+
 interface PartitionState {
   topic: string;
   partition: number;
@@ -69,12 +88,14 @@ function toInRecord<T>(
   topic: string,
   partition: number,
   m: { offset: string; key: Buffer | null; value: Buffer | null; headers?: Record<string, unknown>; timestamp: string },
+  keepRaw = false,
 ): InRecord<T> {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = String(v);
   return decodeRecord(
     { topic, partition, offset: m.offset, key: m.key?.toString() ?? '', headers, timestamp: Number(m.timestamp) },
     m.value,
+    keepRaw,
   );
 }
 
@@ -216,6 +237,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
   // Consumers close before producers: in-flight work still writes its results while finishing.
   const consumers: BusConsumer[] = [];
+  // Broadcast readers by group (as the services name it): they commit nothing, so their lag is
+  // read from where each one is in this process, not from the broker's committed offsets.
+  const broadcastReaders = new Map<string, Set<BroadcastReader>>();
   const producers: BusProducer[] = [];
   // For lag and readiness: one connection kept, without kafkajs's retries (a probe wants an answer now).
   let admin: Promise<Admin> | null = null;
@@ -448,6 +472,33 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           }),
       });
 
+      // A broadcast reader commits nothing: its lag is where it is here. At each join (the first, and
+      // again after a rebalance or a restart) kafkajs starts it at the log's end, so records from
+      // before are not its own: the end read then is where it starts.
+      let reader: BroadcastReader | null = null;
+      if (o.broadcast) {
+        const r: BroadcastReader = {
+          from: new Map(),
+          handled(topic, partition) {
+            const done = partitions.get(`${topic}\u0000${partition}`)?.tracker.committable();
+            return done === null || done === undefined ? null : Number(done);
+          },
+        };
+        consumer.on(consumer.events.GROUP_JOIN, () => {
+          void (async () => {
+            const from = new Map<string, number>();
+            const a = await adminOnce();
+            for (const t of o.topics)
+              for (const e of await a.fetchTopicOffsets(name(t))) from.set(`${name(t)}\u0000${e.partition}`, Number(e.high));
+            r.from = from;
+          })().catch((err: unknown) => log.debug({ err }, 'reading the log end for lag failed; taken at the next scrape'));
+        });
+        reader = r;
+        const set = broadcastReaders.get(o.groupId) ?? new Set();
+        set.add(r);
+        broadcastReaders.set(o.groupId, set);
+      }
+
       await consumer.connect();
       for (const t of o.topics) {
         const fromBeginning = o.broadcast ? false : (o.fromBeginning ?? true);
@@ -464,7 +515,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             // Committed by the timer like single records (one commit request per interval, not per batch).
             const records = batch.messages
               .filter((m) => !st.tracker.seen(m.offset))
-              .map((m) => toInRecord<T>(batch.topic, batch.partition, m));
+              .map((m) => toInRecord<T>(batch.topic, batch.partition, m, o.keepRaw));
             if (!records.length || closing) return;
             // Marked done only once written: a failed batch is fetched again and not skipped as seen.
             const task = handleBatch(records)
@@ -495,7 +546,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             }
             if (closing) break;
             resolveOffset(m.offset);
-            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m), st, inflight, m.value?.length ?? 0);
+            await dispatch.run(toInRecord<T>(batch.topic, batch.partition, m, o.keepRaw), st, inflight, m.value?.length ?? 0);
           }
           await heartbeat();
         },
@@ -515,6 +566,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           clearInterval(timer);
           dispatch.close();
           if (!o.broadcast) await commit();
+          if (reader) broadcastReaders.get(o.groupId)?.delete(reader);
           await consumer.disconnect();
           stopAdapting();
         },
@@ -607,23 +659,49 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
 
     async lag(groups) {
       const a = await adminOnce();
-      const ends = new Map<string, Array<{ partition: number; high: string; low: string }>>();
-      const rows: LagRow[] = [];
-      for (const { groupId, topics } of groups) {
-        const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
-        for (const t of committed) {
-          const def = topics.find((d) => name(d) === t.topic);
-          const end = ends.get(t.topic) ?? (await a.fetchTopicOffsets(t.topic));
-          ends.set(t.topic, end);
-          for (const p of t.partitions) {
-            const e = end.find((x) => x.partition === p.partition);
-            if (!e) continue;
-            const from = Number(p.offset) >= 0 ? Number(p.offset) : Number(e.low);
-            rows.push({ groupId, topic: def?.name ?? t.topic, partition: p.partition, lag: Math.max(0, Number(e.high) - from) });
-          }
+      // Every group and topic asked at once (a sender has a dozen groups): one round trip's wait,
+      // not one per group, so a busy broker still answers within the scrape's bound.
+      const ends = new Map<string, Promise<Array<{ partition: number; high: string; low: string }>>>();
+      const endsOf = (topic: string) => {
+        let end = ends.get(topic);
+        if (!end) {
+          end = a.fetchTopicOffsets(topic);
+          ends.set(topic, end);
         }
-      }
-      return rows;
+        return end;
+      };
+      const perGroup = await Promise.all(
+        groups.map(async ({ groupId, topics }): Promise<LagRow[]> => {
+          const rows: LagRow[] = [];
+          const readers = broadcastReaders.get(groupId);
+          if (readers?.size) {
+            // Per partition, the reader furthest behind: the log's end minus where it is (the offset
+            // after its last handled record, or the end it started at).
+            for (const def of topics) {
+              for (const e of await endsOf(name(def))) {
+                const high = Number(e.high);
+                let lag = 0;
+                for (const r of readers) lag = Math.max(lag, high - broadcastPosition(r, name(def), e.partition, high));
+                rows.push({ groupId, topic: def.name, partition: e.partition, lag });
+              }
+            }
+            return rows;
+          }
+          const committed = await a.fetchOffsets({ groupId: `${opts.topicPrefix}${groupId}`, topics: topics.map(name) });
+          for (const t of committed) {
+            const def = topics.find((d) => name(d) === t.topic);
+            const end = await endsOf(t.topic);
+            for (const p of t.partitions) {
+              const e = end.find((x) => x.partition === p.partition);
+              if (!e) continue;
+              const from = Number(p.offset) >= 0 ? Number(p.offset) : Number(e.low);
+              rows.push({ groupId, topic: def?.name ?? t.topic, partition: p.partition, lag: Math.max(0, Number(e.high) - from) });
+            }
+          }
+          return rows;
+        }),
+      );
+      return perGroup.flat();
     },
 
     async ping() {

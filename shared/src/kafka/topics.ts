@@ -72,7 +72,7 @@ export const TOPIC = {
     name: 'events.dead-letter',
     key: 'as received',
     description:
-      'Records of the events topic that are not valid events (bad JSON, schema violations), with the reason in the `x-dead-letter-reason` header and the original bytes as value. Written by the router.',
+      'Records of the events topic that are not valid events (bad JSON, schema violations, unknown topics or tenants), as written: the original bytes of the value, the key and the headers, with the reason in the `x-dead-letter-reason` header. Written by the router.',
   },
   storeDeadLetter: {
     name: 'store.dead-letter',

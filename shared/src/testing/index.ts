@@ -11,6 +11,9 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type Config, loadConfig } from '../config/index.ts';
 import { createDb, type Knex } from '../db/index.ts';
+import { waitForStart } from './progress.ts';
+
+export { cpuTicks, START_CAP_MS, START_STALL_MS, type StartWait, waitForStart } from './progress.ts';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -220,13 +223,12 @@ async function startProcess(
     return exited;
   };
   t.teardown(() => stop());
-  await waitFor(
-    `${name} to start`,
-    () => {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${out}`);
-      return ready.test(out);
-    },
-    60_000,
+  // As long as it starts (writes or uses CPU): minutes on a busy machine, where 60 s once ran out.
+  await waitForStart(
+    name,
+    child,
+    () => out,
+    () => ready.test(out),
   );
   return { name, child, output: () => out, stop };
 }

@@ -4935,6 +4935,7 @@ export interface components {
         };
         /** @description Optional: an empty body (or none) creates the tenant without metadata. */
         TenantUpsert: {
+            /** @description String values only: a number, boolean, object or null value is refused (422), never converted. */
             metadata?: {
                 [key: string]: string;
             };
@@ -4956,9 +4957,11 @@ export interface components {
             filter?: {
                 [key: string]: unknown;
             } | null;
+            /** @description String values only: a number, boolean, object or null value is refused (422), never converted. */
             delivery_metadata?: {
                 [key: string]: string;
             };
+            /** @description String values only: a number, boolean, object or null value is refused (422), never converted. */
             metadata?: {
                 [key: string]: string;
             };
@@ -4981,9 +4984,11 @@ export interface components {
             filter?: {
                 [key: string]: unknown;
             } | null;
+            /** @description String values, or null to remove a name; a number, boolean or object value is refused (422), never converted. */
             delivery_metadata?: {
                 [key: string]: string | null;
             } | null;
+            /** @description String values, or null to remove a name; a number, boolean or object value is refused (422), never converted. */
             metadata?: {
                 [key: string]: string | null;
             } | null;

@@ -10,7 +10,18 @@ export const TENANT_PREFIXES = ['/api/v1/tenants/:tenant_id', '/api/v1/:tenant_i
 
 export type TenantReq = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string } }>;
 
-export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+/** Names to string values; other JSON values are refused (guards.ts `stringMaps`), never converted. */
+export const stringMap = {
+  type: 'object',
+  description: 'String values only: a number, boolean, object or null value is refused (422), never converted.',
+  additionalProperties: { type: 'string' },
+} as const;
+/** A merge patch of a stringMap: a null value removes its name. */
+export const stringMapPatch = {
+  type: ['object', 'null'],
+  description: 'String values, or null to remove a name; a number, boolean or object value is refused (422), never converted.',
+  additionalProperties: { type: ['string', 'null'] },
+} as const;
 /** A tenant, destination or event id (ID_PATTERN: the documented alphabet and length). */
 export const idParam = { type: 'string', minLength: 1, maxLength: 255, pattern: ID_PATTERN } as const;
 

@@ -16,7 +16,7 @@ import {
   patchedCredentials,
 } from '../destination-input.ts';
 import { destinationView } from '../destination-view.ts';
-import { existingTenant, idParam, multi, stringMap, type TenantReq } from './common.ts';
+import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantReq } from './common.ts';
 import { verifyGatewayToken } from '../gateway-token.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
@@ -62,8 +62,8 @@ export const patchBody = {
     config: objectOrNull,
     credentials: objectOrNull,
     filter: objectOrNull,
-    delivery_metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'null'] } },
-    metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'null'] } },
+    delivery_metadata: stringMapPatch,
+    metadata: stringMapPatch,
   },
 } as const;
 
@@ -139,6 +139,7 @@ export function destinationRoutes(ctx: Ctx) {
     app.post<{ Body: CreateBody }>(
       '/destinations',
       {
+        config: { stringMaps: { members: ['metadata', 'delivery_metadata'] } },
         schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
       },
       async (req, reply) => {
@@ -197,6 +198,7 @@ export function destinationRoutes(ctx: Ctx) {
     app.patch<{ Body: PatchBody }>(
       '/destinations/:destination_id',
       {
+        config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
         schema: {
           tags,
           summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)',

@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, lazy, type ReactNode, Suspense, useState } from 'react';
+import { type FormEvent, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router';
 import { api, type Destination, type TypeSchema } from '../api.ts';
 import {
@@ -43,10 +43,21 @@ export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
       notify(d.disabled_at ? 'Destination disabled: no events are delivered to it.' : 'Destination enabled.');
     },
   });
+  // A deleted destination's queries are dropped once its page is gone: dropped while the page still
+  // shows, they would be fetched again at its next render (the destination and its attempts: 404s).
+  const deleted = useRef(false);
+  useEffect(
+    () => () => {
+      if (deleted.current) client.removeQueries({ queryKey: ['destination', id] });
+    },
+    [client, id],
+  );
   const remove = useMutation({
     mutationFn: () => api.deleteDestination(id),
     onSuccess: () => {
-      client.removeQueries({ queryKey: ['destination', id] });
+      deleted.current = true;
+      // Out of the cached list at once: the list shown next would otherwise ask for its last attempt.
+      client.setQueryData<Destination[]>(['destinations'], (list) => list?.filter((x) => x.id !== id));
       void client.invalidateQueries({ queryKey: ['destinations'] });
       notify('Destination deleted.');
       navigate('/');

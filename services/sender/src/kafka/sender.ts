@@ -134,7 +134,7 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
       let broken: Outcome | null = null;
       try {
         const t = config.partition_key_template;
-        if (typeof t === 'string' && t !== '') template = compile(t);
+        if (typeof t === 'string' && t.trim() !== '') template = compile(t);
       } catch (err) {
         broken = failed('invalid_config', `partition_key_template: ${(err as Error).message}`);
       }

@@ -1,3 +1,4 @@
+import { compile } from '@jmespath-community/jmespath';
 import type { Problem } from '../../errors.ts';
 import type { DestinationType } from '../../model/index.ts';
 import type { FieldDef } from '../fields.ts';
@@ -61,3 +62,22 @@ export const regionField = (required: boolean): FieldDef => ({
   required,
   pattern: '[a-z0-9-]+',
 });
+
+/**
+ * Template fields (a partition key, an object key): JMESPath expressions the sender compiles. One
+ * that does not compile could never deliver an event, so it is refused when the destination is
+ * saved (create and PATCH) rather than failing every delivery. Blank means the default, as senders read it.
+ */
+export function templateProblems(config: Record<string, unknown>, keys: readonly string[]): Problem[] {
+  const problems: Problem[] = [];
+  for (const key of keys) {
+    const template = config[key];
+    if (typeof template !== 'string' || template.trim() === '') continue;
+    try {
+      compile(template);
+    } catch (err) {
+      problems.push({ path: `body.config.${key}`, message: `is not a JMESPath expression: ${(err as Error).message}` });
+    }
+  }
+  return problems;
+}

@@ -1,6 +1,4 @@
-import { compile } from '@jmespath-community/jmespath';
-import type { Problem } from '../../errors.ts';
-import { icon, type DestinationTypeDef } from './def.ts';
+import { icon, templateProblems, type DestinationTypeDef } from './def.ts';
 
 /** `host:port` entries, comma separated (IPv6 hosts in brackets). */
 const BROKER = '(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]):\\d{1,5}';
@@ -73,17 +71,6 @@ export const kafka: DestinationTypeDef = {
     { key: 'username', type: 'text', label: 'Username', description: 'SASL user.', required: true, maxlength: 255 },
     { key: 'password', type: 'text', label: 'Password', description: 'SASL password.', required: true, sensitive: true },
   ],
-  validate: (config) => {
-    const problems: Problem[] = [];
-    const template = config.partition_key_template;
-    if (typeof template === 'string' && template !== '') {
-      try {
-        compile(template);
-      } catch (err) {
-        problems.push({ path: 'body.config.partition_key_template', message: `is not a JMESPath expression: ${(err as Error).message}` });
-      }
-    }
-    return problems;
-  },
+  validate: (config) => templateProblems(config, ['partition_key_template']),
   target: (c) => `${String(c.brokers ?? '')} -> ${String(c.topic ?? '')}`,
 };

@@ -1,4 +1,4 @@
-import { awsKeyFields, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
 
 export const kinesis: DestinationTypeDef = {
   type: 'kinesis',
@@ -13,9 +13,16 @@ export const kinesis: DestinationTypeDef = {
     '1. Create a data stream.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
     '',
-    '```json',
-    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "kinesis:PutRecord", "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}]}',
-    '```',
+    '   ```json',
+    '   {',
+    '     "Version": "2012-10-17",',
+    '     "Statement": [{',
+    '       "Effect": "Allow",',
+    '       "Action": "kinesis:PutRecord",',
+    '       "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"',
+    '     }]',
+    '   }',
+    '   ```',
     '',
     '   A stream encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` on that key.',
     '3. Enter the stream name, region and access key. `endpoint` points at a Kinesis-compatible service or an emulator.',
@@ -44,6 +51,7 @@ export const kinesis: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
+  validate: (config) => templateProblems(config, ['partition_key_template']),
   target: (c) => `${String(c.stream_name ?? '')} (${String(c.region ?? '')})`,
 };
 
@@ -60,9 +68,16 @@ export const s3: DestinationTypeDef = {
     '1. Create a bucket.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
     '',
-    '```json',
-    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::my-bucket/*"}]}',
-    '```',
+    '   ```json',
+    '   {',
+    '     "Version": "2012-10-17",',
+    '     "Statement": [{',
+    '       "Effect": "Allow",',
+    '       "Action": "s3:PutObject",',
+    '       "Resource": "arn:aws:s3:::my-bucket/*"',
+    '     }]',
+    '   }',
+    '   ```',
     '',
     '   A bucket encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` on that key.',
     '3. Enter the bucket, region and access key. `endpoint` points at an S3-compatible service or an emulator (buckets are then addressed by path).',
@@ -100,6 +115,7 @@ export const s3: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
+  validate: (config) => templateProblems(config, ['key_template']),
   target: (c) => `s3://${String(c.bucket ?? '')}`,
 };
 

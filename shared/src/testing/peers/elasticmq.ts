@@ -50,7 +50,6 @@ pekko.loglevel = "WARNING"
     {
       cwd: dir,
       ready: async (out) => /ElasticMQ server \(.*\) started/.test(out) && (await answers(port)),
-      timeoutMs: 90_000,
     },
   );
   return { port, url: `http://127.0.0.1:${port}` };

@@ -1,6 +1,7 @@
 // A peer server run as a child process for a test: started on loopback, stopped (and waited for) at teardown.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import type { Teardown } from '../index.ts';
+import { type StartWait, waitForStart } from '../progress.ts';
 
 export interface PeerProcess {
   child: ChildProcess;
@@ -10,14 +11,15 @@ export interface PeerProcess {
 
 /**
  * Spawns `cmd` (its own process group, so helpers it starts go with it) and waits until `ready`
- * says so; throws with the output when it exits or is not ready within `timeoutMs`, so the test fails.
+ * says so, as long as it is starting (progress.ts); throws with the output when it exits, stops
+ * moving or runs past the cap, so the test fails.
  */
 export async function startPeerProcess(
   t: Teardown,
   what: string,
   cmd: string,
   args: string[],
-  opts: { env?: Record<string, string>; cwd?: string; ready: (output: string) => boolean | Promise<boolean>; timeoutMs?: number },
+  opts: { env?: Record<string, string>; cwd?: string; ready: (output: string) => boolean | Promise<boolean>; wait?: StartWait },
 ): Promise<PeerProcess> {
   const child = spawn(cmd, args, {
     cwd: opts.cwd,
@@ -51,16 +53,20 @@ export async function startPeerProcess(
     clearTimeout(timer);
   };
   t.teardown(stop);
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
-  for (;;) {
-    if (spawnError) throw new Error(`${what} could not start: ${(spawnError as Error).message}`);
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited during start:\n${out.slice(-3000)}`);
-    if (await opts.ready(out)) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`${what} was not ready within ${opts.timeoutMs ?? 60_000} ms:\n${out.slice(-3000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  try {
+    await waitForStart(
+      what,
+      child,
+      () => out,
+      () => {
+        if (spawnError) throw new Error(`${what} could not start: ${(spawnError as Error).message}`);
+        return opts.ready(out);
+      },
+      opts.wait,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
   }
   return { child, output: () => out, stop };
 }

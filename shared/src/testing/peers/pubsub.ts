@@ -7,6 +7,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { waitForStart } from '../progress.ts';
 
 export interface PubSubPeer {
   /** host:port, as PUBSUB_EMULATOR_HOST and a destination's `endpoint` take it. */
@@ -24,24 +25,27 @@ function binary(): string {
 export async function startPubSubPeer(): Promise<PubSubPeer> {
   // stdin stays open while we run: the peer exits when it closes, so a dying test leaves nothing behind.
   const child = spawn(binary(), ['-port', '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const host = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('pubsub peer: no "listening" line within 20 s')), 20_000);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new Error(`pubsub peer: cannot start: ${err.message}`));
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`pubsub peer exited with ${code} before listening`));
-    });
-    const lines = createInterface({ input: child.stdout });
-    lines.on('line', (line) => {
-      const m = /^listening (\S+)$/.exec(line);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
+  let host = '';
+  let out = '';
+  let spawnError: Error | null = null;
+  child.once('error', (err) => (spawnError = err));
+  const lines = createInterface({ input: child.stdout });
+  lines.on('line', (line) => {
+    out += `${line}\n`;
+    host ||= /^listening (\S+)$/.exec(line)?.[1] ?? '';
+  });
+  // As long as it starts (a busy machine may take far longer than an idle one), not a fixed clock.
+  await waitForStart(
+    'pubsub peer',
+    child,
+    () => out,
+    () => {
+      if (spawnError) throw new Error(`pubsub peer: cannot start: ${(spawnError as Error).message}`);
+      return host !== '';
+    },
+  ).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw err;
   });
   child.stdout.resume();
   return {

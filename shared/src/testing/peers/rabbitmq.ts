@@ -79,7 +79,6 @@ export async function startRabbitMq(t: Teardown, users: RabbitUser[] = []): Prom
     cwd: dir,
     env,
     ready: (out) => /Server startup complete/.test(out),
-    timeoutMs: 180_000,
   });
   return {
     host: '127.0.0.1',
