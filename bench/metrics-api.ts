@@ -61,8 +61,8 @@ try {
 
   const config = loadConfig({
     API_KEY: 'bench-key',
-    API_JWT_SECRET: 'bench-jwt-secret-0123456789',
-    AES_ENCRYPTION_SECRET: 'x',
+    API_JWT_SECRET: 'bench-jwt-secret-0123456789abcdef',
+    AES_ENCRYPTION_SECRET: 'bench-aes-secret-0123456789abcdef',
     DATABASE_URL: url.toString(),
     KAFKA_BROKERS: 'x:1',
   });

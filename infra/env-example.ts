@@ -5,7 +5,11 @@ import { SETTINGS } from '../shared/src/config/index.ts';
 export function renderEnvExample(): string {
   const lines = ['# Switchyard configuration. Generated from shared/src/config/index.ts by infra/env-example.ts.', ''];
   for (const [name, s] of Object.entries(SETTINGS)) {
-    lines.push(`# ${s.description}${'required' in s && s.required ? ' (required)' : ''}`);
+    const notes = [
+      ...('required' in s && s.required ? ['required'] : []),
+      ...('minLength' in s ? [`at least ${s.minLength} characters`] : []),
+    ];
+    lines.push(`# ${s.description}${notes.length ? ` (${notes.join('; ')})` : ''}`);
     lines.push(`${'required' in s && s.required ? '' : '# '}${name}=${'default' in s ? s.default : ''}`);
     lines.push('');
   }

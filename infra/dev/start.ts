@@ -5,7 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../../shared/src/config/index.ts';
+import { ConfigError, loadConfig } from '../../shared/src/config/index.ts';
 import { loadSecretsFile } from '../../shared/src/secrets-file.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -13,14 +13,22 @@ const secretsFile = `${root}.tools/dev-secrets.env`;
 
 const env: Record<string, string> = {
   // Development secrets are generated once and kept under .tools/, never committed.
-  ...loadSecretsFile(secretsFile).values,
+  ...loadSecretsFile(secretsFile, { supplied: (name) => Boolean(process.env[name]) }).values,
   EGRESS_ALLOW: '127.0.0.0/8,::1/128',
   // The local broker and database started below (each service on its own needs both set).
   KAFKA_BROKERS: '127.0.0.1:9092',
   DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/switchyard',
   ...(Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>),
 };
-const config = loadConfig(env); // fail fast, listing every problem
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig(env); // fail fast, listing every problem, before anything is started
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  // One line, as a service prints it (shared/src/process.ts): no stack trace.
+  process.stderr.write(`switchyard start:stack: ${err.message}\n`);
+  process.exit(2);
+}
 
 if (!process.env.KAFKA_BROKERS) execFileSync('bash', [`${root}infra/kafka/kafka.sh`, 'start'], { stdio: 'inherit' });
 if (!process.env.DATABASE_URL) execFileSync('bash', [`${root}infra/postgres/pg.sh`, 'start'], { stdio: 'inherit' });

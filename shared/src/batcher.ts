@@ -3,6 +3,9 @@
  * batch when it finishes, so under load batches grow by themselves and one round trip serves many
  * callers. A call that finds nothing running is flushed at once, or after `lingerMs` when that is set:
  * at low load a short wait lets a few calls share a round trip that each would otherwise make alone.
+ * A call given a `signal` is taken back when it aborts while the call still waits in the queue (its
+ * promise rejects with the signal's reason, at once, during the abort): its item is never flushed.
+ * Once in a flush, an abort changes nothing.
  */
 export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatch = 1000, lingerMs = 0) {
   let queue: Array<{ item: I; resolve(o: O): void; reject(e: unknown): void }> = [];
@@ -32,9 +35,29 @@ export function createBatcher<I, O>(flush: (items: I[]) => Promise<O[]>, maxBatc
     void drain();
   }
 
-  return (item: I): Promise<O> =>
+  return (item: I, signal?: AbortSignal): Promise<O> =>
     new Promise<O>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
+      if (signal?.aborted) return reject(signal.reason);
+      const entry = { item, resolve, reject };
+      if (signal) {
+        const withdraw = () => {
+          const i = queue.indexOf(entry);
+          if (i < 0) return; // flushing or done: too late
+          queue.splice(i, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', withdraw, { once: true });
+        const done = () => signal.removeEventListener('abort', withdraw);
+        entry.resolve = (o) => {
+          done();
+          resolve(o);
+        };
+        entry.reject = (e) => {
+          done();
+          reject(e);
+        };
+      }
+      queue.push(entry);
       if (running) return;
       if (lingerMs > 0 && queue.length < maxBatch) lingering ??= setTimeout(start, lingerMs);
       else start();

@@ -8,6 +8,18 @@ import type { Logger } from './log.ts';
  */
 export const REPEAT_SIGNAL_MS = 3_000;
 
+/**
+ * A dependency failed at start (unreachable, refused the credentials, ...): printed as one line
+ * naming it and its setting, not a stack (startFailed).
+ */
+export class DependencyError extends Error {
+  readonly dependency: string;
+  constructor(dependency: string, cause: unknown) {
+    super(`${dependency}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.dependency = dependency;
+  }
+}
+
 const state = {
   installed: false,
   count: 0,
@@ -62,13 +74,19 @@ export function catchSignals(): void {
 
 /**
  * Ends a process whose start failed: a configuration error is printed as the list of its problems,
- * without a stack, with exit code 2; anything else is logged with its stack, exit code 1.
+ * on one line without a stack, with exit code 2; a dependency that failed at start (DependencyError)
+ * on one line naming it, exit code 1; anything else is logged with its stack, exit code 1.
  */
 export function startFailed(service: string, log?: Logger): (err: unknown) => never {
   return (err) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`switchyard ${service}: ${err.message}\n`);
       process.exit(2);
+    }
+    // A dependency that failed at start: one line naming it (its own message may span lines).
+    if (err instanceof DependencyError) {
+      process.stderr.write(`switchyard ${service}: failed to start: ${err.message.replace(/\s*\n\s*/g, ' ')}\n`);
+      process.exit(1);
     }
     if (log) log.fatal({ err }, 'failed to start');
     else process.stderr.write(`switchyard ${service}: failed to start: ${(err as Error)?.stack ?? String(err)}\n`);

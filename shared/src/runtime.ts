@@ -5,6 +5,7 @@ import { createDb, type Knex, migrateLatest } from './db/index.ts';
 import { lockDirectory } from './embedded/lock.ts';
 import type { Bus } from './bus.ts';
 import { createLogger, type Logger } from './log.ts';
+import { DependencyError } from './process.ts';
 import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
 import type { Tracing } from './tracing.ts';
 
@@ -95,8 +96,10 @@ export async function createRuntime(service: string, config: Config = loadConfig
     }
     trackDb(db);
     cleanup.push(async () => untrackDb(db));
-    // Knex takes a lock for migrations, so services starting together migrate once.
-    await migrateLatest(db);
+    // Under an advisory lock (db/index.ts): services starting together migrate once.
+    await migrateLatest(db, logger).catch((err: unknown) => {
+      throw new DependencyError(embedded.db ? 'the embedded database' : 'the database (DATABASE_URL)', err);
+    });
     // Each adapter is loaded only in the mode that uses it: embedded mode never loads kafkajs.
     const log = embedded.log
       ? await (await import('./embedded/bus.ts')).createEmbeddedBus({
@@ -117,7 +120,9 @@ export async function createRuntime(service: string, config: Config = loadConfig
     // Metrics of every consumer and producer, whichever bus (shared/src/metrics.ts).
     const bus = instrumentBus(log);
     cleanup.push(() => bus.close());
-    await bus.ensureTopics();
+    await bus.ensureTopics().catch((err: unknown) => {
+      throw new DependencyError(embedded.log ? 'the embedded log' : 'Kafka (KAFKA_BROKERS)', err);
+    });
     const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
     let closing: Promise<void> | null = null;
     return {

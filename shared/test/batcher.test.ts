@@ -91,3 +91,29 @@ t.test('a serial runs its calls one at a time, in order; a failure fails only it
     ['a', 'failed: b', 'c'],
   );
 });
+
+t.test('an aborted call still queued is taken back, never flushed; one in a flush is not', async (t) => {
+  const flushes: number[][] = [];
+  let release = () => {};
+  const add = createBatcher(async (items: number[]) => {
+    flushes.push(items);
+    await new Promise<void>((r) => (release = r));
+    return items.map((i) => i * 10);
+  });
+  const inFlush = new AbortController();
+  const queued = new AbortController();
+  const first = add(1, inFlush.signal); // flushed at once
+  const second = add(2, queued.signal); // queued behind the flush
+  const third = add(3);
+  const reason = new Error('too late');
+  queued.abort(reason);
+  inFlush.abort(new Error('ignored'));
+  await t.rejects(second, reason, 'rejects at once with the abort reason');
+  release();
+  t.equal(await first, 10, 'already in a flush: the abort changes nothing');
+  await new Promise((r) => setImmediate(r));
+  release();
+  t.equal(await third, 30);
+  t.same(flushes, [[1], [3]], 'the taken-back item is in no flush');
+  await t.rejects(add(4, AbortSignal.abort(reason)), reason, 'an aborted signal: refused without queueing');
+});

@@ -3,7 +3,18 @@ import t from 'tap';
 import { renderEnvExample } from '../../infra/env-example.ts';
 import { ConfigError, describeConfig, loadConfig } from '../src/config/index.ts';
 
-const required = { API_KEY: 'k', API_JWT_SECRET: 'j', AES_ENCRYPTION_SECRET: 'a' };
+const required = { API_KEY: 'k', API_JWT_SECRET: 'j'.repeat(32), AES_ENCRYPTION_SECRET: 'a'.repeat(32) };
+
+/** The problems loadConfig reports for `env` (with the required settings), [] when it loads. */
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig({ ...required, ...env });
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return err.problems;
+  }
+}
 
 t.test('defaults apply and values are typed and frozen', async (t) => {
   const c = loadConfig({ ...required, TOPICS: 'a, b ,c', RETRY_SCHEDULE: '1,5,30', ALERT_AUTO_DISABLE_DESTINATION: 'true' });
@@ -45,6 +56,82 @@ t.test('each entry of a list with allowed values is checked, with the other prob
     'SENDER_TYPES: must be one of webhook, sqs, rabbitmq, gateway, kinesis, servicebus, s3, pubsub, kafka',
   ]);
   t.same(loadConfig({ ...required, SENDER_TYPES: 'webhook, sqs' }).SENDER_TYPES, ['webhook', 'sqs'], 'known types pass');
+});
+
+t.test('the problems make one line', async (t) => {
+  const err = t.throws(() => loadConfig({ ...required, API_PORT: 'abc', LOG_LEVEL: 'loud' })) as ConfigError;
+  t.equal(
+    err.message,
+    'invalid configuration: API_PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent',
+  );
+  t.notMatch(err.message, '\n');
+});
+
+t.test('secrets shorter than the minimum are refused, naming the minimum', async (t) => {
+  t.same(problemsOf({ AES_ENCRYPTION_SECRET: 'short' }), [
+    'AES_ENCRYPTION_SECRET: must be at least 32 characters (for example: openssl rand -base64 32)',
+  ]);
+  t.same(problemsOf({ API_JWT_SECRET: 'x' }), ['API_JWT_SECRET: must be at least 32 characters (for example: openssl rand -base64 32)']);
+  t.same(problemsOf({ API_JWT_SECRET: 'x'.repeat(31) }).length, 1, '31 characters: one short');
+  t.same(problemsOf({ API_JWT_SECRET: 'x'.repeat(32), AES_ENCRYPTION_SECRET: 'y'.repeat(32) }), [], '32 characters pass');
+  t.same(problemsOf({ AES_ENCRYPTION_SECRET_PREVIOUS: 'old' }), [], 'a short previous key stays readable, so it can be rotated away');
+  t.notMatch(problemsOf({ AES_ENCRYPTION_SECRET: 'short' }).join(), 'short', 'the value is not echoed');
+});
+
+t.test('Kafka broker lists must be host:port entries', async (t) => {
+  t.same(problemsOf({ KAFKA_BROKERS: 'nonsense' }), ['KAFKA_BROKERS: "nonsense" is not host:port (a port from 1 to 65535)']);
+  for (const bad of ['h:0', 'h:65536', 'h:', ':9092', 'h:port', 'a b:9092', 'h:9092,other']) {
+    t.equal(problemsOf({ KAFKA_BROKERS: bad }).length, 1, `${bad} is refused`);
+  }
+  for (const good of ['127.0.0.1:9092', 'kafka-0.kafka.svc:9092, kafka-1:19092', '[::1]:9092', 'h:1,h:65535']) {
+    t.same(problemsOf({ KAFKA_BROKERS: good }), [], `${good} loads`);
+  }
+});
+
+t.test('URLs are checked at load; an unparseable DATABASE_URL is refused, not taken for localhost', async (t) => {
+  t.same(problemsOf({ DATABASE_URL: 'nonsense' }), [
+    'DATABASE_URL: must be a postgres:// (or postgresql://) URL, such as postgres://user:password@host:5432/database',
+  ]);
+  t.equal(problemsOf({ DATABASE_URL: 'postgres://u:p@h:99999/db' }).length, 1, 'a port out of range');
+  t.equal(problemsOf({ DATABASE_URL: 'mysql://h/db' }).length, 1, 'another scheme');
+  for (const good of [
+    'postgres://postgres@127.0.0.1:5432/switchyard',
+    'postgresql://u:p%40ss@db.example.com/x?sslmode=require',
+    'postgres://u@/db?host=/var/run/postgresql',
+    'postgres://u:p@[::1]:5432/x',
+  ]) {
+    t.same(problemsOf({ DATABASE_URL: good }), [], `${good} loads`);
+  }
+  t.notMatch(problemsOf({ DATABASE_URL: 'secret-password' }).join(), 'secret-password', 'the value is not echoed');
+  for (const name of [
+    'API_BASE_URL',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'OPERATOR_CALLBACK_URL',
+    'EVENT_GATEWAY_BASE_URL',
+    'EVENT_GATEWAY_VERIFY_URL',
+  ]) {
+    t.same(problemsOf({ [name]: 'not a url' }), [`${name}: must be an absolute http:// or https:// URL`], `${name} is checked`);
+    t.equal(problemsOf({ [name]: 'ftp://h/x' }).length, 1, `${name}: http(s) only`);
+  }
+  t.same(
+    problemsOf({ EVENT_GATEWAY_VERIFY_URL: 'https://api.example.com/sources/{source_id}', API_BASE_URL: '' }),
+    [],
+    'valid and empty ones load',
+  );
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: 'https://app.example.com,http://localhost:5173' }), [], 'origins load');
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: '*' }), [], '* loads');
+  t.same(problemsOf({ CORS_ALLOWED_ORIGINS: 'https://app.example.com/,app.example.com' }), [
+    'CORS_ALLOWED_ORIGINS: "https://app.example.com/" is not an origin (scheme://host[:port], or *)',
+    'CORS_ALLOWED_ORIGINS: "app.example.com" is not an origin (scheme://host[:port], or *)',
+  ]);
+});
+
+t.test('a command may read only the settings it uses', async (t) => {
+  const c = loadConfig({ DATABASE_URL: 'postgres://h/db' }, ['DATABASE_URL', 'DATABASE_POOL_MAX']);
+  t.same(c, { DATABASE_URL: 'postgres://h/db', DATABASE_POOL_MAX: 10 }, 'no secret required, nothing else read');
+  const err = t.throws(() => loadConfig({ DATABASE_URL: 'nonsense', API_PORT: 'abc' }, ['DATABASE_URL'])) as ConfigError;
+  t.equal(err.problems.length, 1, 'only the named settings are checked');
+  t.throws(() => loadConfig({}, ['AES_ENCRYPTION_SECRET']), /AES_ENCRYPTION_SECRET: is required/);
 });
 
 t.test('describeConfig masks secrets', async (t) => {

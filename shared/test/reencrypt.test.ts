@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import t from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
 import { reencryptAll } from '../src/db/reencrypt.ts';
 import { DestinationStore } from '../src/db/stores/destinations.ts';
-import { createTestDatabase } from '../src/testing/index.ts';
+import { createTestDatabase, ROOT } from '../src/testing/index.ts';
 
 t.test('cipher round-trips, detects tampering and unknown keys', async (t) => {
   const c = createCipher('key-a');
@@ -51,4 +53,49 @@ t.test('key rotation: both keys readable during rotation, then every row on the 
   );
   t.same(all.find((d) => d.id === 'd1')?.delivery_metadata, { env: 'prod' });
   await t.rejects(new DestinationStore(db, createCipher('old-key')).get('acme', 'd1'), 'the old key alone no longer reads them');
+});
+
+t.test('npm run rotate-encryption-key on Postgres: only DATABASE_URL and the keys; all rows or none', async (t) => {
+  const url = await createTestDatabase(t);
+  const db = createDb({ url, poolMax: 2 });
+  t.teardown(() => db.destroy());
+  await migrateLatest(db);
+  await db('tenants').insert({ id: 'acme' });
+  const oldKey = 'old-key-0123456789abcdef0123456789';
+  const newKey = 'new-key-0123456789abcdef0123456789';
+  const make = (id: string, key: string) =>
+    new DestinationStore(db, createCipher(key)).create({
+      id,
+      tenant_id: 'acme',
+      type: 's3',
+      topics: ['*'],
+      config: { bucket: 'b', region: 'r' },
+      credentials: { key: 'k', secret: `secret-${id}` },
+      delivery_metadata: null,
+      metadata: null,
+      filter: null,
+    });
+  await make('d1', oldKey);
+  await make('d2', oldKey);
+  await make('d9', 'a-key-nobody-has-0123456789abcdef'); // last in the rewrite order
+  const rows = () => db('destinations').select('id', 'credentials').orderBy('id');
+  const before = await rows();
+  // No API_KEY, no API_JWT_SECRET: the command does not use them.
+  const run = () =>
+    spawnSync(process.execPath, [join(ROOT, 'shared/src/db/reencrypt-cli.ts')], {
+      env: { PATH: process.env.PATH, DATABASE_URL: url, AES_ENCRYPTION_SECRET: newKey, AES_ENCRYPTION_SECRET_PREVIOUS: oldKey },
+      encoding: 'utf8',
+    });
+
+  const failed = run();
+  t.equal(failed.status, 1, 'a row no key reads fails it');
+  t.match(failed.stderr, /^rotate-encryption-key: .*; nothing was changed\n$/);
+  t.same(await rows(), before, 'every row as it was, the ones before the failure included');
+
+  await db('destinations').where({ id: 'd9' }).del();
+  const ok = run();
+  t.equal(ok.status, 0, ok.stderr);
+  t.match(ok.stdout, /re-encrypted 2 of 2 destinations/);
+  const fresh = new DestinationStore(db, createCipher(newKey));
+  t.same((await fresh.list('acme')).map((d) => d.credentials.secret).sort(), ['secret-d1', 'secret-d2']);
 });

@@ -1,6 +1,7 @@
 // Key rotation of an embedded deployment: `npm run rotate-encryption-key` generates the new key,
 // re-encrypts every destination secret in the embedded database under it, keeps the old key readable
 // for deliveries already in the log, and `--retire` drops the old key once nothing waits in the log.
+// It needs only the settings it uses, and a failure changes neither the secrets file nor the database.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,5 +117,85 @@ t.test('embedded key rotation re-encrypts under a new key and retires the old on
     const keys = readEnvFile(file);
     t.notOk('AES_ENCRYPTION_SECRET_PREVIOUS' in keys, 'the old key is gone from the secrets file');
     t.notMatch(readFileSync(file, 'utf8'), oldKey);
+  });
+});
+
+/** Every destination's sealed columns, to compare before and after. */
+async function sealed(dataDir: string): Promise<unknown[]> {
+  const db = await openEmbeddedDb(join(dataDir, 'pg'));
+  try {
+    return await db.db('destinations').select('id', 'credentials', 'delivery_metadata').orderBy('id');
+  } finally {
+    await db.close();
+  }
+}
+
+const rotateCli = (env: Record<string, string>) =>
+  spawnSync(process.execPath, [join(ROOT, 'shared/src/db/reencrypt-cli.ts')], {
+    env: { PATH: process.env.PATH, DATABASE_URL: '', KAFKA_BROKERS: '', ...env },
+    encoding: 'utf8',
+  });
+
+t.test('API_KEY and API_JWT_SECRET from the environment: rotation needs neither; a failure changes nothing', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sy-rotate-env-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const file = join(dataDir, 'secrets.env');
+  // As embedded mode leaves it when the two came from the environment: the file holds the key alone.
+  const oldKey = loadSecretsFile(file, { supplied: (name) => name !== 'AES_ENCRYPTION_SECRET' }).values.AES_ENCRYPTION_SECRET as string;
+  t.same(Object.keys(readEnvFile(file)), ['AES_ENCRYPTION_SECRET']);
+
+  const seed = await openEmbeddedDb(join(dataDir, 'pg'));
+  await migrateLatest(seed.db);
+  await seed.db('tenants').insert({ id: 'acme' });
+  const make = (id: string, key: string) =>
+    new DestinationStore(seed.db, createCipher(key)).create({
+      id,
+      tenant_id: 'acme',
+      type: 'webhook',
+      topics: ['*'],
+      config: { url: 'https://example.com/hook' },
+      credentials: { secret: `whsec_${id}` },
+      delivery_metadata: null,
+      metadata: null,
+      filter: null,
+    });
+  await make('d1', oldKey);
+  await make('d2', oldKey);
+  // Sealed under a key neither of the rotation's reads, and re-encrypted last (rows go in id order):
+  // the rows before it are rewritten in the transaction before it fails.
+  await make('d9', 'a-key-nobody-has-0123456789abcdef');
+  await seed.close();
+
+  const fileBefore = readFileSync(file, 'utf8');
+  const rowsBefore = await sealed(dataDir);
+
+  t.test('a setting it uses is bad: refused before anything changes', async (t) => {
+    await t.rejects(rotateEmbedded({ DATA_DIR: dataDir, KAFKA_PARTITIONS: '0' }), /KAFKA_PARTITIONS: must be >= 1/);
+    t.equal(readFileSync(file, 'utf8'), fileBefore, 'secrets.env unchanged');
+  });
+
+  t.test('a row no key reads: the transaction rolls back and the file is put back', async (t) => {
+    const r = rotateCli({ DATA_DIR: dataDir });
+    t.equal(r.status, 1);
+    t.notMatch(r.stderr, /is required/, 'no setting it does not use is asked for');
+    t.match(r.stderr, /^rotate-encryption-key: .*; nothing was changed\n$/);
+    t.equal(readFileSync(file, 'utf8'), fileBefore, 'secrets.env as it was: no new key, no previous key');
+    t.same(await sealed(dataDir), rowsBefore, 'every row as it was, d1 and d2 included');
+  });
+
+  t.test('once every row is readable, it rotates', async (t) => {
+    const db = await openEmbeddedDb(join(dataDir, 'pg'));
+    await db.db('destinations').where({ id: 'd9' }).del();
+    await db.close();
+    const r = rotateCli({ DATA_DIR: dataDir });
+    t.equal(r.status, 0, r.stderr);
+    t.match(r.stdout, /re-encrypted 2 of 2 destinations under the current key/);
+    const keys = readEnvFile(file);
+    t.same(Object.keys(keys).sort(), ['AES_ENCRYPTION_SECRET', 'AES_ENCRYPTION_SECRET_PREVIOUS']);
+    t.equal(keys.AES_ENCRYPTION_SECRET_PREVIOUS, oldKey);
+    const check = await openEmbeddedDb(join(dataDir, 'pg'));
+    t.teardown(() => check.close());
+    const fresh = new DestinationStore(check.db, createCipher(keys.AES_ENCRYPTION_SECRET as string));
+    t.same((await fresh.list('acme')).map((d) => d.credentials.secret).sort(), ['whsec_d1', 'whsec_d2'], 'the new key alone reads them');
   });
 });

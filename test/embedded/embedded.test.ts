@@ -149,7 +149,14 @@ t.test('embedded mode: the printed example works; SIGKILL after a 202 loses noth
 t.test('a service run on its own needs KAFKA_BROKERS and DATABASE_URL', async (t) => {
   const run = spawnSync(process.execPath, [`${ROOT}services/router/src/main.ts`], {
     cwd: ROOT,
-    env: { ...process.env, KAFKA_BROKERS: '', DATABASE_URL: '', API_KEY: 'k', API_JWT_SECRET: 'j', AES_ENCRYPTION_SECRET: 'a' },
+    env: {
+      ...process.env,
+      KAFKA_BROKERS: '',
+      DATABASE_URL: '',
+      API_KEY: 'k',
+      API_JWT_SECRET: 'j'.repeat(32),
+      AES_ENCRYPTION_SECRET: 'a'.repeat(32),
+    },
     encoding: 'utf8',
     timeout: 60_000,
   });

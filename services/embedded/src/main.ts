@@ -13,16 +13,17 @@ import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
-import { banner, prepare } from './setup.ts';
+import { banner, type Prepared, prepare } from './setup.ts';
 
 catchSignals();
-const prepared = prepare(process.env);
+let prepared: Prepared;
 let rt: Runtime;
 try {
+  prepared = prepare(process.env);
   rt = await createRuntime('embedded', loadConfig(prepared.env), { embedded: true });
 } catch (err) {
-  // A bad setting (exit code 2, every problem listed), or the data directory held by another
-  // process: say so plainly.
+  // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), or the
+  // data directory held by another process: say so plainly.
   if (err instanceof ConfigError) startFailed('embedded')(err);
   console.error(`switchyard: ${(err as Error).message}`);
   process.exit(1);

@@ -2,6 +2,7 @@
 // loopback delivery allowed by default; and the start-up banner with a copy-paste example.
 import { join, resolve } from 'node:path';
 import { SETTINGS } from '@switchyard/shared/config/index.ts';
+import { ensureDataDir } from '@switchyard/shared/data-dir.ts';
 import { GENERATED_SECRETS, loadSecretsFile } from '@switchyard/shared/secrets-file.ts';
 
 const LOOPBACK = '127.0.0.0/8,::1/128';
@@ -22,6 +23,8 @@ export interface Prepared {
 export function prepare(callerEnv: Record<string, string | undefined>): Prepared {
   const env = Object.fromEntries(Object.entries(callerEnv).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const dataDir = resolve(env.DATA_DIR || SETTINGS.DATA_DIR.default);
+  // Made (or refused with a ConfigError) before the secrets file is written in it.
+  ensureDataDir(dataDir);
   const secretsFile = join(dataDir, 'secrets.env');
   // Secrets a deployment must supply: the missing ones are generated once and kept in DATA_DIR.
   const { values: stored, generated } = loadSecretsFile(secretsFile, {

@@ -24,10 +24,24 @@ export interface PublishResult {
   destination_ids: string[];
 }
 
+/** The publish's time limit passed (PUBLISH_TIMEOUT_MS): the reason its queued write is taken back with. */
+class PublishTimedOut extends Error {}
+/** The time limit passed with the write out of the queue, in a request to Kafka. */
+const IN_FLIGHT = Symbol('in flight');
+
 /**
  * The publish path: tenant check from memory, a reservation for caller-chosen ids, then the events
  * topic with acks=all. Reservations and Kafka writes are batched across concurrent requests, so a
  * busy gateway makes one database statement and one produce request per batch, not per event.
+ *
+ * A publish is answered within `timeoutMs` of its start (PUBLISH_TIMEOUT_MS): 202 only once its
+ * event is written, else 503 SERVICE_UNAVAILABLE (Retry-After). With the broker away a Kafka write
+ * waits out the producer's retries, and writes go one at a time, so without the limit an answer
+ * could take several retry rounds (33-49 s were seen). At the limit an event still queued is taken
+ * back (never written: the 503 is exact). One whose write is in flight cannot be; the 503 says it
+ * may still be written, and a caller-chosen id stays reserved until that write ends (accepted if it
+ * succeeds, released if not), so a repeat with the same id is answered `duplicate` or published,
+ * never written twice.
  */
 export function createPublisher(deps: {
   producer: BusProducer;
@@ -35,10 +49,13 @@ export function createPublisher(deps: {
   routing: RoutingCache;
   log: Logger;
   lingerMs?: number;
+  /** Longest a publish takes before it is answered 503 (PUBLISH_TIMEOUT_MS). */
+  timeoutMs?: number;
   /** With tracing on, each publish is a span and its event's record carries the traceparent. */
   tracing?: Tracing | null;
 }) {
   const tracing = deps.tracing ?? null;
+  const timeoutMs = deps.timeoutMs ?? 10_000;
   // The trace headers of events being published (tracing on only): the batcher takes events.
   const traceHeaders = new WeakMap<EventRecord, Record<string, string>>();
   const reserve = createBatcher((keys: Array<{ tenant_id: string; id: string }>) => deps.eventIds.reserve(keys), 1000);
@@ -47,7 +64,7 @@ export function createPublisher(deps: {
     return keys.map(() => undefined);
   }, 1000);
   const produce = createBatcher(
-    async (events: EventRecord[]) => {
+    async (events: EventRecord[]): Promise<undefined[]> => {
       await deps.producer.send(
         TOPIC.events,
         events.map((e) => {
@@ -89,13 +106,45 @@ export function createPublisher(deps: {
       return { id: event.id, duplicate: true, destination_ids: [] };
     }
     if (reservation === 'in_flight') throw new AppError('EVENT_CONFLICT');
+    // What is left of the time limit, counted from the start of the publish.
+    const limit = new AbortController();
+    const timer = setTimeout(() => limit.abort(new PublishTimedOut()), Math.max(0, timeoutMs - (performance.now() - started)));
+    const written = produce(event, limit.signal);
+    // Listening after produce's own listener: at the limit a write still queued is taken back
+    // first (`written` rejects with PublishTimedOut, and so does the race), then this rejects with
+    // IN_FLIGHT, which wins the race only when `written` was already out of the queue.
+    const expired = new Promise<never>((_, reject) => limit.signal.addEventListener('abort', () => reject(IN_FLIGHT), { once: true }));
     try {
-      await produce(event);
+      await Promise.race([written, expired]);
     } catch (err) {
+      if (err === IN_FLIGHT) {
+        // The write may still land: a caller-chosen id stays reserved until it ends.
+        written
+          .then(
+            () => (callerChoseId ? accept(key) : undefined),
+            () => (callerChoseId ? deps.eventIds.release([key]) : undefined),
+          )
+          .catch((e: unknown) => deps.log.warn({ err: e, event_id: event.id }, 'settling a timed-out publish failed'));
+        deps.log.warn(
+          { event_id: event.id, tenant_id: event.tenant_id, timeout_ms: timeoutMs },
+          'publish timed out with its Kafka write in flight',
+        );
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          `The event could not be confirmed as written within ${timeoutMs} ms; it may still be written. Try again${callerChoseId ? ' with the same id: a repeat of a written event is answered as a duplicate' : ''}.`,
+        );
+      }
       if (callerChoseId) await deps.eventIds.release([key]).catch(() => undefined);
-      throw new AppError('SERVICE_UNAVAILABLE', 'The event could not be accepted; nothing was published. Try again.', undefined, {
-        cause: err,
-      });
+      throw new AppError(
+        'SERVICE_UNAVAILABLE',
+        err instanceof PublishTimedOut
+          ? `The event could not be written within ${timeoutMs} ms; nothing was published. Try again.`
+          : 'The event could not be accepted; nothing was published. Try again.',
+        undefined,
+        { cause: err },
+      );
+    } finally {
+      clearTimeout(timer);
     }
     if (callerChoseId) {
       // Not awaited: until it lands (or the router claims the event) a repeat waits (IN_FLIGHT_WAITS_MS).

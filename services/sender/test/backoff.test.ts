@@ -11,11 +11,18 @@ t.test('interval doubles up to the limit', async (t) => {
   t.equal(retryDelayMs(4, policy, undefined, mid), null, 'exhausted after RETRY_MAX_LIMIT retries');
 });
 
-t.test('an explicit schedule sets delays and the number of retries', async (t) => {
+t.test('an explicit schedule sets the delays, at most one retry per entry', async (t) => {
   const p = { ...policy, schedule: [1, 5] };
   t.equal(retryDelayMs(1, p, undefined, mid), 1000);
   t.equal(retryDelayMs(2, p, undefined, mid), 5000);
-  t.equal(retryDelayMs(3, p, undefined, mid), null);
+  t.equal(retryDelayMs(3, p, undefined, mid), null, 'the schedule is shorter than RETRY_MAX_LIMIT: it ends the retries');
+});
+
+t.test('RETRY_MAX_LIMIT caps a schedule', async (t) => {
+  const p = { ...policy, schedule: [1, 2], maxRetries: 1 };
+  t.equal(retryDelayMs(1, p, undefined, mid), 1000, 'the first delay of the schedule');
+  t.equal(retryDelayMs(2, p, undefined, mid), null, 'one retry, not two');
+  t.equal(retryDelayMs(1, { ...p, maxRetries: 0 }, undefined, mid), null, '0: no retry at all');
 });
 
 t.test('jitter stays within ±10%', async (t) => {

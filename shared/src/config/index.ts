@@ -20,13 +20,30 @@ interface Setting {
   enum?: readonly string[];
   /** Never printed (logs, errors, start-up banners). */
   secret?: boolean;
+  /** Fewest characters of a non-empty value (secrets too short to be safe are refused). */
+  minLength?: number;
+  /**
+   * Syntax a non-empty value must have, checked at load so a typo is refused at once rather than
+   * found by a connection that fails later: an absolute http(s) URL, a postgres:// URL, or (each
+   * entry of a list) a Kafka broker host:port or a browser origin.
+   */
+  format?: 'http-url' | 'postgres-url' | 'host-port' | 'origin';
 }
+
+/** Fewest characters of AES_ENCRYPTION_SECRET and API_JWT_SECRET (32: 24 random bytes in base64). */
+export const SECRET_MIN_LENGTH = 32;
 
 export const SETTINGS = {
   API_PORT: { kind: 'integer', default: '3333', minimum: 0, maximum: 65535, description: 'HTTP port of the gateway.' },
   API_HOST: { kind: 'string', default: '127.0.0.1', description: 'Address the gateway listens on (0.0.0.0 to expose it).' },
   API_KEY: { kind: 'string', required: true, secret: true, description: 'Admin credential, sent as Authorization: Bearer <API_KEY>.' },
-  API_JWT_SECRET: { kind: 'string', required: true, secret: true, description: 'HS256 key that signs tenant tokens.' },
+  API_JWT_SECRET: {
+    kind: 'string',
+    required: true,
+    secret: true,
+    minLength: SECRET_MIN_LENGTH,
+    description: 'HS256 key that signs tenant tokens (for example: openssl rand -base64 32).',
+  },
   API_MAX_INFLIGHT_BYTES: {
     kind: 'integer',
     default: '33554432',
@@ -52,6 +69,7 @@ export const SETTINGS = {
   API_BASE_URL: {
     kind: 'string',
     default: '',
+    format: 'http-url',
     description: 'Public base URL of the gateway, used in portal redirect URLs (default http://API_HOST:API_PORT).',
   },
   API_TYPE_NAMES: {
@@ -64,12 +82,14 @@ export const SETTINGS = {
   CORS_ALLOWED_ORIGINS: {
     kind: 'list',
     default: '',
+    format: 'origin',
     description:
       'Origins (scheme://host[:port], comma separated) whose pages may call the API from a browser, with a tenant token (CORS); * allows any origin. Empty: none but the gateway itself (the portal is served from the same origin and needs no entry).',
   },
   PORTAL_REFERER_URL: {
     kind: 'string',
     default: '',
+    format: 'http-url',
     description:
       "Where the portal sends a user whose token has expired or is invalid (your product's page that opens the portal); empty: the portal says so and offers no link.",
   },
@@ -105,6 +125,7 @@ export const SETTINGS = {
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     kind: 'string',
     default: '',
+    format: 'http-url',
     description:
       'OpenTelemetry traces, off while empty: base URL of an OTLP/HTTP collector (spans are POSTed as JSON to <url>/v1/traces). One trace per event from publish through router, sender and attempt storage, carried in the W3C traceparent header of each Kafka (or embedded log) record. Off, no span is made and no header written.',
   },
@@ -118,13 +139,15 @@ export const SETTINGS = {
     kind: 'string',
     required: true,
     secret: true,
-    description: 'Key material for AES-256-GCM encryption of credentials and delivery_metadata at rest.',
+    minLength: SECRET_MIN_LENGTH,
+    description:
+      'Key material for AES-256-GCM encryption of credentials and delivery_metadata at rest (for example: openssl rand -base64 32). To move off a shorter key, set it as AES_ENCRYPTION_SECRET_PREVIOUS and rotate (docs/operations.md).',
   },
   AES_ENCRYPTION_SECRET_PREVIOUS: {
     kind: 'string',
     default: '',
     secret: true,
-    description: 'Previous encryption secret, still readable during a key rotation.',
+    description: 'Previous encryption secret, still readable during a key rotation (any length, so a short old key can be rotated away).',
   },
   TOPICS: {
     kind: 'list',
@@ -143,7 +166,8 @@ export const SETTINGS = {
   RETRY_SCHEDULE: {
     kind: 'integer-list',
     default: '',
-    description: 'Comma-separated delays in seconds between retries; overrides RETRY_INTERVAL_SECONDS.',
+    description:
+      'Comma-separated delays in seconds between retries (the n-th entry before the n-th retry); replaces RETRY_INTERVAL_SECONDS. Retries: as many as it has entries, at most RETRY_MAX_LIMIT.',
   },
   RETRY_INTERVAL_SECONDS: {
     kind: 'integer',
@@ -151,7 +175,12 @@ export const SETTINGS = {
     minimum: 1,
     description: 'First retry delay; doubles each retry when RETRY_SCHEDULE is empty.',
   },
-  RETRY_MAX_LIMIT: { kind: 'integer', default: '10', minimum: 0, description: 'Retries after the first attempt.' },
+  RETRY_MAX_LIMIT: {
+    kind: 'integer',
+    default: '10',
+    minimum: 0,
+    description: 'Most retries after the first attempt, with or without RETRY_SCHEDULE (0: none).',
+  },
   ALERT_CONSECUTIVE_FAILURE_COUNT: {
     kind: 'integer',
     default: '20',
@@ -166,6 +195,7 @@ export const SETTINGS = {
   OPERATOR_CALLBACK_URL: {
     kind: 'string',
     default: '',
+    format: 'http-url',
     description: 'Optional URL that receives operator events as signed HTTP POSTs (they always go to the operator-events topic).',
   },
   OPERATOR_CALLBACK_SECRET: {
@@ -183,8 +213,9 @@ export const SETTINGS = {
   KAFKA_BROKERS: {
     kind: 'list',
     default: '',
+    format: 'host-port',
     description:
-      'Comma-separated Kafka bootstrap brokers. Empty: npm start uses the embedded log under DATA_DIR (one process only); a service run on its own requires it.',
+      'Comma-separated Kafka bootstrap brokers, each host:port. Empty: npm start uses the embedded log under DATA_DIR (one process only); a service run on its own requires it.',
   },
   KAFKA_CLIENT_ID: { kind: 'string', default: 'switchyard', description: 'Kafka client id prefix; each service appends its name.' },
   KAFKA_TOPIC_PREFIX: {
@@ -215,8 +246,9 @@ export const SETTINGS = {
     kind: 'string',
     default: '',
     secret: true,
+    format: 'postgres-url',
     description:
-      'Postgres connection string. Empty: npm start uses the embedded database (PGlite) under DATA_DIR; a service run on its own requires it.',
+      'Postgres connection URL (postgres://user:password@host:port/database; a Unix socket: postgres://user@/database?host=/var/run/postgresql). Empty: npm start uses the embedded database (PGlite) under DATA_DIR; a service run on its own requires it.',
   },
   DATA_DIR: {
     kind: 'string',
@@ -248,6 +280,14 @@ export const SETTINGS = {
     maximum: 100,
     description:
       "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, but every lone publish is answered this much later, so a client that publishes one event at a time slows down. 0: produce at once.",
+  },
+  PUBLISH_TIMEOUT_MS: {
+    kind: 'integer',
+    default: '10000',
+    minimum: 100,
+    maximum: 120000,
+    description:
+      'Longest a publish takes before it is answered, from its body received: 202 once its event is written to Kafka, else 503 SERVICE_UNAVAILABLE with Retry-After (the broker is away or too slow). An event still queued at the limit is never written; one whose write was in flight may still be, so the 503 says so (a retry with the same id is then answered as a duplicate).',
   },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
@@ -353,12 +393,14 @@ export const SETTINGS = {
   EVENT_GATEWAY_BASE_URL: {
     kind: 'string',
     default: 'https://hkdk.events',
+    format: 'http-url',
     description:
       'Base URL of the event gateway that gateway destinations deliver to: each event is POSTed to <base>/<source id>. Point it at a self-hosted gateway or a local receiver.',
   },
   EVENT_GATEWAY_VERIFY_URL: {
     kind: 'string',
     default: '',
+    format: 'http-url',
     description:
       'When set, the token of a gateway destination is verified on create and on change: GET this URL with the token as bearer credential ({source_id} in it is replaced); a 2xx answer accepts it, 401, 403 or 404 refuses it (422). Empty: tokens are not verified.',
   },
@@ -394,7 +436,8 @@ export class ConfigError extends Error {
   readonly retryable = false;
   readonly problems: readonly string[];
   constructor(problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One line, whatever the number of problems: it is what a failed start prints (shared/src/process.ts).
+    super(`invalid configuration: ${problems.join('; ')}`);
     this.problems = problems;
   }
 }
@@ -443,23 +486,91 @@ function jsonSchemaOf(s: Setting): object {
   }
 }
 
-const validate = ajv.compile({
+const schemaOf = (names: readonly string[]) => ({
   type: 'object',
-  properties: Object.fromEntries(Object.entries(SETTINGS).map(([k, s]) => [k, jsonSchemaOf(s)])),
-  required: Object.entries(SETTINGS)
-    .filter(([, s]) => 'required' in s && s.required)
-    .map(([k]) => k),
+  properties: Object.fromEntries(names.map((k) => [k, jsonSchemaOf((SETTINGS as Record<string, Setting>)[k] as Setting)])),
+  required: names.filter((k) => (SETTINGS as Record<string, Setting>)[k]?.required),
 });
+const validateAll = ajv.compile(schemaOf(Object.keys(SETTINGS)));
 
-/** Reads, validates and freezes the configuration. Reports every problem at once. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+function isHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function isPostgresUrl(v: string): boolean {
+  const m = /^postgres(ql)?:\/\/([^@/?#]*@)?/.exec(v);
+  if (!m) return false;
+  // An empty host (a Unix socket named by ?host=) is valid for node-postgres though not for URL.
+  const rest = v.slice(m[0].length);
+  try {
+    new URL(`postgres://${m[2] ?? ''}${/^[/?#]|^$/.test(rest) ? 'localhost' : ''}${rest}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isOrigin(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === v;
+  } catch {
+    return false;
+  }
+}
+
+/** host:port, the host a name, an IPv4 address or a bracketed IPv6 address, the port 1-65535. */
+export function isHostPort(v: string): boolean {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(\d{1,5})$/.exec(v);
+  return m !== null && Number(m[3]) >= 1 && Number(m[3]) <= 65535;
+}
+
+/** The problems of the values that have the type their schema asks for: syntax and length. */
+function checkValues(name: string, s: Setting, value: unknown, problems: string[]): void {
+  if (typeof value === 'string' && value !== '') {
+    if (s.minLength !== undefined && value.length < s.minLength) {
+      problems.push(`${name}: must be at least ${s.minLength} characters (for example: openssl rand -base64 32)`);
+    }
+    if (s.format === 'http-url' && !isHttpUrl(value)) problems.push(`${name}: must be an absolute http:// or https:// URL`);
+    if (s.format === 'postgres-url' && !isPostgresUrl(value)) {
+      problems.push(`${name}: must be a postgres:// (or postgresql://) URL, such as postgres://user:password@host:5432/database`);
+    }
+  }
+  if (s.format === 'host-port' && Array.isArray(value)) {
+    // Broker addresses are not secret: the entry is named so it can be found.
+    for (const entry of value as string[]) {
+      if (!isHostPort(entry)) problems.push(`${name}: "${entry}" is not host:port (a port from 1 to 65535)`);
+    }
+  }
+  if (s.format === 'origin' && Array.isArray(value)) {
+    // A browser sends its origin exactly so (no path, no trailing slash): anything else never matches.
+    for (const entry of value as string[]) {
+      if (entry !== '*' && !isOrigin(entry)) problems.push(`${name}: "${entry}" is not an origin (scheme://host[:port], or *)`);
+    }
+  }
+}
+
+/**
+ * Reads, validates and freezes the configuration. Reports every problem at once. With `names`, reads
+ * only those settings (a command that needs a few, such as npm run migrate, needs nothing else set).
+ */
+export function loadConfig(env?: Record<string, string | undefined>): Config;
+export function loadConfig<K extends SettingName>(env: Record<string, string | undefined>, names: readonly K[]): Pick<Config, K>;
+export function loadConfig(env: Record<string, string | undefined> = process.env, names?: readonly SettingName[]): Partial<Config> {
   const problems: string[] = [];
   const values: Record<string, unknown> = {};
-  for (const [name, s] of Object.entries(SETTINGS) as [string, Setting][]) {
+  const entries = (Object.entries(SETTINGS) as [string, Setting][]).filter(([name]) => !names || names.includes(name as SettingName));
+  for (const [name, s] of entries) {
     const raw = env[name] ?? s.default;
     if (raw === undefined) continue;
     values[name] = toValue(name, s, raw, problems);
   }
+  const validate = names ? ajv.compile(schemaOf(names)) : validateAll;
   if (!validate(values)) {
     for (const e of validate.errors as ErrorObject[]) {
       const name = e.instancePath.split('/')[1] ?? (e.params as { missingProperty?: string }).missingProperty ?? '';
@@ -473,8 +584,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push(`${name}: ${message}`);
     }
   }
+  for (const [name, s] of entries) checkValues(name, s, values[name], problems);
   if (problems.length) throw new ConfigError([...new Set(problems)]);
-  return Object.freeze(values) as Config;
+  return Object.freeze(values) as Partial<Config>;
 }
 
 /** A printable copy of the configuration with secrets masked. */

@@ -4,9 +4,10 @@
 // AES_ENCRYPTION_SECRET_PREVIOUS once the deliveries routed before are done.
 // Embedded mode (DATABASE_URL empty): stop `npm start`, run this (it generates the new key itself
 // when the key is embedded mode's own), start again; later `-- --retire` retires the old key
-// (rotate-embedded.ts). docs/operations.md, "Rotating the encryption key".
+// (rotate-embedded.ts). Either way it reads only the settings it uses, and changes everything or
+// nothing. docs/operations.md, "Rotating the encryption key".
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/index.ts';
+import { type Config, loadConfig } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
 import { createDb } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
@@ -32,18 +33,30 @@ if (!process.env.DATABASE_URL) {
       );
     }
   } catch (err) {
-    console.error(`rotate-encryption-key: ${(err as Error).message}`);
+    // Everything is checked before anything changes, and a failed re-encryption puts the file back.
+    console.error(`rotate-encryption-key: ${(err as Error).message}; nothing was changed`);
     process.exit(1);
   }
 } else {
-  const config = loadConfig();
+  // Only what it uses: DATABASE_URL and the two keys (no API_KEY, no API_JWT_SECRET).
+  let config: Pick<Config, 'DATABASE_URL' | 'AES_ENCRYPTION_SECRET' | 'AES_ENCRYPTION_SECRET_PREVIOUS'>;
+  try {
+    config = loadConfig(process.env, ['DATABASE_URL', 'AES_ENCRYPTION_SECRET', 'AES_ENCRYPTION_SECRET_PREVIOUS']);
+  } catch (err) {
+    console.error(`rotate-encryption-key: ${(err as Error).message}`);
+    process.exit(2);
+  }
   const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
   try {
+    // One transaction: every row under the current key, or (on any failure) none changed.
     const { scanned, rewritten } = await reencryptAll(
       db,
       createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]),
     );
     console.log(`re-encrypted ${rewritten} of ${scanned} destinations under the current key`);
+  } catch (err) {
+    console.error(`rotate-encryption-key: ${(err as Error).message}; nothing was changed`);
+    process.exitCode = 1;
   } finally {
     await db.destroy();
   }

@@ -4,11 +4,17 @@ import type { Cipher } from '../crypto.ts';
 const SEALED_COLUMNS = ['credentials', 'delivery_metadata'] as const;
 
 /**
- * Re-encrypts every sealed value written with a previous key under the current key, in batches,
- * each row in its own short update. Safe to run while the service runs (readers accept both keys)
- * and safe to run again (rows already on the current key are skipped).
+ * Re-encrypts every sealed value written with a previous key under the current key, in one
+ * transaction: every row or none (a value no key of `cipher` reads fails the whole run and changes
+ * nothing). Read in batches. Safe to run while the service runs (readers accept both keys; a
+ * destination changed meanwhile waits for the commit) and safe to run again (rows already on the
+ * current key are skipped).
  */
 export async function reencryptAll(db: Knex, cipher: Cipher, batchSize = 500): Promise<{ scanned: number; rewritten: number }> {
+  return db.transaction((trx) => reencryptIn(trx, cipher, batchSize));
+}
+
+async function reencryptIn(db: Knex.Transaction, cipher: Cipher, batchSize: number): Promise<{ scanned: number; rewritten: number }> {
   let scanned = 0;
   let rewritten = 0;
   let after: [string, string] = ['', ''];

@@ -4,14 +4,22 @@
  * stopped: the data directory belongs to one process.
  *
  * - rotate: when the key is embedded mode's own (DATA_DIR/secrets.env), a new AES_ENCRYPTION_SECRET
- *   is generated and the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS in that file (written
- *   durably before any row changes, so an interruption leaves both keys readable: run it again), then
- *   every destination secret is re-encrypted under the new key. When AES_ENCRYPTION_SECRET comes from
+ *   is generated and the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS in that file, then every
+ *   destination secret is re-encrypted under the new key. When AES_ENCRYPTION_SECRET comes from
  *   the environment, the environment's two secrets are used as they are, as in production.
  * - retire: re-encrypts what may remain, then refuses while deliveries routed before the rotation may
  *   still wait in the log (a delivery record carries the ciphertext it was routed with: the sender
  *   groups' and the retry scheduler's uncommitted records), unless forced; then drops
  *   AES_ENCRYPTION_SECRET_PREVIOUS from secrets.env, so the old key can no longer read anything.
+ *
+ * All or nothing. Everything that can refuse is checked before anything changes: the settings it
+ * uses (only those: API_KEY and API_JWT_SECRET are not needed), the database (opened and migrated),
+ * the retire check. The rows are re-encrypted in one transaction. A rotation writes the file (both
+ * keys, atomically) just before that transaction and puts the old file back if it fails, so a failure
+ * leaves the file and the database as they were; and a crash at any point leaves a file whose two
+ * keys read the database, whichever way the transaction went (run it again to finish). Writing the
+ * file only after the commit would lose the new key, and every secret with it, to a crash between.
+ * Retiring writes the file after the commit.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -36,6 +44,9 @@ export interface RotateResult {
   keys: 'secrets-file' | 'environment';
 }
 
+/** The settings the command reads; nothing else need be set. */
+const USED = ['AES_ENCRYPTION_SECRET', 'AES_ENCRYPTION_SECRET_PREVIOUS', 'KAFKA_TOPIC_PREFIX', 'KAFKA_PARTITIONS'] as const;
+
 export async function rotateEmbedded(
   callerEnv: Record<string, string | undefined>,
   opts: { retire?: boolean; force?: boolean } = {},
@@ -53,31 +64,30 @@ export async function rotateEmbedded(
       ...stored,
       ...(Object.fromEntries(Object.entries(callerEnv).filter(([, v]) => v)) as Record<string, string>),
     };
+    // What the file is to hold, and when it is written: before the rows change (a new key) or after.
+    let next: Record<string, string> | null = null;
+    let writeFirst = false;
     if (!fromEnv) {
       if (!stored.AES_ENCRYPTION_SECRET) throw new Error(`${file} has no AES_ENCRYPTION_SECRET: start the service once first`);
-      if (!opts.retire && !stored.AES_ENCRYPTION_SECRET_PREVIOUS) {
-        // The new key and the old one are durable before any row is rewritten under the new key.
-        stored.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET;
-        stored.AES_ENCRYPTION_SECRET = randomBytes(24).toString('base64url');
-        writeSecretsFile(file, stored);
+      if (opts.retire) {
+        const { AES_ENCRYPTION_SECRET_PREVIOUS: retired, ...rest } = stored;
+        if (retired !== undefined) next = rest;
+      } else if (!stored.AES_ENCRYPTION_SECRET_PREVIOUS) {
+        next = {
+          ...stored,
+          AES_ENCRYPTION_SECRET_PREVIOUS: stored.AES_ENCRYPTION_SECRET,
+          AES_ENCRYPTION_SECRET: randomBytes(24).toString('base64url'),
+        };
+        writeFirst = true;
       }
-      env.AES_ENCRYPTION_SECRET = stored.AES_ENCRYPTION_SECRET;
-      env.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET_PREVIOUS ?? '';
+      // Without a new key, an earlier rotation was interrupted: finish it with the file's two keys.
+      const keys = next && !opts.retire ? next : stored;
+      env.AES_ENCRYPTION_SECRET = keys.AES_ENCRYPTION_SECRET as string;
+      env.AES_ENCRYPTION_SECRET_PREVIOUS = keys.AES_ENCRYPTION_SECRET_PREVIOUS ?? '';
     }
-    const config = loadConfig({ ...env, DATABASE_URL: '', KAFKA_BROKERS: '' });
+    const config = loadConfig(env, USED);
     const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
-    const edb = await openEmbeddedDb(join(dataDir, 'pg'));
-    let counts: { scanned: number; rewritten: number };
-    try {
-      await migrateLatest(edb.db);
-      counts = await reencryptAll(edb.db, cipher);
-    } finally {
-      await edb.close();
-    }
-    const keys = fromEnv ? 'environment' : 'secrets-file';
-    if (!opts.retire) return { action: 'rotated', ...counts, keys };
-
-    if (!opts.force) {
+    if (opts.retire && !opts.force) {
       const waiting = await waitingDeliveries(join(dataDir, 'log'), config.KAFKA_TOPIC_PREFIX, config.KAFKA_PARTITIONS);
       if (waiting.length) {
         throw new Error(
@@ -86,11 +96,23 @@ export async function rotateEmbedded(
         );
       }
     }
-    if (!fromEnv) {
-      delete stored.AES_ENCRYPTION_SECRET_PREVIOUS;
-      writeSecretsFile(file, stored);
+    const edb = await openEmbeddedDb(join(dataDir, 'pg'));
+    let counts: { scanned: number; rewritten: number };
+    try {
+      await migrateLatest(edb.db);
+      // Both keys durable before any row is rewritten under the new one.
+      if (next && writeFirst) writeSecretsFile(file, next);
+      try {
+        counts = await reencryptAll(edb.db, cipher);
+      } catch (err) {
+        if (next && writeFirst) writeSecretsFile(file, stored); // rolled back: the file as it was
+        throw err;
+      }
+    } finally {
+      await edb.close();
     }
-    return { action: 'retired', ...counts, keys };
+    if (next && opts.retire) writeSecretsFile(file, next);
+    return { action: opts.retire ? 'retired' : 'rotated', ...counts, keys: fromEnv ? 'environment' : 'secrets-file' };
   } finally {
     lock.release();
   }

@@ -1,0 +1,48 @@
+// The data directory of embedded mode (DATA_DIR): made before anything is written in it, so a path
+// that cannot be one is refused with one clear line at start, as a bad setting is.
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { ConfigError } from './config/index.ts';
+
+/**
+ * Creates `dir` (and its missing parents) one level at a time, checking each: an ancestor that is a
+ * file, a level that cannot be made, or a directory that cannot be written is a ConfigError naming
+ * DATA_DIR. One level at a time because Node's recursive mkdir never returns on some paths (under
+ * /proc it spins for ever at full CPU, deaf to signals); a plain mkdir answers at once.
+ */
+export function ensureDataDir(dir: string): void {
+  const target = resolve(dir);
+  const levels: string[] = [];
+  for (let p = target; ; p = dirname(p)) {
+    levels.unshift(p);
+    if (dirname(p) === p) break;
+  }
+  for (const level of levels) {
+    let isDir: boolean;
+    try {
+      isDir = statSync(level).isDirectory();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw refused(`cannot read ${level}`, err);
+      try {
+        mkdirSync(level);
+        continue;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST' && statSync(level).isDirectory()) continue; // made meanwhile
+        throw refused(`cannot create ${level}`, e);
+      }
+    }
+    if (!isDir) throw new ConfigError([`DATA_DIR: ${level} is not a directory, so ${target} cannot be one`]);
+  }
+  try {
+    accessSync(target, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    throw refused(`${target} is not writable`, err);
+  }
+}
+
+function refused(what: string, err: unknown): ConfigError {
+  const e = err as NodeJS.ErrnoException;
+  // A system error's message repeats the call and path: its code and description suffice.
+  const why = e.code ? `${e.code}: ${e.message.split(',')[0]?.replace(`${e.code}: `, '')}` : String(e.message ?? e);
+  return new ConfigError([`DATA_DIR: ${what} (${why})`]);
+}

@@ -1,0 +1,111 @@
+// A bad setting, as an operator meets it: each entry point (the stack launcher, a service on its own,
+// embedded mode) prints one line naming the setting and what it must be, and exits with code 2: no
+// stack trace, no connection attempt, no hang. A dependency that cannot be reached at start is one
+// line too (exit code 1). Which values are refused is shared/test/config.test.ts's
+// (loadConfig); here, that every entry point refuses them the same way, and the data directory checks
+// that only a start can make.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { ROOT } from '@switchyard/shared/testing/index.ts';
+
+const SECRETS = { API_KEY: 'settings-test-key', API_JWT_SECRET: 'j'.repeat(32), AES_ENCRYPTION_SECRET: 'a'.repeat(32) };
+
+/** Far above any start on a loaded machine: only a hang reaches it (then the process is killed). */
+const HANG_MS = 120_000;
+
+interface Ended {
+  code: number | null;
+  hung: boolean;
+  stderr: string;
+  stdout: string;
+}
+
+function run(script: string, env: Record<string, string>): Promise<Ended> {
+  // Nothing of the test command's broker, database or data directory: only what the case sets.
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(API_|KAFKA_|DATABASE_|AES_|EGRESS_|DATA_DIR|SWITCHYARD_E2E)/.test(k)),
+  );
+  const child = spawn(process.execPath, [`${ROOT}${script}`], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    child.kill('SIGKILL');
+  }, HANG_MS);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, hung, stderr, stdout });
+    }),
+  );
+}
+
+function refused(t: Test, r: Ended, expected: RegExp, code = 2): void {
+  t.notOk(r.hung, 'exits by itself');
+  t.equal(r.code, code, `exit code ${code}`);
+  const lines = r.stderr.trim().split('\n');
+  t.equal(lines.length, 1, 'one line on stderr');
+  t.match(lines[0], expected, 'naming the setting and what it must be');
+  t.notMatch(r.stderr, /\n\s+at |Error:/, 'no stack trace');
+  t.equal(r.stdout, '', 'nothing else printed');
+}
+
+const dataDir = (t: Test) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sy-settings-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+};
+
+t.test('stack mode: the launcher and each service refuse a bad setting in one line', async (t) => {
+  const [launcher, gateway, sender, router] = await Promise.all([
+    // The launcher reads the configuration before it starts a broker, a database or a service.
+    run('infra/dev/start.ts', { ...SECRETS, API_PORT: 'abc' }),
+    run('services/gateway/src/main.ts', { ...SECRETS, KAFKA_BROKERS: 'nonsense', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }),
+    run('services/sender/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'nonsense' }),
+    // Well formed, but nothing listens there: found at start, said in one line too.
+    run('services/router/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x' }),
+  ]);
+  t.test('launcher: API_PORT=abc', async (t) =>
+    refused(t, launcher, /^switchyard start:stack: invalid configuration: API_PORT: must be integer$/),
+  );
+  t.test('gateway: KAFKA_BROKERS=nonsense', async (t) =>
+    refused(
+      t,
+      gateway,
+      /^switchyard gateway: invalid configuration: KAFKA_BROKERS: "nonsense" is not host:port \(a port from 1 to 65535\)$/,
+    ),
+  );
+  t.test('sender: DATABASE_URL=nonsense, not taken for localhost', async (t) => {
+    refused(t, sender, /^switchyard sender: invalid configuration: DATABASE_URL: must be a postgres:\/\/ .*URL/);
+    t.notMatch(sender.stderr, /ECONNREFUSED|127\.0\.0\.1/, 'no connection was tried');
+  });
+  t.test('router: a DATABASE_URL nothing answers', async (t) =>
+    refused(t, router, /^switchyard router: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
+  );
+});
+
+t.test('embedded mode: a DATA_DIR that cannot be a directory, and weak secrets', async (t) => {
+  const [underFile, underProc, weak] = await Promise.all([
+    run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),
+    // Node's recursive mkdir never returns here (100% CPU, deaf to SIGTERM): made one level at a time.
+    run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/proc/x' }),
+    run('services/embedded/src/main.ts', { API_KEY: 'k', API_JWT_SECRET: 'x', AES_ENCRYPTION_SECRET: 'short', DATA_DIR: dataDir(t) }),
+  ]);
+  t.test('DATA_DIR=/etc/passwd/x', async (t) =>
+    refused(t, underFile, /^switchyard embedded: invalid configuration: DATA_DIR: \/etc\/passwd is not a directory/),
+  );
+  t.test('DATA_DIR=/proc/x', async (t) =>
+    refused(t, underProc, /^switchyard embedded: invalid configuration: DATA_DIR: cannot create \/proc\/x \(ENOENT/),
+  );
+  t.test('API_JWT_SECRET=x, AES_ENCRYPTION_SECRET=short: the minimum is named', async (t) => {
+    refused(t, weak, /^switchyard embedded: invalid configuration: .*API_JWT_SECRET: must be at least 32 characters/);
+    t.match(weak.stderr, /AES_ENCRYPTION_SECRET: must be at least 32 characters/);
+    t.notMatch(weak.stderr, /short/, 'the value is not echoed');
+  });
+});
