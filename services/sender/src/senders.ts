@@ -71,6 +71,25 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
     ),
 };
 
+/**
+ * Deliveries one request of a batched type carries at most (sqs/sender.ts, kinesis/sender.ts; kept
+ * here so that the SDKs load lazily). Their destinations get more deliveries in flight than others
+ * (`keyConcurrencyOf`): a batch can only hold the deliveries the consumer lets in at once.
+ */
+export const BATCHED: Partial<Record<DestinationType, number>> = { sqs: 10, kinesis: 500 };
+
+/**
+ * Deliveries in flight at once to one destination of `type` (per sender partition). For a batched
+ * type DESTINATION_CONCURRENCY counts requests: up to that many full batches, but never more than
+ * the partition's SENDER_CONCURRENCY less one destination's share, so the other destinations of the
+ * partition keep at least DESTINATION_CONCURRENCY slots while one hangs.
+ */
+export function keyConcurrencyOf(type: DestinationType, senderConcurrency: number, destinationConcurrency: number): number {
+  const perRequest = BATCHED[type];
+  if (!perRequest) return destinationConcurrency;
+  return Math.max(destinationConcurrency, Math.min(destinationConcurrency * perRequest, senderConcurrency - destinationConcurrency));
+}
+
 /** The types this build can deliver, in the registry's order. */
 export const implementedTypes = (): DestinationType[] => Object.keys(SENDERS) as DestinationType[];
 

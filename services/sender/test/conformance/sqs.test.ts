@@ -10,13 +10,16 @@ import type { Target } from '../../src/sender.ts';
 import { createSqsSender } from '../../src/sqs/sender.ts';
 import { conformance, type Received } from './suite.ts';
 
+const allow = parseAllowList(['127.0.0.0/8']);
+let gate: Awaited<ReturnType<typeof startAwsGate>>;
+
 const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 
 conformance({
   type: 'sqs',
   async start(t) {
     const emqPort = await freePort();
-    const gate = await startAwsGate(t, {
+    gate = await startAwsGate(t, {
       upstream: { host: '127.0.0.1', port: emqPort },
       protocol: 'json',
       throttleCode: 'RequestThrottled',
@@ -45,7 +48,7 @@ conformance({
       };
     };
     return {
-      sender: createSqsSender({ allow: parseAllowList(['127.0.0.0/8']) }),
+      sender: createSqsSender({ allow }),
       destination,
       async received(target) {
         const url = String(target.config.queue_url);
@@ -102,4 +105,17 @@ conformance({
       },
     };
   },
+  batch: () => ({
+    maxEntries: 10,
+    requests: (target) => gate.seenBy.get(String(target.credentials.key)) ?? 0,
+    failEntries(marker) {
+      gate.failEntries(marker, { code: 'InternalError', message: 'We encountered an internal error.', senderFault: false });
+      return 'peer_error';
+    },
+    hangUp: (target) => gate.hangUp(String(target.credentials.key)),
+    throttle: (target) => gate.throttle(String(target.credentials.key), 1, 2),
+    // Past a message's 1 MiB (256 KiB until 2025): more than one request takes, so it goes alone.
+    oversize: () => 'x'.repeat(1100 * 1024),
+    senderWithWait: (waitMs) => createSqsSender({ allow, batchWaitMs: waitMs }),
+  }),
 });
