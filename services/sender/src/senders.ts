@@ -3,7 +3,7 @@
  * module under src/<type>/), one declaration in shared/src/destinations/registry.ts and one fixture of
  * the conformance suite (test/conformance/). SENDER_TYPES may name only the types listed here.
  *
- * The HTTP types share undici, which every process loads anyway; the others are loaded on their first
+ * The HTTP types (and s3's PUTs) share undici, which every process loads anyway; the others are loaded on their first
  * delivery (`lazily`): the cloud SDKs cost tens of MB of memory each, paid only where the type is used.
  */
 import type { Config } from '@switchyard/shared/config/index.ts';
@@ -54,7 +54,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
         operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000),
       }),
     ),
-  s3: ({ allow }) => lazily(async () => (await import('./s3/sender.ts')).createS3Sender({ allow })),
+  s3: ({ allow, dispatcher }) => lazily(async () => (await import('./s3/sender.ts')).createS3Sender({ allow, dispatcher })),
   pubsub: ({ allow, config }) =>
     lazily(async () =>
       (await import('./pubsub/sender.ts')).createPubSubSender({
