@@ -66,6 +66,7 @@ conformance({
         };
       },
       received: (target) => read(target),
+      connections: () => gate.connections,
       pointAt: (target, host, port) => ({ ...target, config: { ...target.config, endpoint: `http://${host}:${port}` } }),
       async rotate(target) {
         gate.keys.delete(String(target.credentials.key));

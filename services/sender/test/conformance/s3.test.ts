@@ -70,6 +70,7 @@ conformance({
         }
         return out.sort((a, b) => (a.extra?.modified as number) - (b.extra?.modified as number));
       },
+      connections: () => gate.connections,
       pointAt: (target, host, port) => ({ ...target, config: { ...target.config, endpoint: `http://${host}:${port}` } }),
       async rotate(target) {
         gate.keys.delete(String(target.credentials.key));

@@ -77,6 +77,7 @@ conformance({
         }
         return list;
       },
+      connections: () => gate.connections,
       pointAt(target, host, port) {
         const q = new URL(String(target.config.queue_url));
         q.host = `${host}:${port}`;
@@ -120,12 +121,13 @@ conformance({
     senderWithWait: (waitMs) => createSqsSender({ allow, batchWaitMs: waitMs }),
   }),
   cases: {
-    'a FIFO queue: group and deduplication id per message of a batch, in order': async (t, peer, deliver) => {
+    'a FIFO queue: group and deduplication id per message of a batch, in its order': async (t, peer, deliver) => {
       const base = await peer.destination();
       const name = `conf-fifo-${Date.now().toString(36)}.fifo`;
       const q = await admin.send(new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true' } }));
       const target = { ...base, id: `${base.id}_fifo`, config: { ...base.config, queue_url: String(q.QueueUrl) } };
-      const events = Array.from({ length: 12 }, () => sampleEvent());
+      // One batch: SQS keeps the order of a request's entries (requests in flight together are not ordered).
+      const events = Array.from({ length: 10 }, () => sampleEvent());
       const outs = await Promise.all(events.map((e) => deliver(target, e)));
       t.ok(
         outs.every((o) => o.status === 'success'),
@@ -154,7 +156,7 @@ conformance({
       t.same(
         got.map((m) => m.body),
         events.map((e) => JSON.stringify(e.data)),
-        'each message once, in the order delivered (two batches)',
+        'each message once, in the order of its batch',
       );
       t.ok(
         got.every((m) => m.group === target.id),

@@ -60,6 +60,8 @@ export interface Peer {
    * the destination with the new credentials (the same id).
    */
   rotate(good: Target): Promise<Target>;
+  /** Connections the peer has accepted so far, where it can count them (to show keep-alive reuse). */
+  connections?(): number;
   /** The attempt code of a success (default 'OK'; HTTP types answer their status). */
   successCode?: string;
   /** Type-specific checks of one received delivery (content type, routing key, storage class...). */
@@ -236,6 +238,17 @@ export function conformance(fixture: Fixture): void {
       t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' }, 'delivers again after');
       t.equal(counts.opened - before.opened, 2, 'with a new client');
     });
+
+    if (peer.connections) {
+      const connections = peer.connections;
+      await t.test('connections are kept alive and reused', async (t) => {
+        const target = newId(await peer.destination());
+        t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' }, 'the first delivery connects');
+        const before = connections();
+        for (let i = 0; i < 5; i++) t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' });
+        t.equal(connections() - before, 0, 'five more deliveries, one after the other, open no new connection');
+      });
+    }
 
     await t.test('rotated credentials take effect on the next delivery', async (t) => {
       const target = await peer.destination();

@@ -36,6 +36,8 @@ export interface AwsGate {
   readonly seen: number;
   /** Requests seen per key id (a request without a readable key counts as ''). */
   readonly seenBy: ReadonlyMap<string, number>;
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  readonly connections: number;
 }
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
@@ -179,6 +181,7 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
   const hangUps = new Map<string, number>();
   const seenBy = new Map<string, number>();
   let seen = 0;
+  let connections = 0;
 
   /**
    * The entries of a batch request that fail here, by index, and the body to forward without them
@@ -288,6 +291,9 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
       up.end(body);
     });
   });
+  server.on('connection', () => {
+    connections++;
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(
     () =>
@@ -314,5 +320,8 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
       return seen;
     },
     seenBy,
+    get connections() {
+      return connections;
+    },
   };
 }
