@@ -611,10 +611,19 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
     const ceilingNear = await ctx.ceiling(opts.phaseCeilingMs);
     await ctx.rx.post('/__bench/reset', {});
     const attempts0 = await r.attemptCount();
+    const requests0 = typePeer?.peer.requests?.();
+    const storedBefore = requests0 === undefined ? null : (await storedRows(db)).attemptsByStatus;
 
     const measured = await measure(r, { targetRate, phaseS, phaseWarmupS, ceilingNear, attempts0, runnerBackend, undoPauses });
     result = measured.result;
     profileWindow = measured.window;
+    if (requests0 !== undefined && storedBefore && typePeer?.peer.requests) {
+      // Over the load and its drain (the runner's own calls to the peer are not counted).
+      const sum = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0);
+      const attempts = sum(result.stored.attemptsByStatus) - sum(storedBefore);
+      const requests = typePeer.peer.requests() - requests0;
+      result.peerRequests = { requests, attempts, perThousand: attempts > 0 ? Math.round((requests / attempts) * 1000 * 10) / 10 : 0 };
+    }
     return result;
   } finally {
     for (const undo of undoPauses.splice(0)) undo();

@@ -76,6 +76,8 @@ export interface PhaseResult {
     verify: { checked: number; ok: number; failed: number; noSecret: number; unsigned: number; errors: string[] };
   };
   stored: { attempts: number; attemptsByStatus: Record<string, number>; events: number };
+  /** Requests the destinations made at the peer over the phase (probe and drain included), where the peer counts them (the AWS types). */
+  peerRequests?: { requests: number; attempts: number; perThousand: number };
   /** Records written per topic (prefix removed): shows how many times a delivery crossed Kafka. */
   kafkaRecords?: Record<string, number>;
   machine: WindowSummary;

@@ -63,8 +63,8 @@ export function typesTable(phases: readonly PhaseResult[]): string {
     '',
     `One tenant, ${TYPE_DESTINATIONS} destinations of the type against its local peer, at max rate; in brackets: the share of webhook's figure in the same run.`,
     '',
-    '| type | deliveries/s | p99 publish→delivered ms | read at | pipeline CPU ms/delivery | sender RSS peak MB | missing | load1 |',
-    '|---|---|---|---|---|---|---|---|',
+    '| type | deliveries/s | p99 publish→delivered ms | read at | pipeline CPU ms/delivery | sender RSS peak MB | peer requests / 1,000 attempts | missing | load1 |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   for (const p of rows) {
     const d = p.delivery;
@@ -72,7 +72,7 @@ export function typesTable(phases: readonly PhaseResult[]): string {
     out.push(
       `| ${typeOfScenario(p.scenario)} | ${int(d.deliveredPerSec)}${vs(d.deliveredPerSec, web?.delivery.deliveredPerSec)} | ${d.latencyMs.p99} | ` +
         `${p.latencyFrom ?? 'peer'} | ${p.efficiency.cpuMsPerDelivery}${vs(p.efficiency.cpuMsPerDelivery, web?.efficiency.cpuMsPerDelivery)} | ` +
-        `${rss} | ${d.missing} | ${p.machine.load1Start} → ${p.machine.load1End} |`,
+        `${rss} | ${p.peerRequests ? p.peerRequests.perThousand : '–'} | ${d.missing} | ${p.machine.load1Start} → ${p.machine.load1End} |`,
     );
   }
   return `${out.join('\n')}\n`;

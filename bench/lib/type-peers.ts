@@ -31,7 +31,13 @@ export interface TypePeer {
   env: Record<string, string>;
   /** The k-th destination of the phase's tenant, its resource created on the peer. */
   destination(k: number): Promise<DestinationSpec>;
+  /** Requests the destinations' credentials made at the peer so far (the AWS types: counted by the gate). */
+  requests?(): number;
 }
+
+/** Requests at the gate signed by the destinations' keys (not the runner's own admin calls). */
+const destinationRequests = (seenBy: ReadonlyMap<string, number>) => () =>
+  [...seenBy].reduce((n, [key, count]) => (key === ADMIN.accessKeyId ? n : n + count), 0);
 
 const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 const PROJECT = 'switchyard-bench';
@@ -68,6 +74,7 @@ export async function startTypePeer(
       t.teardown(() => admin.destroy());
       return {
         env: {},
+        requests: destinationRequests(gate.seenBy),
         async destination(k) {
           const q = await admin.send(new CreateQueueCommand({ QueueName: `bench-${run}-${k}` }));
           gate.keys.set(`AKIDSQS${k}`, `sqs-secret-${k}`);
@@ -96,6 +103,7 @@ export async function startTypePeer(
       t.teardown(() => admin.destroy());
       return {
         env: {},
+        requests: destinationRequests(gate.seenBy),
         async destination(k) {
           const name = `bench-${run}-${k}`;
           await admin.send(new CreateStreamCommand({ StreamName: name, ShardCount: 1 }));
@@ -121,6 +129,7 @@ export async function startTypePeer(
       t.teardown(() => admin.destroy());
       return {
         env: {},
+        requests: destinationRequests(gate.seenBy),
         async destination(k) {
           const bucket = `bench-${run}-${k}`;
           await admin.send(new CreateBucketCommand({ Bucket: bucket }));

@@ -61,14 +61,17 @@ const phase = (
 t.test('the types table reads each type beside webhook of the same run', async (t) => {
   const phases = [
     phase('type-webhook', 'main', 2000, 1.5, 80, 120, { latencyFrom: 'peer' }),
-    phase('type-sqs', 'main', 500, 6, 300, 140, { latencyFrom: 'attempt' }),
+    phase('type-sqs', 'main', 500, 6, 300, 140, {
+      latencyFrom: 'attempt',
+      peerRequests: { requests: 1_050, attempts: 7_500, perThousand: 140 },
+    }),
     phase('single', 'main', 1800, 1.2, 50, 110),
   ];
   const table = typesTable(phases);
   const rows = table.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| type'));
   t.equal(rows.length, 2, 'only the type phases');
-  t.equal(rows[0], '| webhook | 2,000 (100%) | 80 | peer | 1.5 (100%) | 120 | 0 | 3.1 → 4.2 |');
-  t.equal(rows[1], '| sqs | 500 (25%) | 300 | attempt | 6 (400%) | 140 | 0 | 3.1 → 4.2 |');
+  t.equal(rows[0], '| webhook | 2,000 (100%) | 80 | peer | 1.5 (100%) | 120 | – | 0 | 3.1 → 4.2 |', 'no peer count for webhook');
+  t.equal(rows[1], '| sqs | 500 (25%) | 300 | attempt | 6 (400%) | 140 | 140 | 0 | 3.1 → 4.2 |', 'requests per 1,000 attempts at the peer');
   t.equal(typesTable([phases[2] as PhaseResult]), '', 'no type phase, no table');
   t.match(markdown({ ...run, phases }, 'x.svg'), /## Destination types/);
   t.notMatch(markdown(run, 'x.svg'), /## Destination types/);

@@ -1,7 +1,8 @@
 /**
  * What the AWS types (sqs, kinesis, s3) share: the client settings built from a destination (region,
  * `endpoint`, the access key, HTTP/1.1 through agents whose connections obey EGRESS_ALLOW, no SDK
- * retries: the pipeline retries) and the reading of an AWS error as a failure reason.
+ * retries: the pipeline retries) and the reading of an AWS error, or of one failed entry of a batch,
+ * as a failure reason.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -144,7 +145,9 @@ function retryAfterOf(e: AwsErrorLike): number | undefined {
 export function awsFailure(err: unknown, signal: AbortSignal): Outcome {
   const e = (err ?? {}) as AwsErrorLike;
   const status = e.$metadata?.httpStatusCode ?? e.$response?.statusCode;
-  if (signal.aborted || (status === undefined && (e.name === 'AbortError' || e.name === 'TimeoutError'))) {
+  // The SDK names a reset connection (ECONNRESET, EPIPE) a TimeoutError too: its code tells them apart.
+  const networkCode = typeof e.code === 'string' && /^E[A-Z]+$/.test(e.code) && e.code !== 'ETIMEDOUT';
+  if (signal.aborted || (status === undefined && !networkCode && (e.name === 'AbortError' || e.name === 'TimeoutError'))) {
     return failed('timeout', 'no answer within the delivery timeout');
   }
   if (status === undefined) {
@@ -156,11 +159,27 @@ export function awsFailure(err: unknown, signal: AbortSignal): Outcome {
   const name = (e.Code ?? e.name ?? 'UnknownError').split('#').pop() as string;
   const message = e.message && e.message !== 'UnknownError' ? e.message : name;
   const details = { error: name, http_status: status, ...(e.$metadata?.requestId ? { request_id: e.$metadata.requestId } : {}) };
-  let reason: FailureReason;
-  if (UNAUTHORIZED.has(name) || status === 401 || status === 403) reason = 'unauthorized';
-  else if (NOT_FOUND.has(name) || status === 404) reason = 'not_found';
-  else if (THROTTLED.has(name) || e.$retryable?.throttling || status === 429) reason = 'throttled';
-  else if (INVALID_CONFIG.has(name)) reason = 'invalid_config';
-  else reason = status >= 500 ? 'peer_error' : 'rejected';
+  const reason = reasonOf(name, status, e.$retryable?.throttling === true);
   return failed(reason, message, details, reason === 'throttled' ? retryAfterOf(e) : undefined);
+}
+
+function reasonOf(name: string, status: number, throttling: boolean): FailureReason {
+  if (UNAUTHORIZED.has(name) || status === 401 || status === 403) return 'unauthorized';
+  if (NOT_FOUND.has(name) || status === 404) return 'not_found';
+  if (THROTTLED.has(name) || throttling || status === 429) return 'throttled';
+  if (INVALID_CONFIG.has(name)) return 'invalid_config';
+  return status >= 500 ? 'peer_error' : 'rejected';
+}
+
+/**
+ * The failure of one entry of a batch the service answered (SQS's `Failed` entries, Kinesis's
+ * records with an `ErrorCode`): read as the same error of a single request would be, the service's
+ * fault (`senderFault` false: InternalFailure, ServiceUnavailable) as a peer_error.
+ */
+export function awsEntryFailure(code: string | undefined, message: string | undefined, senderFault: boolean): Outcome {
+  const name = (code || 'UnknownError').split('#').pop() as string;
+  // The request itself was accepted, so the destination's settings work: a malformed entry is this event's refusal.
+  const read = reasonOf(name, senderFault ? 400 : 500, false);
+  const reason = read === 'invalid_config' ? 'rejected' : read;
+  return failed(reason, message || name, { error: name, batch_entry: true });
 }

@@ -77,9 +77,11 @@ function specificReason(e: ErrorLike): NetworkErrorReason | null {
   const code = typeof e.code === 'string' ? e.code : '';
   const name = typeof e.name === 'string' ? e.name : '';
   if (code === EGRESS_BLOCKED) return 'egress_blocked';
-  if (TIMEOUT_CODES.has(code) || name === 'TimeoutError' || name === 'AbortError') return 'timeout';
-  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (TIMEOUT_CODES.has(code)) return 'timeout';
+  // Before the name: the AWS SDK names a reset connection a TimeoutError.
   if (RESET_CODES.has(code)) return 'connection_reset';
+  if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
   if (DNS_CODES.has(code) || e.syscall === 'getaddrinfo') return 'dns_error';
   if (
     TLS_CODES.has(code) ||

@@ -1,17 +1,23 @@
 import type { Dispatcher } from 'undici';
 
 export interface PostOptions {
+  /** POST unless told (s3 PUTs its objects). */
+  method?: 'POST' | 'PUT';
   headers: Record<string, string>;
   body: string | Buffer;
   signal: AbortSignal;
   /** Bytes of the answer kept; up to DISCARD_MAX_BYTES more are read and dropped, so the connection stays reusable. */
   maxBytes: number;
+  /** An answer header to keep (lower case), besides Retry-After. */
+  keepHeader?: string;
 }
 
 export interface PostResponse {
   statusCode: number;
   /** The first Retry-After header, if any. */
   retryAfter: string | undefined;
+  /** The value of `keepHeader`, if asked for and answered. */
+  kept?: string | undefined;
   text: string;
   truncated: boolean;
 }
@@ -23,7 +29,7 @@ export interface PostResponse {
 export const DISCARD_MAX_BYTES = 1024 * 1024;
 
 /**
- * One POST through undici's `dispatch`, the answer's first `maxBytes` kept as text. Redirects are
+ * One POST (or PUT) through undici's `dispatch`, the answer's first `maxBytes` kept as text. Redirects are
  * not followed. Rejects with the signal's reason once it fires, also while the request still waits
  * for a free connection (undici starts a request, and only then aborts it, once a connection is free).
  *
@@ -42,6 +48,7 @@ export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Pr
     let settled = false;
     let statusCode = 0;
     let retryAfter: string | undefined;
+    let kept: string | undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     const onAbort = () => {
@@ -53,7 +60,7 @@ export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Pr
       settled = true;
       signal.removeEventListener('abort', onAbort);
       if (err) reject(err);
-      else resolve({ statusCode, retryAfter, text: Buffer.concat(chunks).toString('utf8'), truncated: size > maxBytes });
+      else resolve({ statusCode, retryAfter, kept, text: Buffer.concat(chunks).toString('utf8'), truncated: size > maxBytes });
     };
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
@@ -66,6 +73,10 @@ export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Pr
         statusCode = status;
         const v = headers['retry-after'];
         retryAfter = Array.isArray(v) ? v[0] : v;
+        if (opts.keepHeader) {
+          const k = headers[opts.keepHeader];
+          kept = Array.isArray(k) ? k[0] : k;
+        }
       },
       onResponseData(c, chunk) {
         if (size < maxBytes) chunks.push(chunk.subarray(0, maxBytes - size));
@@ -86,7 +97,7 @@ export function post(dispatcher: Dispatcher, url: string, opts: PostOptions): Pr
     try {
       const u = new URL(url);
       dispatcher.dispatch(
-        { origin: u.origin, path: `${u.pathname}${u.search}`, method: 'POST', headers: opts.headers, body: opts.body },
+        { origin: u.origin, path: `${u.pathname}${u.search}`, method: opts.method ?? 'POST', headers: opts.headers, body: opts.body },
         handler,
       );
     } catch (err) {

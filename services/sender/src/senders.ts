@@ -3,7 +3,7 @@
  * module under src/<type>/), one declaration in shared/src/destinations/registry.ts and one fixture of
  * the conformance suite (test/conformance/). SENDER_TYPES may name only the types listed here.
  *
- * The HTTP types share undici, which every process loads anyway; the others are loaded on their first
+ * The HTTP types (and s3's PUTs) share undici, which every process loads anyway; the others are loaded on their first
  * delivery (`lazily`): the cloud SDKs cost tens of MB of memory each, paid only where the type is used.
  */
 import type { Config } from '@switchyard/shared/config/index.ts';
@@ -54,7 +54,7 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
         operationTimeoutMs: Math.max(1000, config.DELIVERY_TIMEOUT_SECONDS * 1000),
       }),
     ),
-  s3: ({ allow }) => lazily(async () => (await import('./s3/sender.ts')).createS3Sender({ allow })),
+  s3: ({ allow, dispatcher }) => lazily(async () => (await import('./s3/sender.ts')).createS3Sender({ allow, dispatcher })),
   pubsub: ({ allow, config }) =>
     lazily(async () =>
       (await import('./pubsub/sender.ts')).createPubSubSender({
@@ -70,6 +70,25 @@ export const SENDERS: Partial<Record<DestinationType, (ctx: SenderContext) => Ty
       }),
     ),
 };
+
+/**
+ * Deliveries one request of a batched type carries at most (sqs/sender.ts, kinesis/sender.ts; kept
+ * here so that the SDKs load lazily). Their destinations get more deliveries in flight than others
+ * (`keyConcurrencyOf`): a batch can only hold the deliveries the consumer lets in at once.
+ */
+export const BATCHED: Partial<Record<DestinationType, number>> = { sqs: 10, kinesis: 500 };
+
+/**
+ * Deliveries in flight at once to one destination of `type` (per sender partition). For a batched
+ * type DESTINATION_CONCURRENCY counts requests: up to that many full batches, but never more than
+ * the partition's SENDER_CONCURRENCY less one destination's share, so the other destinations of the
+ * partition keep at least DESTINATION_CONCURRENCY slots while one hangs.
+ */
+export function keyConcurrencyOf(type: DestinationType, senderConcurrency: number, destinationConcurrency: number): number {
+  const perRequest = BATCHED[type];
+  if (!perRequest) return destinationConcurrency;
+  return Math.max(destinationConcurrency, Math.min(destinationConcurrency * perRequest, senderConcurrency - destinationConcurrency));
+}
 
 /** The types this build can deliver, in the registry's order. */
 export const implementedTypes = (): DestinationType[] => Object.keys(SENDERS) as DestinationType[];

@@ -17,7 +17,7 @@ import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
-import { SENDERS } from './senders.ts';
+import { keyConcurrencyOf, SENDERS } from './senders.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -140,7 +140,7 @@ export async function start(rt: Runtime): Promise<Service> {
       topics: [TOPIC.deliveries[type]],
       concurrency: config.SENDER_CONCURRENCY,
       maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
-      keyConcurrency: config.DESTINATION_CONCURRENCY,
+      keyConcurrency: keyConcurrencyOf(type, config.SENDER_CONCURRENCY, config.DESTINATION_CONCURRENCY),
       keyHealth: {
         stallMs: config.DESTINATION_STALL_MS,
         // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.

@@ -335,7 +335,7 @@ export const SETTINGS = {
     minimum: 1,
     maximum: 1000,
     description:
-      'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot. A delivery holds its slot until the destination answers (or the timeout), not while its attempt is written.',
+      'Deliveries in flight at once to one destination (per sender partition), so a slow destination cannot take every slot. A delivery holds its slot until the destination answers (or the timeout), not while its attempt is written. For the batched types (sqs, kinesis) it counts requests: up to this many full batches of deliveries, within SENDER_CONCURRENCY less this many.',
   },
   ROUTER_BATCH_WAIT_MS: {
     kind: 'integer',

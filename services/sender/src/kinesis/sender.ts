@@ -1,21 +1,42 @@
 /**
- * kinesis delivery (../shared/spec/contract-details.md, "How each type delivers"): one PutRecord to
- * `stream_name`. The record is `{"metadata": {...}, "data": <event data>}` (JSON text), or the event
- * data alone when KINESIS_METADATA_IN_PAYLOAD is false (Kinesis records carry no attributes, so the
- * metadata is then not sent). The partition key is `partition_key_template`, a JMESPath expression
- * over `{data, metadata}`, or the event id.
+ * kinesis delivery (../shared/spec/contract-details.md, "How each type delivers"): the record is
+ * `{"metadata": {...}, "data": <event data>}` (JSON text), or the event data alone when
+ * KINESIS_METADATA_IN_PAYLOAD is false (Kinesis records carry no attributes, so the metadata is then
+ * not sent). The partition key is `partition_key_template`, a JMESPath expression over
+ * `{data, metadata}`, or the event id.
+ *
+ * A destination's deliveries are coalesced into PutRecords requests to `stream_name` (batch.ts): up
+ * to 500 records and 5 MiB (data and partition keys) a request, each waiting at most
+ * KINESIS_BATCH_WAIT_MS for company (none once the batch is full). Every record keeps its own
+ * outcome: a record the answer refuses (ProvisionedThroughputExceededException, InternalFailure)
+ * fails that delivery alone, retried as any failed attempt; the others succeed.
+ *
+ * Order: within one request Kinesis writes the records of a shard in the request's order, so
+ * deliveries of one partition key that share a request keep the order they reached the client in.
+ * Nothing orders requests in flight together (DESTINATION_CONCURRENCY, as with PutRecord before),
+ * and a refused record comes back through the retry tiers behind the records that succeeded.
  */
-import { KinesisClient, PutRecordCommand } from '@aws-sdk/client-kinesis';
-import { awsClientConfig, awsFailure, egressRefusal } from '../aws.ts';
+import { KinesisClient, PutRecordsCommand, type PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
+import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
+import { createCoalescer } from '../batch.ts';
 import type { AllowList } from '../egress.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
-import { succeeded, type TypeSender } from '../sender.ts';
+import { failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 import { compileTemplate, isOutcome } from '../template.ts';
+
+/** PutRecords's limits: 500 records, 5 MiB of data and partition keys together, 1 MiB a record. */
+export const KINESIS_BATCH = { maxEntries: 500, maxBytes: 5 * 1024 * 1024, maxEntryBytes: 1024 * 1024 } as const;
+/** Longest a record waits for others to share its request. */
+export const KINESIS_BATCH_WAIT_MS = 3;
+
+/** What Kinesis counts of a record against its limits: the data and the partition key. */
+const sizeOf = (r: PutRecordsRequestEntry) => (r.Data?.length ?? 0) + Buffer.byteLength(r.PartitionKey ?? '', 'utf8');
 
 export interface KinesisSenderOptions {
   allow: AllowList;
   /** Send `{metadata, data}` (true) or the data alone. */
   metadataInPayload: boolean;
+  batchWaitMs?: number;
 }
 
 export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
@@ -27,6 +48,30 @@ export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
       const refused = egressRefusal(cfg.endpoint, opts.allow) ?? (isOutcome(partitionKey) ? partitionKey : null);
       const client = new KinesisClient(cfg);
       const streamName = String(target.config.stream_name ?? '');
+      const batches = createCoalescer<PutRecordsRequestEntry>(
+        { ...KINESIS_BATCH, waitMs: opts.batchWaitMs ?? KINESIS_BATCH_WAIT_MS },
+        async (records, signal): Promise<Outcome[]> => {
+          try {
+            const out = await client.send(new PutRecordsCommand({ StreamName: streamName, Records: records }), { abortSignal: signal });
+            // One answer per record, in the request's order.
+            return records.map((_, i) => {
+              const r = out.Records?.[i];
+              if (!r) return awsEntryFailure('InternalFailure', 'the answer did not mention this record', false);
+              if (r.ErrorCode) return awsEntryFailure(r.ErrorCode, r.ErrorMessage, r.ErrorCode !== 'InternalFailure');
+              return succeeded({ shard_id: r.ShardId ?? null, sequence_number: r.SequenceNumber ?? null });
+            });
+          } catch (err) {
+            const outcome = awsFailure(err, signal);
+            // A record past a record's limit goes alone, and Kinesis refuses its request as malformed:
+            // that is this event's refusal, not a stream that can never work.
+            const lone = records.length === 1 ? records[0] : undefined;
+            if (lone && outcome.response_data?.reason === 'invalid_config' && sizeOf(lone) > KINESIS_BATCH.maxEntryBytes) {
+              return [failed('rejected', String(outcome.response_data.message), { ...outcome.response_data, reason: 'rejected' })];
+            }
+            return records.map(() => outcome);
+          }
+        },
+      );
       return {
         async deliver({ event, deliveryMetadata, signal }) {
           if (refused) return refused;
@@ -39,17 +84,11 @@ export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
             key = k.length > 256 ? k.slice(0, 256) : k;
           }
           const record = opts.metadataInPayload ? `{"metadata":${JSON.stringify(metadata)},"data":${bodyOf(event)}}` : bodyOf(event);
-          try {
-            const out = await client.send(
-              new PutRecordCommand({ StreamName: streamName, PartitionKey: key, Data: Buffer.from(record, 'utf8') }),
-              { abortSignal: signal },
-            );
-            return succeeded({ shard_id: out.ShardId ?? null, sequence_number: out.SequenceNumber ?? null });
-          } catch (err) {
-            return awsFailure(err, signal);
-          }
+          const entry = { PartitionKey: key, Data: Buffer.from(record, 'utf8') };
+          return batches.add(entry, sizeOf(entry), signal);
         },
         async close() {
+          await batches.drain();
           client.destroy();
         },
       };

@@ -12,12 +12,13 @@ import { conformance, DELIVERY_METADATA, type Received, sampleEvent } from './su
 const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 const allow = parseAllowList(['127.0.0.0/8']);
 let read: (target: Target) => Promise<Received[]>;
+let gate: Awaited<ReturnType<typeof startAwsGate>>;
 
 conformance({
   type: 'kinesis',
   async start(t) {
     const k = await startKinesalite(t);
-    const gate = await startAwsGate(t, {
+    gate = await startAwsGate(t, {
       upstream: { host: '127.0.0.1', port: k.port },
       protocol: 'json',
       throttleCode: 'ProvisionedThroughputExceededException',
@@ -65,6 +66,7 @@ conformance({
         };
       },
       received: (target) => read(target),
+      connections: () => gate.connections,
       pointAt: (target, host, port) => ({ ...target, config: { ...target.config, endpoint: `http://${host}:${port}` } }),
       async rotate(target) {
         gate.keys.delete(String(target.credentials.key));
@@ -89,6 +91,19 @@ conformance({
       },
     };
   },
+  batch: () => ({
+    maxEntries: 500,
+    requests: (target) => gate.seenBy.get(String(target.credentials.key)) ?? 0,
+    failEntries(marker) {
+      gate.failEntries(marker, { code: 'ProvisionedThroughputExceededException', message: 'Rate exceeded for shard shardId-000000000000' });
+      return 'throttled';
+    },
+    hangUp: (target) => gate.hangUp(String(target.credentials.key)),
+    throttle: (target) => gate.throttle(String(target.credentials.key), 1, 2),
+    // Past a record's 1 MiB.
+    oversize: () => 'x'.repeat(1100 * 1024),
+    senderWithWait: (waitMs) => createKinesisSender({ allow, metadataInPayload: true, batchWaitMs: waitMs }),
+  }),
   cases: {
     'partition_key_template is JMESPath over {data, metadata}': async (t, peer, deliver) => {
       const base = await peer.destination();

@@ -4,13 +4,14 @@
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
 import { S3RVER_KEY, startS3rver } from '@switchyard/shared/testing/peers/s3rver.ts';
-import { parseAllowList } from '../../src/egress.ts';
+import { createEgressAgent, parseAllowList } from '../../src/egress.ts';
 import { createS3Sender } from '../../src/s3/sender.ts';
 import type { Target } from '../../src/sender.ts';
 import { rfc3339Nano } from '../../src/template.ts';
 import { conformance, type Received, sampleEvent } from './suite.ts';
 
 const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
+const allow = parseAllowList(['127.0.0.0/8']);
 
 conformance({
   type: 's3',
@@ -24,6 +25,9 @@ conformance({
       upstreamKeyId: S3RVER_KEY,
     });
     gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
+    // The egress-checked agent the service shares between the HTTP types and s3.
+    const dispatcher = createEgressAgent({ allow, connectTimeoutMs: 5_000 });
+    t.teardown(() => dispatcher.close());
     const admin = new S3Client({ endpoint: gate.url, region: 'us-east-1', credentials: ADMIN, forcePathStyle: true });
     t.teardown(() => admin.destroy());
     let n = 0;
@@ -34,7 +38,7 @@ conformance({
       return { key, secret };
     };
     return {
-      sender: createS3Sender({ allow: parseAllowList(['127.0.0.0/8']) }),
+      sender: createS3Sender({ allow, dispatcher }),
       async destination(): Promise<Target> {
         const bucket = `conf-${Date.now().toString(36)}-${++n}`;
         await admin.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -66,6 +70,7 @@ conformance({
         }
         return out.sort((a, b) => (a.extra?.modified as number) - (b.extra?.modified as number));
       },
+      connections: () => gate.connections,
       pointAt: (target, host, port) => ({ ...target, config: { ...target.config, endpoint: `http://${host}:${port}` } }),
       async rotate(target) {
         gate.keys.delete(String(target.credentials.key));

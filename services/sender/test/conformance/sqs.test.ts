@@ -1,14 +1,18 @@
 // Conformance fixture: sqs, against ElasticMQ (the SQS protocol, from Maven Central) behind the AWS
 // gate, which checks each request's signature against its key table (ElasticMQ checks none) and
 // throttles on request.
-import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
 import { startElasticMq } from '@switchyard/shared/testing/peers/elasticmq.ts';
 import { freePort } from '@switchyard/shared/testing/index.ts';
 import { parseAllowList } from '../../src/egress.ts';
 import type { Target } from '../../src/sender.ts';
 import { createSqsSender } from '../../src/sqs/sender.ts';
-import { conformance, type Received } from './suite.ts';
+import { conformance, type Received, sampleEvent } from './suite.ts';
+
+const allow = parseAllowList(['127.0.0.0/8']);
+let gate: Awaited<ReturnType<typeof startAwsGate>>;
+let admin: SQSClient;
 
 const ADMIN = { accessKeyId: 'AKIDADMIN', secretAccessKey: 'admin-secret' };
 
@@ -16,14 +20,14 @@ conformance({
   type: 'sqs',
   async start(t) {
     const emqPort = await freePort();
-    const gate = await startAwsGate(t, {
+    gate = await startAwsGate(t, {
       upstream: { host: '127.0.0.1', port: emqPort },
       protocol: 'json',
       throttleCode: 'RequestThrottled',
     });
     await startElasticMq(t, { port: emqPort, publicPort: gate.port });
     gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
-    const admin = new SQSClient({ endpoint: gate.url, region: 'elasticmq', credentials: ADMIN });
+    admin = new SQSClient({ endpoint: gate.url, region: 'elasticmq', credentials: ADMIN });
     t.teardown(() => admin.destroy());
     const got = new Map<string, Received[]>();
     let n = 0;
@@ -45,7 +49,7 @@ conformance({
       };
     };
     return {
-      sender: createSqsSender({ allow: parseAllowList(['127.0.0.0/8']) }),
+      sender: createSqsSender({ allow }),
       destination,
       async received(target) {
         const url = String(target.config.queue_url);
@@ -73,6 +77,7 @@ conformance({
         }
         return list;
       },
+      connections: () => gate.connections,
       pointAt(target, host, port) {
         const q = new URL(String(target.config.queue_url));
         q.host = `${host}:${port}`;
@@ -101,5 +106,67 @@ conformance({
         t.equal(r.extra?.dataType, 'String');
       },
     };
+  },
+  batch: () => ({
+    maxEntries: 10,
+    requests: (target) => gate.seenBy.get(String(target.credentials.key)) ?? 0,
+    failEntries(marker) {
+      gate.failEntries(marker, { code: 'InternalError', message: 'We encountered an internal error.', senderFault: false });
+      return 'peer_error';
+    },
+    hangUp: (target) => gate.hangUp(String(target.credentials.key)),
+    throttle: (target) => gate.throttle(String(target.credentials.key), 1, 2),
+    // Past a message's 1 MiB (256 KiB until 2025): more than one request takes, so it goes alone.
+    oversize: () => 'x'.repeat(1100 * 1024),
+    senderWithWait: (waitMs) => createSqsSender({ allow, batchWaitMs: waitMs }),
+  }),
+  cases: {
+    'a FIFO queue: group and deduplication id per message of a batch, in its order': async (t, peer, deliver) => {
+      const base = await peer.destination();
+      const name = `conf-fifo-${Date.now().toString(36)}.fifo`;
+      const q = await admin.send(new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: 'true' } }));
+      const target = { ...base, id: `${base.id}_fifo`, config: { ...base.config, queue_url: String(q.QueueUrl) } };
+      // One batch: SQS keeps the order of a request's entries (requests in flight together are not ordered).
+      const events = Array.from({ length: 10 }, () => sampleEvent());
+      const outs = await Promise.all(events.map((e) => deliver(target, e)));
+      t.ok(
+        outs.every((o) => o.status === 'success'),
+        'every message accepted',
+      );
+      // A retry of one of them within the deduplication window is accepted and not delivered again.
+      t.match(await deliver(target, events[4] as (typeof events)[number]), { status: 'success' });
+      const got: Array<{ body: string; group?: string; dedup?: string }> = [];
+      for (;;) {
+        const r = await admin.send(
+          new ReceiveMessageCommand({
+            QueueUrl: String(q.QueueUrl),
+            MaxNumberOfMessages: 10,
+            MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
+            WaitTimeSeconds: 0,
+            VisibilityTimeout: 300,
+          }),
+        );
+        if (!r.Messages?.length) break;
+        for (const m of r.Messages) {
+          got.push({ body: m.Body ?? '', group: m.Attributes?.MessageGroupId, dedup: m.Attributes?.MessageDeduplicationId });
+          // A FIFO group gives its next messages only once those received are gone.
+          await admin.send(new DeleteMessageCommand({ QueueUrl: String(q.QueueUrl), ReceiptHandle: m.ReceiptHandle }));
+        }
+      }
+      t.same(
+        got.map((m) => m.body),
+        events.map((e) => JSON.stringify(e.data)),
+        'each message once, in the order of its batch',
+      );
+      t.ok(
+        got.every((m) => m.group === target.id),
+        'message group = the destination id',
+      );
+      t.same(
+        got.map((m) => m.dedup),
+        events.map((e) => e.id),
+        'deduplication id = the event id',
+      );
+    },
   },
 });

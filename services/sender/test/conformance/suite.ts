@@ -9,7 +9,11 @@
  * - each failure class the fixture can provoke, plus timeout and connection_refused for every type;
  * - rotated credentials take effect on the next delivery (the old ones are refused by then);
  * - one client per destination, reused; replaced when config or credentials change; closed when the
- *   destination is forgotten, when it is idle, and when the cache closes.
+ *   destination is forgotten, when it is idle, and when the cache closes;
+ * - for types that batch (`Fixture.batch`): deliveries in flight together share requests and each
+ *   keeps its own outcome: one refused entry fails alone, an oversize entry goes (and fails) alone,
+ *   a throttled or cut-off request fails each of its deliveries, retryable, and the retries deliver
+ *   every event exactly once; a full batch never waits, and closing a client sends what waits.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { DestinationType, EventRecord } from '@switchyard/shared/model/index.ts';
@@ -56,10 +60,33 @@ export interface Peer {
    * the destination with the new credentials (the same id).
    */
   rotate(good: Target): Promise<Target>;
+  /** Connections the peer has accepted so far, where it can count them (to show keep-alive reuse). */
+  connections?(): number;
   /** The attempt code of a success (default 'OK'; HTTP types answer their status). */
   successCode?: string;
   /** Type-specific checks of one received delivery (content type, routing key, storage class...). */
   checkReceived?(t: Test, r: Received, event: EventRecord, target: Target): void;
+}
+
+/** What the suite needs of a type whose client coalesces deliveries into batch requests. */
+export interface BatchPeer {
+  /** Entries one request takes. */
+  maxEntries: number;
+  /** Requests the peer has seen from `target`'s credentials. */
+  requests(target: Target): number;
+  /**
+   * The next batch entries whose body contains `marker` are refused in their batch's answer (once
+   * each), as the service refuses one entry; answers the reason the outcome must name.
+   */
+  failEntries(marker: string): FailureReason;
+  /** The next request from `target`'s credentials is cut off unanswered, as a peer going down. */
+  hangUp(target: Target): void;
+  /** The next request from `target`'s credentials is answered as throttled (the whole request). */
+  throttle(target: Target): void;
+  /** A string that makes an event too large for one request of the type. */
+  oversize(): string;
+  /** The type's sender with a batch wait of `waitMs` (to show a full batch does not wait, and close sends). */
+  senderWithWait(waitMs: number): TypeSender;
 }
 
 export interface Fixture {
@@ -72,6 +99,8 @@ export interface Fixture {
   cannot?: Partial<Record<FailureReason, string>>;
   /** Type-specific cases (templates, settings), run against the same peer; `deliver` goes through the client cache. */
   cases?: Record<string, (t: Test, peer: Peer, deliver: (target: Target, event: EventRecord) => Promise<Outcome>) => Promise<void>>;
+  /** Set for a type that coalesces deliveries into batch requests: the batch cases run too. */
+  batch?: (peer: Peer) => BatchPeer;
 }
 
 /** Failure classes every type must show (timeout and connection_refused are provoked by the suite itself). */
@@ -210,6 +239,17 @@ export function conformance(fixture: Fixture): void {
       t.equal(counts.opened - before.opened, 2, 'with a new client');
     });
 
+    if (peer.connections) {
+      const connections = peer.connections;
+      await t.test('connections are kept alive and reused', async (t) => {
+        const target = newId(await peer.destination());
+        t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' }, 'the first delivery connects');
+        const before = connections();
+        for (let i = 0; i < 5; i++) t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' });
+        t.equal(connections() - before, 0, 'five more deliveries, one after the other, open no new connection');
+      });
+    }
+
     await t.test('rotated credentials take effect on the next delivery', async (t) => {
       const target = await peer.destination();
       t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' }, 'before rotation');
@@ -290,6 +330,8 @@ export function conformance(fixture: Fixture): void {
       });
     }
 
+    if (fixture.batch) await batchCases(t, peer, fixture.batch(peer), cache);
+
     for (const [name, run] of Object.entries(fixture.cases ?? {})) {
       await t.test(name, (t) => run(t, peer, (target, event) => cache.deliver(input(target, event))));
     }
@@ -310,5 +352,133 @@ export function conformance(fixture: Fixture): void {
       await cache.close();
       t.equal(counts.closed, counts.opened, 'every client opened was closed');
     });
+  });
+}
+
+/** The n in the data of a received body (sampleEvent's counter), to tell deliveries apart. */
+const nOf = (r: Received) => (JSON.parse(r.body) as { n?: number }).n;
+
+async function batchCases(t: Test, peer: Peer, batch: BatchPeer, cache: ReturnType<typeof createClientCache>): Promise<void> {
+  const together = (target: Target, events: EventRecord[]) => Promise.all(events.map((e) => cache.deliver(input(target, e))));
+  /** Every event arrived exactly once, and nothing else. */
+  const exactlyOnce = async (t: Test, target: Target, events: EventRecord[]) => {
+    const got = (await peer.received(target)).map(nOf).sort((a, b) => Number(a) - Number(b));
+    t.same(
+      got,
+      events.map((e) => (e.data as { n: number }).n).sort((a, b) => a - b),
+      `each of the ${events.length} events arrived exactly once`,
+    );
+  };
+
+  await t.test('batch: deliveries in flight together share requests, each with its own outcome', async (t) => {
+    const target = newId(await peer.destination());
+    const events = Array.from({ length: 25 }, () => sampleEvent());
+    const before = batch.requests(target);
+    const outs = await together(target, events);
+    t.ok(
+      outs.every((o) => o.status === 'success'),
+      'every delivery succeeded',
+    );
+    const made = batch.requests(target) - before;
+    t.ok(made <= Math.ceil(25 / batch.maxEntries), `25 deliveries in ${made} requests (${batch.maxEntries} entries a request)`);
+    t.equal(new Set(outs.map((o) => JSON.stringify(o.response_data))).size, 25, 'each outcome names its own message or record');
+    await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: one refused entry fails alone, and its retry delivers it once', async (t) => {
+    const target = newId(await peer.destination());
+    const marker = `refuse-${Date.now().toString(36)}`;
+    const reason = batch.failEntries(marker);
+    const events = Array.from({ length: 8 }, () => sampleEvent());
+    (events[3] as EventRecord).data = { ...(events[3]?.data as object), marker };
+    const outs = await together(target, events);
+    t.match(outs[3], { status: 'failed', retryable: true, response_data: { reason } }, JSON.stringify(outs[3]?.response_data));
+    t.ok(
+      outs.every((o, i) => i === 3 || o.status === 'success'),
+      'the other seven succeeded',
+    );
+    t.match(await cache.deliver(input(target, events[3] as EventRecord)), { status: 'success' }, 'the retry succeeds');
+    await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: an oversize entry goes alone, and only it fails', async (t) => {
+    const target = newId(await peer.destination());
+    const events = Array.from({ length: 5 }, () => sampleEvent());
+    const big = sampleEvent({ data: { n: -1, blob: batch.oversize() } });
+    const before = batch.requests(target);
+    const outs = await together(target, [...events.slice(0, 2), big, ...events.slice(2)]);
+    const bigOut = outs[2] as Outcome;
+    t.match(bigOut, { status: 'failed', retryable: true, response_data: { reason: 'rejected' } }, JSON.stringify(bigOut.response_data));
+    t.ok(
+      outs.every((o, i) => i === 2 || o.status === 'success'),
+      'the five others succeeded',
+    );
+    t.ok(batch.requests(target) - before >= 2, 'the oversize entry was not in the others’ request');
+    await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: a throttled request fails each of its deliveries, and they are retried', async (t) => {
+    const target = newId(await peer.destination());
+    const events = Array.from({ length: 5 }, () => sampleEvent());
+    batch.throttle(target);
+    const outs = await together(target, events);
+    for (const o of outs) t.match(o, { status: 'failed', retryable: true, response_data: { reason: 'throttled' } });
+    t.ok(
+      outs.every((o) => (o.retryAfterMs ?? 0) > 0),
+      'each retry waits as the peer asked',
+    );
+    const again = await together(target, events);
+    t.ok(
+      again.every((o) => o.status === 'success'),
+      'the retries succeed',
+    );
+    await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: the peer going down mid-request fails each of its deliveries, retryable', async (t) => {
+    const target = newId(await peer.destination());
+    const events = Array.from({ length: 6 }, () => sampleEvent());
+    t.match(await cache.deliver(input(target, sampleEvent({ data: { n: 0 } }))), { status: 'success' }, 'a connection is open');
+    batch.hangUp(target);
+    const outs = await together(target, events);
+    for (const o of outs) t.match(o, { status: 'failed', retryable: true }, JSON.stringify(o.response_data));
+    t.ok(
+      outs.every((o) => ['connection_reset', 'network_error'].includes(String(o.response_data?.reason))),
+      `a network failure: ${String(outs[0]?.response_data?.reason)}`,
+    );
+    const again = await together(target, events);
+    t.ok(
+      again.every((o) => o.status === 'success'),
+      'the retries succeed',
+    );
+    const got = (await peer.received(target)).map(nOf).filter((n) => n !== 0);
+    t.same(
+      got.sort((a, b) => Number(a) - Number(b)),
+      events.map((e) => (e.data as { n: number }).n),
+      'each event arrived exactly once',
+    );
+  });
+
+  await t.test('batch: a full batch goes at once, and closing a client sends what waits', async (t) => {
+    const target = newId(await peer.destination());
+    // A wait longer than the deadline: a batch that waited for it would time out.
+    const client = batch.senderWithWait(60_000).open(target);
+    const deliver = (event: EventRecord) =>
+      client.deliver({ event, deliveryMetadata: DELIVERY_METADATA, signal: AbortSignal.timeout(30_000) });
+    const full = Array.from({ length: batch.maxEntries }, () => sampleEvent());
+    const outs = await Promise.all(full.map(deliver));
+    t.ok(
+      outs.every((o) => o.status === 'success'),
+      `a full batch (${batch.maxEntries}) is sent without waiting`,
+    );
+    const waiting = Array.from({ length: 3 }, () => sampleEvent());
+    const pending = Promise.all(waiting.map(deliver));
+    await client.close();
+    const closed = await pending;
+    t.ok(
+      closed.every((o) => o.status === 'success'),
+      'close sent the batch that was waiting, and waited for its answer',
+    );
+    await exactlyOnce(t, target, [...full, ...waiting]);
   });
 }

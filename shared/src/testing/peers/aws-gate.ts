@@ -3,7 +3,9 @@
  * HTTP proxy on loopback that verifies every request's Signature Version 4 against its own table of
  * access keys, written from the specification (not the SDK's signer), and answers as AWS does when
  * it does not verify: the service's own error shape, in its protocol (AWS JSON, or S3's XML). It can
- * also throttle, answering as the service does when throttled, with a Retry-After. Verified requests
+ * also throttle, answering as the service does when throttled, with a Retry-After; fail chosen entries
+ * of a batch (SQS SendMessageBatch, Kinesis PutRecords) as the service reports a failed entry, the
+ * others going through; and hang up on a request as a peer going down would. Verified requests
  * go to the emulator unchanged (or with the key id rewritten, `upstreamKeyId`, for s3rver, which
  * knows one key and never checks a v4 signature).
  */
@@ -22,8 +24,20 @@ export interface AwsGate {
   keys: Map<string, string>;
   /** Answers the next `n` requests signed by `keyId` with the service's throttling error. */
   throttle(keyId: string, n?: number, retryAfterSeconds?: number): void;
+  /**
+   * Fails, in the next batch requests, the entries whose body (SQS MessageBody, Kinesis Data decoded)
+   * contains `marker`, `times` times (default once each; Infinity: always), answered in the batch's
+   * own answer with `code`; the other entries go to the emulator.
+   */
+  failEntries(marker: string, opts: { code: string; message?: string; senderFault?: boolean; times?: number }): void;
+  /** Closes the connection of the next `n` requests signed by `keyId` once read, without an answer (none reaches the emulator). */
+  hangUp(keyId: string, n?: number): void;
   /** Requests seen (verified or not), for tests that count. */
   readonly seen: number;
+  /** Requests seen per key id (a request without a readable key counts as ''). */
+  readonly seenBy: ReadonlyMap<string, number>;
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  readonly connections: number;
 }
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
@@ -147,17 +161,85 @@ export interface AwsGateOptions {
   upstreamKeyId?: string;
 }
 
+interface EntryFault {
+  code: string;
+  message: string;
+  senderFault: boolean;
+  times: number;
+}
+
+/** A batch request's entries and how to read each one's body, for the batch actions the gate can fail entries of. */
+const BATCHES: Record<string, { list: string; bodyOf(entry: Record<string, unknown>): string }> = {
+  'AmazonSQS.SendMessageBatch': { list: 'Entries', bodyOf: (e) => String(e.MessageBody ?? '') },
+  'Kinesis_20131202.PutRecords': { list: 'Records', bodyOf: (e) => Buffer.from(String(e.Data ?? ''), 'base64').toString('utf8') },
+};
+
 export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<AwsGate> {
   const keys = new Map<string, string>();
   const throttled = new Map<string, { n: number; retryAfter: number }>();
+  const entryFaults = new Map<string, EntryFault>();
+  const hangUps = new Map<string, number>();
+  const seenBy = new Map<string, number>();
   let seen = 0;
+  let connections = 0;
+
+  /**
+   * The entries of a batch request that fail here, by index, and the body to forward without them
+   * (null when none fails). Entries keep their Id (SQS); Kinesis answers by position, restored after.
+   */
+  const splitBatch = (target: string, body: Buffer) => {
+    const batch = BATCHES[target];
+    if (!batch || entryFaults.size === 0) return null;
+    const request = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+    const entries = (request[batch.list] ?? []) as Array<Record<string, unknown>>;
+    const failing = new Map<number, EntryFault>();
+    entries.forEach((e, i) => {
+      const text = batch.bodyOf(e);
+      for (const [marker, fault] of entryFaults) {
+        if (fault.times > 0 && text.includes(marker)) {
+          fault.times--;
+          if (fault.times <= 0) entryFaults.delete(marker);
+          failing.set(i, fault);
+          break;
+        }
+      }
+    });
+    if (failing.size === 0) return null;
+    const kept = entries.filter((_, i) => !failing.has(i));
+    return { target, entries, failing, kept, forward: Buffer.from(JSON.stringify({ ...request, [batch.list]: kept })) };
+  };
+
+  /** The emulator's answer to the kept entries, with the failed ones put back as the service reports them. */
+  const mergeAnswer = (split: NonNullable<ReturnType<typeof splitBatch>>, answer: Record<string, unknown>) => {
+    if (split.target === 'AmazonSQS.SendMessageBatch') {
+      const failed = [...((answer.Failed ?? []) as unknown[])];
+      for (const [i, f] of split.failing) {
+        failed.push({ Id: split.entries[i]?.Id, Code: f.code, Message: f.message, SenderFault: f.senderFault });
+      }
+      return { Successful: answer.Successful ?? [], Failed: failed };
+    }
+    const kept = [...((answer.Records ?? []) as unknown[])];
+    const records = split.entries.map((_, i) => {
+      const f = split.failing.get(i);
+      return f ? { ErrorCode: f.code, ErrorMessage: f.message } : kept.shift();
+    });
+    return { ...answer, FailedRecordCount: Number(answer.FailedRecordCount ?? 0) + split.failing.size, Records: records };
+  };
+
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       seen++;
-      const body = Buffer.concat(chunks);
+      let body = Buffer.concat(chunks);
       const v = verifySigV4(req, body, keys);
+      seenBy.set(v.keyId ?? '', (seenBy.get(v.keyId ?? '') ?? 0) + 1);
+      const hangs = v.keyId ? (hangUps.get(v.keyId) ?? 0) : 0;
+      if (hangs > 0 && v.ok) {
+        hangUps.set(v.keyId as string, hangs - 1);
+        req.socket.destroy();
+        return;
+      }
       if (!v.ok) {
         const status = opts.protocol === 's3' ? 403 : 400;
         return answerError(res, opts.protocol, status, v.code ?? 'AccessDenied', v.message ?? 'denied');
@@ -173,11 +255,33 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
       if (opts.upstreamKeyId && v.keyId) {
         headers.authorization = String(headers.authorization).replace(`Credential=${v.keyId}/`, `Credential=${opts.upstreamKeyId}/`);
       }
+      const split = splitBatch(String(req.headers['x-amz-target'] ?? ''), body);
+      if (split) {
+        // The emulator checks no signature, so the shortened body goes on under the caller's.
+        body = split.forward;
+        headers['content-length'] = String(body.length);
+        if (split.kept.length === 0) {
+          res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'gate' });
+          res.end(JSON.stringify(mergeAnswer(split, { Successful: [], Failed: [], Records: [], FailedRecordCount: 0 })));
+          return;
+        }
+      }
       const up = httpRequest(
         { host: opts.upstream.host, port: opts.upstream.port, method: req.method, path: req.url, headers },
         (upRes) => {
-          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-          upRes.pipe(res);
+          if (!split || upRes.statusCode !== 200) {
+            res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            upRes.pipe(res);
+            return;
+          }
+          const parts: Buffer[] = [];
+          upRes.on('data', (c: Buffer) => parts.push(c));
+          upRes.on('end', () => {
+            const merged = Buffer.from(JSON.stringify(mergeAnswer(split, JSON.parse(Buffer.concat(parts).toString('utf8')))));
+            const { 'content-length': _length, 'transfer-encoding': _te, ...rest } = upRes.headers;
+            res.writeHead(200, { ...rest, 'content-length': String(merged.length) });
+            res.end(merged);
+          });
         },
       );
       up.on('error', (err) => {
@@ -186,6 +290,9 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
       });
       up.end(body);
     });
+  });
+  server.on('connection', () => {
+    connections++;
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(
@@ -203,8 +310,18 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
     throttle(keyId, n = 1, retryAfterSeconds = 3) {
       throttled.set(keyId, { n, retryAfter: retryAfterSeconds });
     },
+    failEntries(marker, o) {
+      entryFaults.set(marker, { code: o.code, message: o.message ?? o.code, senderFault: o.senderFault ?? false, times: o.times ?? 1 });
+    },
+    hangUp(keyId, n = 1) {
+      hangUps.set(keyId, n);
+    },
     get seen() {
       return seen;
+    },
+    seenBy,
+    get connections() {
+      return connections;
     },
   };
 }
