@@ -6,6 +6,7 @@ import { mergePatch, setOwn } from './merge-patch.ts';
 import type { Destination, DestinationType } from '@switchyard/shared/model/index.ts';
 import { isConfiguredTopic, validateFilter } from '@switchyard/shared/routing/match.ts';
 import { isHeaderName, validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
+import type { ValidateRules } from '@switchyard/shared/destinations/types/def.ts';
 import type { Principal } from './auth.ts';
 
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
@@ -25,6 +26,7 @@ export function checkDestination(
   d: { config: Record<string, unknown>; credentials: Record<string, unknown>; filter: Record<string, unknown> | null },
   problems: Problem[],
   headerPrefix: string,
+  rules: ValidateRules = {},
 ): void {
   const def = REGISTRY[type];
   const fieldProblems = [
@@ -35,7 +37,7 @@ export function checkDestination(
   // A value's inner shape (a service account key, a template) once its field itself is valid.
   if (def.validate) {
     const bad = new Set(fieldProblems.map((p) => p.path));
-    problems.push(...def.validate(d.config, d.credentials).filter((p) => !bad.has(p.path)));
+    problems.push(...def.validate(d.config, d.credentials, rules).filter((p) => !bad.has(p.path)));
   }
   if (d.filter) problems.push(...validateFilter(d.filter));
   if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));

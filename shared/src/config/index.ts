@@ -77,7 +77,7 @@ export const SETTINGS = {
     default: 'switchyard',
     enum: ['switchyard', 'outpost'],
     description:
-      "Destination type names in answers. switchyard: interface.md's (sqs, kinesis, s3, servicebus, pubsub, gateway); outpost: the other service's (aws_sqs, aws_kinesis, aws_s3, azure_servicebus, gcp_pubsub, hookdeck), so its clients and SDKs read every answer. Input accepts both either way.",
+      "Destination type names in answers. switchyard: interface.md's (sqs, kinesis, s3, servicebus, pubsub, gateway); outpost: the other service's (aws_sqs, aws_kinesis, aws_s3, azure_servicebus, gcp_pubsub, hookdeck), so its clients and SDKs read every answer; outpost also checks a pubsub service_account_json as it does (a JSON object with a type, endpoint or not). Input accepts both names either way.",
   },
   CORS_ALLOWED_ORIGINS: {
     kind: 'list',

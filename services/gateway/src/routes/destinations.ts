@@ -155,7 +155,9 @@ export function destinationRoutes(ctx: Ctx) {
         const config = body.config ?? {};
         const credentials = initialCredentials(body.type, body.credentials ?? {});
         const filter = orNullIfEmpty(body.filter);
-        checkDestination(body.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
+        checkDestination(body.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX, {
+          peerCompatible: ctx.config.API_TYPE_NAMES === 'outpost',
+        });
         checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);
@@ -227,7 +229,9 @@ export function destinationRoutes(ctx: Ctx) {
           body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
         // The filter is replaced whole; {} or null clears it.
         const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
-        checkDestination(existing.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX);
+        checkDestination(existing.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX, {
+          peerCompatible: ctx.config.API_TYPE_NAMES === 'outpost',
+        });
         checkDeliveryMetadata(body.delivery_metadata, problems);
         const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
         fail(problems);

@@ -22,7 +22,7 @@ export interface DestinationTypeDef {
    * Checks beyond the fields' own (a value's inner shape), on create and on PATCH, after the fields
    * validated; paths as `body.config.<key>` / `body.credentials.<key>`.
    */
-  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>): Problem[];
+  validate?(config: Record<string, unknown>, credentials: Record<string, unknown>, rules?: ValidateRules): Problem[];
   /** Human-readable target of a destination, shown as `target`. */
   target(config: Record<string, unknown>): string;
   /** `target_url`, where a console for the target exists. */
@@ -44,6 +44,15 @@ export const awsKeyFields: FieldDef[] = [
     sensitive: true,
   },
 ];
+
+/** How strictly `validate` reads a destination: the deployment's choice (API_TYPE_NAMES), not the input's. */
+export interface ValidateRules {
+  /**
+   * Check values only as the other service (Outpost) does, for its clients' sake (API_TYPE_NAMES=outpost):
+   * a Pub/Sub key need only be a JSON object with a `type`, endpoint or not.
+   */
+  peerCompatible?: boolean;
+}
 
 export const endpointField = (what: string): FieldDef => ({
   key: 'endpoint',
