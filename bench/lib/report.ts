@@ -538,8 +538,38 @@ export function markdown(r: RunResult, svgName: string): string {
   const moderate = moderateMarkdown(r.phases, m.deployment ?? 'stack', services);
   for (const table of [moderate, typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
   if (r.derived.failedPhases?.length) L.push('', `Not run: ${r.derived.failedPhases.join('; ')}.`);
-  if (r.embedded) L.push('', embeddedMarkdown(r.embedded));
+  if (r.embedded) L.push('', embeddedMarkdown(r.embedded, r.phases));
   return `${L.join('\n')}\n`;
+}
+
+/**
+ * The scenarios both deployments ran, stack and embedded in adjacent columns: a change that costs one
+ * mode throughput or CPU shows in the baseline beside the other (full speed included), not only in a
+ * section of its own. Null when no scenario was run by both.
+ */
+export function sideBySideMarkdown(stack: readonly PhaseResult[], embedded: readonly PhaseResult[]): string | null {
+  const key = (p: PhaseResult) => `${p.scenario} / ${p.phase}`;
+  const byKey = new Map(stack.map((p) => [key(p), p]));
+  const rows: string[] = [];
+  for (const e of embedded) {
+    const s = byKey.get(key(e));
+    if (!s) continue;
+    const idle = e.targetRate === 0;
+    const cpu = (p: PhaseResult) => (idle ? '–' : p.efficiency.cpuMsPerDelivery.toFixed(2));
+    const p99 = (p: PhaseResult) => (idle ? '–' : ms(p.delivery.latencyMs.p99));
+    rows.push(
+      `| ${key(e)} | ${e.targetRate === null ? 'max' : n0(e.targetRate)} | ${n0(s.delivery.deliveredPerSec)} · ${n0(e.delivery.deliveredPerSec)} | ` +
+        `${cpu(s)} · ${cpu(e)} | ${p99(s)} · ${p99(e)} |`,
+    );
+  }
+  if (!rows.length) return null;
+  return [
+    '### Stack and embedded side by side',
+    '',
+    '| phase | target rate | delivered/s (stack · embedded) | pipeline CPU ms / delivery | publish→receive p99 ms |',
+    '|---|---:|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
 }
 
 function targetRows(targets: readonly Target[]): string[] {
@@ -550,9 +580,11 @@ function targetRows(targets: readonly Target[]): string[] {
  * The section of a baseline for its embedded run: how it ran, its targets (the memory goals among
  * them), its phases, and the moderate-load and idle tables with its RSS against the goals.
  */
-export function embeddedMarkdown(e: RunResult): string {
+export function embeddedMarkdown(e: RunResult, stackPhases: readonly PhaseResult[] = []): string {
   const m = e.meta;
   const L: string[] = ['## Embedded mode', ''];
+  const pairs = sideBySideMarkdown(stackPhases, e.phases);
+  if (pairs) L.push(pairs, '');
   L.push(
     "`npm start`'s one process (every service on the embedded log and PGlite; no Kafka, no Postgres), its default scenarios run after the stack's " +
       `with the stack stopped (${m.mode === 'quick' ? 'quick mode' : 'full run'}, ${m.date}, ${Math.round(m.wallS / 60)} min wall; ` +

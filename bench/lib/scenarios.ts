@@ -5,8 +5,12 @@
 import type { PhaseResult } from './report.ts';
 
 export const BASE_SCENARIOS = ['single', 'tenants', 'fanout', 'hanging', 'latency', 'rate300', 'idle'] as const;
-/** What embedded mode (--embedded) runs by default: the moderate load and idle (bench/lib/efficiency.ts). */
-export const EMBEDDED_DEFAULT = 'idle,rate300';
+/**
+ * What embedded mode (--embedded) runs by default: full speed (one destination, and many tenants), the
+ * moderate load and idle (bench/lib/efficiency.ts). Full speed is in it so that a memory cut or hot-path
+ * work that costs embedded throughput shows in every baseline.
+ */
+export const EMBEDDED_DEFAULT = 'single,tenants,idle,rate300';
 /** Every destination type, webhook first: the others are read beside it. */
 export const BENCH_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
 export type BenchType = (typeof BENCH_TYPES)[number];

@@ -20,8 +20,10 @@ import {
   SLOW_CEILING_SHARE,
   slowPhases,
   slowPhasesNote,
+  sideBySideMarkdown,
   withEmbedded,
 } from '../../bench/lib/report.ts';
+import { EMBEDDED_DEFAULT, parseScenarios } from '../../bench/lib/scenarios.ts';
 import type { ProcSummary } from '../../bench/lib/proc.ts';
 import { recorded } from './recorded.ts';
 
@@ -238,6 +240,27 @@ t.test('a baseline with an embedded section renders its memory figures and targe
   t.match(section, /\| rate300 \/ main \| 300 \| 300 \| 1\.20 \| 8\.0 \/ 31\.0 \/ 60\.0 \| 180 → 403 · 463 \| 0 \| 0 \|/);
   t.match(section, /### Moderate load and idle \(embedded mode: one process\)/);
   t.match(section, /Embedded RSS: idle 231\.4 MB \(goal ≤ 250\), peak 463\.2 MB \(VmHWM; goal ≤ 500\)\./);
+});
+
+t.test('a baseline puts the scenarios both modes ran side by side, full speed among the defaults', async (t) => {
+  const stack = recorded('2026-11-25-warm-rerun');
+  const single = stack.phases.find((p) => p.scenario === 'single') as PhaseResult;
+  const embeddedSingle: PhaseResult = {
+    ...single,
+    delivery: { ...single.delivery, deliveredPerSec: 1234 },
+    efficiency: { ...single.efficiency, cpuMsPerDelivery: 0.61 },
+  };
+  const base = embeddedRun();
+  const embedded = { ...base, phases: [embeddedSingle, ...base.phases] };
+  const md = markdown(withEmbedded(stack, embedded), 'baseline.svg');
+  const section = md.slice(md.indexOf('\n## Embedded mode'));
+  t.match(section, /### Stack and embedded side by side/);
+  const row = section.split('\n').find((l) => l.startsWith('| single / main |')) ?? '';
+  t.match(row, `| ${Math.round(single.delivery.deliveredPerSec).toLocaleString('en-US')} · 1,234 |`, "the stack's rate beside embedded mode's");
+  t.match(row, `| ${single.efficiency.cpuMsPerDelivery.toFixed(2)} · 0.61 |`, 'and the CPU per delivery');
+  t.notOk(section.includes('| rate300 / main | 300 | 300 ·'), 'a phase only one mode ran has no row');
+  t.equal(sideBySideMarkdown(stack.phases, base.phases), null, 'nothing in common: no table');
+  t.same(parseScenarios(EMBEDDED_DEFAULT).slice(0, 2), ['single', 'tenants'], "embedded mode's defaults run full speed");
 });
 
 t.test('a baseline without an embedded section renders as before', async (t) => {
