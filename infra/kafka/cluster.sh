@@ -97,6 +97,7 @@ PROPS
   fi
 }
 
+# Made once, before the nodes format side by side.
 cluster_id() {
   if [ ! -f "$dir/cluster-id" ]; then
     java $(java_args 0) -cp "$libs/*" kafka.tools.StorageTool random-uuid > "$dir/cluster-id"
@@ -158,7 +159,9 @@ case "${1:-}" in
       check_node "$2"; start_node "$2"; wait_node "$2"
     else
       start_node 0; wait_node 0
-      for n in 1 2 3; do start_node "$n"; done
+      # Formatting is a JVM start of its own: the three brokers format and start side by side.
+      for n in 1 2 3; do start_node "$n" & done
+      wait
       for n in 1 2 3; do wait_node "$n"; done
       echo "cluster.sh: Kafka $version cluster ready on $(brokers)"
     fi

@@ -288,10 +288,10 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             configNames: ['max.message.bytes', 'min.insync.replicas'],
           })),
         });
-        const valueOf = (r: (typeof resources)[number], config: string) =>
+        const configOf = (r: (typeof resources)[number], config: string) =>
           Number(r.configEntries.find((e) => e.configName === config)?.configValue);
         const small = resources.flatMap((r) => {
-          const v = valueOf(r, 'max.message.bytes');
+          const v = configOf(r, 'max.message.bytes');
           return v < maxMessageBytes ? [`${r.resourceName} (${v})`] : [];
         });
         if (small.length) {
@@ -301,7 +301,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
           );
         }
         const fewer = resources.flatMap((r) => {
-          const v = valueOf(r, 'min.insync.replicas');
+          const v = configOf(r, 'min.insync.replicas');
           return opts.minInsyncReplicas && v < opts.minInsyncReplicas ? [`${r.resourceName} (${v})`] : [];
         });
         if (fewer.length) {
