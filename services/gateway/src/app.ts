@@ -149,6 +149,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
         routing,
         log: deps.logger,
         lingerMs: config.PUBLISH_LINGER_MS,
+        timeoutMs: config.PUBLISH_TIMEOUT_MS,
         tracing: deps.tracing ?? null,
       }),
     ),

@@ -34,6 +34,12 @@ export function createPublisher(deps: {
   routing: RoutingCache;
   log: Logger;
   lingerMs?: number;
+  /**
+   * Longest a publish waits for its write (PUBLISH_TIMEOUT_MS); then 503. The write goes on: if it
+   * lands, a repeat with the same id (released here, so accepted again) writes a second record,
+   * which the router drops as a repeat of the event (it claims each tenant and id once).
+   */
+  timeoutMs?: number;
   /** With tracing on, each publish is a span and its event's record carries the traceparent. */
   tracing?: Tracing | null;
 }) {
@@ -89,7 +95,7 @@ export function createPublisher(deps: {
     }
     if (reservation === 'in_flight') throw new AppError('EVENT_CONFLICT');
     try {
-      await produce(event);
+      await withDeadline(produce(event), deps.timeoutMs);
     } catch (err) {
       if (callerChoseId) await deps.eventIds.release([key]).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'The event could not be accepted; nothing was published. Try again.', undefined, {
@@ -142,4 +148,15 @@ export function createPublisher(deps: {
       throw err;
     }
   };
+}
+
+/** `work`, or a rejection once `ms` have passed (work goes on; its own failure is then dropped). */
+function withDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  if (!ms) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Kafka did not acknowledge the write within ${ms} ms`)), ms);
+  });
+  work.catch(() => undefined);
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

@@ -250,6 +250,13 @@ export const SETTINGS = {
     description:
       "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, but every lone publish is answered this much later, so a client that publishes one event at a time slows down. 0: produce at once.",
   },
+  PUBLISH_TIMEOUT_MS: {
+    kind: 'integer',
+    default: '10000',
+    minimum: 100,
+    description:
+      "Longest a publish waits for Kafka to acknowledge its event (on min.insync.replicas brokers) before it is answered 503 SERVICE_UNAVAILABLE with Retry-After. Without it a publish waits out the producer's retries (a minute and more while too few replicas are in sync). The write may still land after the 503: repeat the publish with the same id, and the event is delivered once.",
+  },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
     default: '1000',
