@@ -160,8 +160,10 @@ case "${1:-}" in
     else
       start_node 0; wait_node 0
       # Formatting is a JVM start of its own: the three brokers format and start side by side.
-      for n in 1 2 3; do start_node "$n" & done
-      wait
+      # (`wait` on these three only: the controller is a child of this shell too.)
+      starting=()
+      for n in 1 2 3; do start_node "$n" & starting+=($!); done
+      wait "${starting[@]}"
       for n in 1 2 3; do wait_node "$n"; done
       echo "cluster.sh: Kafka $version cluster ready on $(brokers)"
     fi
