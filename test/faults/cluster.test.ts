@@ -15,9 +15,10 @@
 // the database and through the attempts API; duplicates stay within the in-flight window. Each
 // phase's figures (accepted, lost, duplicates, time to recover) are printed as a row of the fault
 // table in docs/operations.md.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
@@ -34,6 +35,7 @@ import {
   waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
+const run$ = promisify(execFile);
 const SERVICES = ['attempts', 'router', 'sender', 'gateway'] as const;
 type Service = (typeof SERVICES)[number];
 const PHASES = ['steady', 'leader', 'below-isr', 'rolling', 'partitions', 'services'] as const;
@@ -70,24 +72,24 @@ t.setTimeout(30 * 60_000);
 t.test('a three-broker cluster: broker and service failures under steady load', async (t) => {
   const run = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? '/tmp', 'kafka-cluster-'));
   const [controllerPort, ...brokerPorts] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-  const cluster = (...args: string[]) =>
-    execFileSync('bash', [`${ROOT}infra/kafka/cluster.sh`, ...args], {
-      env: {
-        ...process.env,
-        KAFKA_CLUSTER_DIR: run,
-        KAFKA_CLUSTER_PORTS: brokerPorts.join(','),
-        KAFKA_CLUSTER_CONTROLLER_PORT: String(controllerPort),
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-      .toString()
-      .trim();
-  t.teardown(() => {
-    cluster('stop');
+  // Asynchronous: a broker start takes seconds, and the receivers and the load live in this process.
+  const cluster = async (...args: string[]) =>
+    (
+      await run$('bash', [`${ROOT}infra/kafka/cluster.sh`, ...args], {
+        env: {
+          ...process.env,
+          KAFKA_CLUSTER_DIR: run,
+          KAFKA_CLUSTER_PORTS: brokerPorts.join(','),
+          KAFKA_CLUSTER_CONTROLLER_PORT: String(controllerPort),
+        },
+      })
+    ).stdout.trim();
+  t.teardown(async () => {
+    await cluster('stop');
     rmSync(run, { recursive: true, force: true });
   });
-  cluster('start');
-  const brokers = cluster('brokers');
+  await cluster('start');
+  const brokers = await cluster('brokers');
 
   const [gatewayPort, secondGatewayPort] = [await freePort(), await freePort()];
   const env = testEnv({
@@ -303,7 +305,7 @@ t.test('a three-broker cluster: broker and service failures under steady load', 
   const leader = await leaderOf(busiest.partition);
   startPhase('leader');
   let at = Date.now();
-  cluster('kill', String(leader));
+  await cluster('kill', String(leader));
   (stats.get('leader') as PhaseStats).recoveredMs = await recovery(at);
   (stats.get('leader') as PhaseStats).note = `broker ${leader} (leader of events partition ${busiest.partition}, ${busiest.high} records)`;
   await loadFor(RATE * 3);
@@ -313,11 +315,11 @@ t.test('a three-broker cluster: broker and service failures under steady load', 
   const second = [1, 2, 3].find((b) => b !== leader) as number;
   startPhase('below-isr');
   const below = stats.get('below-isr') as PhaseStats;
-  cluster('kill', String(second));
+  await cluster('kill', String(second));
   await waitFor('publishes refused below min.insync.replicas', () => (below.refused[503] ?? 0) >= 20, 180_000);
   at = Date.now();
-  cluster('start', String(leader));
-  cluster('start', String(second));
+  await cluster('start', String(leader));
+  await cluster('start', String(second));
   below.recoveredMs = await recovery(at);
   below.note = `brokers ${leader} and ${second}; recovery from their return`;
   await inSync();
@@ -329,8 +331,8 @@ t.test('a three-broker cluster: broker and service failures under steady load', 
   const rolling = stats.get('rolling') as PhaseStats;
   at = Date.now();
   for (const node of [1, 2, 3]) {
-    cluster('stop', String(node));
-    cluster('start', String(node));
+    await cluster('stop', String(node));
+    await cluster('start', String(node));
     await inSync();
   }
   rolling.note = `took ${Math.round((Date.now() - at) / 1000)} s`;
