@@ -18,6 +18,9 @@ const env: Record<string, string> = {
   // The local broker and database started below (each service on its own needs both set).
   KAFKA_BROKERS: '127.0.0.1:9092',
   DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/switchyard',
+  // One local broker holds one copy (docs/operations.md, "Production topology": a cluster keeps 3 and 2).
+  KAFKA_REPLICATION_FACTOR: '1',
+  KAFKA_MIN_INSYNC_REPLICAS: '1',
   ...(Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)) as Record<string, string>),
 };
 let config: ReturnType<typeof loadConfig>;

@@ -114,6 +114,7 @@ export async function createRuntime(service: string, config: Config = loadConfig
           topicPrefix: config.KAFKA_TOPIC_PREFIX,
           partitions: config.KAFKA_PARTITIONS,
           replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+          minInsyncReplicas: config.KAFKA_MIN_INSYNC_REPLICAS,
           maxMessageBytes: config.KAFKA_MAX_MESSAGE_BYTES,
           log: logger,
         });

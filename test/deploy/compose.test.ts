@@ -122,3 +122,14 @@ t.test('every service command in docker-compose.yml and the Dockerfile names a f
     t.ok(readFileSync(source, 'utf8').length > 0, `${c} is built from ${source.slice(ROOT.length)}`);
   }
 });
+
+t.test('the services replicate topics as the single broker allows', async (t) => {
+  const resolved = interpolateAll(doc, DUMMIES) as { services: Record<string, { environment?: Record<string, unknown> }> };
+  const brokers = Object.keys(resolved.services).filter((s) => /^kafka/.test(s)).length;
+  const rf = Number(resolved.services.gateway?.environment?.KAFKA_REPLICATION_FACTOR);
+  const isr = Number(resolved.services.gateway?.environment?.KAFKA_MIN_INSYNC_REPLICAS);
+  t.ok(rf >= 1 && rf <= brokers, `replication factor ${rf} within the ${brokers} broker(s)`);
+  t.ok(isr >= 1 && isr <= rf, `min.insync.replicas ${isr} within the replication factor`);
+  for (const s of ['router', 'sender', 'attempts'])
+    t.equal(resolved.services[s]?.environment?.KAFKA_REPLICATION_FACTOR, String(rf), `${s} creates topics the same way`);
+});

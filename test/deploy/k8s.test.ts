@@ -71,6 +71,11 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
     for (const s of Object.entries(SETTINGS))
       if ('required' in s[1] && s[1].required) t.ok(secretKeys.includes(s[0]), `${s[0]} in the secret`);
 
+    // The cluster settings of docs/operations.md ("Production topology"): three replicas, two in
+    // sync, so one broker may be down while every accepted event is on two.
+    t.equal(config.data?.KAFKA_REPLICATION_FACTOR, '3', 'topics keep three replicas');
+    t.equal(config.data?.KAFKA_MIN_INSYNC_REPLICAS, '2', 'a write is accepted once two replicas have it');
+
     // Memory requests above each service's peak RSS in the recorded benchmark (any phase, the
     // highest sample or the kernel's high-water mark).
     const baseline = JSON.parse(readFileSync(join(ROOT, 'bench/results/baseline.json'), 'utf8')) as {

@@ -231,9 +231,17 @@ export const SETTINGS = {
   },
   KAFKA_REPLICATION_FACTOR: {
     kind: 'integer',
-    default: '1',
+    default: '3',
     minimum: 1,
-    description: 'Replication factor of topics created by the service (3 in production).',
+    description:
+      'Replication factor of the topics the service creates. 3 for a cluster (docs/operations.md, "Production topology"); a single development broker needs 1 (with KAFKA_MIN_INSYNC_REPLICAS=1): a start that would create topics on fewer brokers than this fails and says so. Topics that already exist keep theirs.',
+  },
+  KAFKA_MIN_INSYNC_REPLICAS: {
+    kind: 'integer',
+    default: '2',
+    minimum: 1,
+    description:
+      'min.insync.replicas of the topics the service creates: with acks=all, a write is accepted only once this many replicas have it, and refused (publish: 503 with Retry-After) while fewer are in sync. At most KAFKA_REPLICATION_FACTOR; 2 of 3 keeps every accepted event on two brokers and survives one broker down.',
   },
   KAFKA_MAX_MESSAGE_BYTES: {
     kind: 'integer',

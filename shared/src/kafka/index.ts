@@ -63,6 +63,11 @@ export interface KafkaBusOptions {
   partitions: number;
   replicationFactor: number;
   /**
+   * `min.insync.replicas` of the topics created here (unset: the broker's default). With acks=all a
+   * write is acknowledged once that many replicas have it; with fewer in sync the broker refuses it.
+   */
+  minInsyncReplicas?: number;
+  /**
    * `max.message.bytes` of the topics created here, and the most bytes a produce request carries
    * (larger writes are split). Kafka's own default (1 MiB) is below our largest records: an event
    * can be 1 MiB, and a delivery record is the event plus its destination.
@@ -223,7 +228,23 @@ export function* splitBySize<M extends { message: { key: string; value: string |
   if (current.length) yield current;
 }
 
+/** Topics would be created with more replicas than the cluster has brokers: a setting to fix, not to retry. */
+export class ReplicationError extends Error {
+  readonly retriable = false;
+  constructor(wanted: number, brokers: number) {
+    super(
+      `KAFKA_REPLICATION_FACTOR is ${wanted} but the cluster has ${brokers} broker(s): start the other brokers, or for a ` +
+        'single development broker set KAFKA_REPLICATION_FACTOR=1 and KAFKA_MIN_INSYNC_REPLICAS=1 (docs/operations.md, "Production topology")',
+    );
+    this.name = 'ReplicationError';
+  }
+}
+
 export function createKafkaBus(opts: KafkaBusOptions): Bus {
+  if (opts.minInsyncReplicas && opts.minInsyncReplicas > opts.replicationFactor)
+    throw new Error(
+      `KAFKA_MIN_INSYNC_REPLICAS (${opts.minInsyncReplicas}) is above KAFKA_REPLICATION_FACTOR (${opts.replicationFactor}): no write could ever be accepted`,
+    );
   const kafka = new Kafka({
     clientId: opts.clientId,
     brokers: [...opts.brokers],
@@ -262,6 +283,9 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       const existing = new Set(await admin.listTopics());
       const missing = topics.filter((t) => !existing.has(name(t)));
       if (missing.length) {
+        // Kafka's own answer (INVALID_REPLICATION_FACTOR) names neither the brokers nor the setting.
+        const { brokers } = await admin.describeCluster();
+        if (brokers.length < opts.replicationFactor) throw new ReplicationError(opts.replicationFactor, brokers.length);
         await admin.createTopics({
           waitForLeaders: true,
           topics: missing.map((t) => ({
@@ -270,6 +294,7 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             replicationFactor: opts.replicationFactor,
             configEntries: [
               { name: 'max.message.bytes', value: String(maxMessageBytes) },
+              ...(opts.minInsyncReplicas ? [{ name: 'min.insync.replicas', value: String(opts.minInsyncReplicas) }] : []),
               ...(t.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
             ],
           })),
@@ -281,16 +306,32 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
       if (kept.length) {
         const { resources } = await admin.describeConfigs({
           includeSynonyms: false,
-          resources: kept.map((topic) => ({ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] })),
+          resources: kept.map((topic) => ({
+            type: ConfigResourceTypes.TOPIC,
+            name: topic,
+            configNames: ['max.message.bytes', 'min.insync.replicas'],
+          })),
         });
+        const configOf = (r: (typeof resources)[number], config: string) =>
+          Number(r.configEntries.find((e) => e.configName === config)?.configValue);
         const small = resources.flatMap((r) => {
-          const v = Number(r.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue);
+          const v = configOf(r, 'max.message.bytes');
           return v < maxMessageBytes ? [`${r.resourceName} (${v})`] : [];
         });
         if (small.length) {
           opts.log.warn(
             { topics: small, wanted: maxMessageBytes },
             'topics with max.message.bytes below KAFKA_MAX_MESSAGE_BYTES: events near 1 MiB will be refused until it is raised',
+          );
+        }
+        const fewer = resources.flatMap((r) => {
+          const v = configOf(r, 'min.insync.replicas');
+          return opts.minInsyncReplicas && v < opts.minInsyncReplicas ? [`${r.resourceName} (${v})`] : [];
+        });
+        if (fewer.length) {
+          opts.log.warn(
+            { topics: fewer, wanted: opts.minInsyncReplicas },
+            'topics with min.insync.replicas below KAFKA_MIN_INSYNC_REPLICAS: an accepted write may live on fewer brokers until it is raised',
           );
         }
       }
