@@ -256,7 +256,11 @@ t.test('a baseline puts the scenarios both modes ran side by side, full speed am
   const section = md.slice(md.indexOf('\n## Embedded mode'));
   t.match(section, /### Stack and embedded side by side/);
   const row = section.split('\n').find((l) => l.startsWith('| single / main |')) ?? '';
-  t.match(row, `| ${Math.round(single.delivery.deliveredPerSec).toLocaleString('en-US')} · 1,234 |`, "the stack's rate beside embedded mode's");
+  t.match(
+    row,
+    `| ${Math.round(single.delivery.deliveredPerSec).toLocaleString('en-US')} · 1,234 |`,
+    "the stack's rate beside embedded mode's",
+  );
   t.match(row, `| ${single.efficiency.cpuMsPerDelivery.toFixed(2)} · 0.61 |`, 'and the CPU per delivery');
   t.notOk(section.includes('| rate300 / main | 300 | 300 ·'), 'a phase only one mode ran has no row');
   t.equal(sideBySideMarkdown(stack.phases, base.phases), null, 'nothing in common: no table');
