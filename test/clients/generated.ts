@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { Test } from 'tap';
 import {
   freePort,
   ROOT,
@@ -15,6 +16,7 @@ import {
   startService,
   type Teardown,
   testEnv,
+  waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
 export const execFileAsync = promisify(execFile);
@@ -75,4 +77,46 @@ export function generate(d: Deployment, generator: string, out: string, properti
     ],
     d.scratch,
   );
+}
+
+/**
+ * The round trip every generated client takes (the program `file` run by `cmd`, with `setup`, `read`
+ * and `finish` as its first argument; test/clients/roundtrip.py is the reference): a tenant and a
+ * webhook destination, a publish routed to it, the events and the attempts with their event once
+ * delivered, a retry, the deletion. Asynchronous: the receiver answers from this process meanwhile.
+ */
+export async function checkRoundTrip(t: Test, d: Deployment, tenant: string, cmd: string, file: string, cwd: string): Promise<void> {
+  const roundTrip = async (...args: string[]) => {
+    const { stdout } = await execFileAsync(cmd, [file, ...args], {
+      cwd,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, BASE_URL: d.baseUrl, API_KEY: d.apiKey, HOOK_URL: `${d.receiver.url}/hook` },
+    });
+    return JSON.parse(stdout);
+  };
+  const setup = await roundTrip('setup');
+  t.equal(setup.tenant, tenant, 'tenant');
+  t.equal(setup.type, 'webhook', 'webhook destination');
+  t.same(setup.routed, [setup.destination], 'published, routed to it');
+  const read = await waitFor(
+    'a successful attempt, listed',
+    async () => {
+      const r = await roundTrip('read', setup.event);
+      return r.attempts.some((a: { status: string }) => a.status === 'success') ? r : null;
+    },
+    180_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${d.service.output().slice(-4000)}`);
+  });
+  t.same(read.events, [setup.event], 'the events');
+  t.same(read.event, { id: setup.event, data: { n: 1 } }, 'the event, with its data');
+  t.same(
+    read.attempts.find((a: { status: string }) => a.status === 'success'),
+    { status: 'success', event: setup.event },
+    'its attempt, with the event',
+  );
+  t.ok(d.receiver.requests.length > 0, 'the webhook received it');
+  const finish = await roundTrip('finish', setup.destination, setup.event);
+  t.same(finish, { retried: true, deleted: true, gone: 404 }, 'retried; the destination deleted, and gone');
 }
