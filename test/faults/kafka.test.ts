@@ -3,16 +3,13 @@
 // event is delivered once the broker is back) and otherwise 503 with Retry-After, never a 202 for
 // an event that was not stored. The suite runs a broker of its own (the test command's is shared
 // with the other suites), stopped and started again with infra/kafka/kafka.sh.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import {
   createTestDatabase,
   duplicatesAt,
   freePort,
-  ROOT,
+  startOwnBroker,
   startReceiver,
   startService,
   testEnv,
@@ -21,28 +18,10 @@ import {
 } from '@switchyard/shared/testing/index.ts';
 
 t.test('Kafka broker restart during a run', async (t) => {
-  const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
-  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? '/tmp', 'kafka-fault-'));
-  const kafka = (cmd: 'start' | 'stop') =>
-    execFileSync('bash', [`${ROOT}infra/kafka/kafka.sh`, cmd], {
-      // No SASL listener: the suite's own broker holds KAFKA_SASL_PORT.
-      env: {
-        ...process.env,
-        KAFKA_PORT: String(kafkaPort),
-        KAFKA_CONTROLLER_PORT: String(controllerPort),
-        KAFKA_DATA_DIR: dir,
-        KAFKA_SASL_PORT: '',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  kafka('start');
-  t.teardown(() => {
-    kafka('stop');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const { brokers, kafka } = await startOwnBroker(t, 'kafka-fault');
   const port = await freePort();
   const env = testEnv({
-    KAFKA_BROKERS: `127.0.0.1:${kafkaPort}`,
+    KAFKA_BROKERS: brokers,
     DATABASE_URL: await createTestDatabase(t),
     API_PORT: String(port),
     TOPICS: 'order.paid',

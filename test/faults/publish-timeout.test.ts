@@ -2,14 +2,11 @@
 // 503 and Retry-After, never 202 for an event that was not written; and once the broker is back, what
 // was refused is published (a caller-chosen id exactly once). A gateway (build + inject) on a broker
 // of the test's own, stopped and started again with infra/kafka/kafka.sh.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import { freePort, ROOT, waitFor } from '@switchyard/shared/testing/index.ts';
+import { startOwnBroker, waitFor } from '@switchyard/shared/testing/index.ts';
 import { buildTestApp } from '../../services/gateway/test/helpers.ts';
 
 const TIMEOUT_MS = 3_000;
@@ -20,25 +17,7 @@ const TIMEOUT_MS = 3_000;
 const ANSWERED_WITHIN_MS = TIMEOUT_MS + 15_000;
 
 t.test('publishing while the broker is down is answered 503 within PUBLISH_TIMEOUT_MS', async (t) => {
-  const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
-  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? '/tmp', 'kafka-publish-timeout-'));
-  const kafka = (cmd: 'start' | 'stop') =>
-    execFileSync('bash', [`${ROOT}infra/kafka/kafka.sh`, cmd], {
-      env: {
-        ...process.env,
-        KAFKA_PORT: String(kafkaPort),
-        KAFKA_CONTROLLER_PORT: String(controllerPort),
-        KAFKA_DATA_DIR: dir,
-        KAFKA_SASL_PORT: '',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  kafka('start');
-  t.teardown(() => {
-    kafka('stop');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const brokers = `127.0.0.1:${kafkaPort}`;
+  const { brokers, kafka } = await startOwnBroker(t, 'kafka-publish-timeout');
   const { app, config, call } = await buildTestApp(t, { KAFKA_BROKERS: brokers, PUBLISH_TIMEOUT_MS: String(TIMEOUT_MS) });
   t.equal((await call('PUT', '/api/v1/tenants/acme')).status, 201);
   const publish = async (id?: string) => {

@@ -1,6 +1,6 @@
 // Helpers for tests: unique databases and topic prefixes, service processes, a local receiver.
 // Tests register their own cleanup through tap's teardown.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -295,6 +295,34 @@ export async function publishAll(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   return { accepted, refused };
+}
+
+/**
+ * A Kafka broker of a test's own (infra/kafka/kafka.sh on free ports, in the run's directory), for
+ * tests that stop and start it; stopped and removed at teardown. No SASL listener: the suite's broker
+ * holds KAFKA_SASL_PORT.
+ */
+export async function startOwnBroker(t: Teardown, name: string): Promise<{ brokers: string; kafka(cmd: 'start' | 'stop'): void }> {
+  const [kafkaPort, controllerPort] = [await freePort(), await freePort()];
+  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), `${name}-`));
+  const kafka = (cmd: 'start' | 'stop') => {
+    execFileSync('bash', [`${ROOT}infra/kafka/kafka.sh`, cmd], {
+      env: {
+        ...process.env,
+        KAFKA_PORT: String(kafkaPort),
+        KAFKA_CONTROLLER_PORT: String(controllerPort),
+        KAFKA_DATA_DIR: dir,
+        KAFKA_SASL_PORT: '',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  };
+  kafka('start');
+  t.teardown(() => {
+    kafka('stop');
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { brokers: `127.0.0.1:${kafkaPort}`, kafka };
 }
 
 /** Waits until every accepted event has a final attempt; returns those still without one at the deadline. */
