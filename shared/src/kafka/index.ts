@@ -1,10 +1,12 @@
 // The only module that imports kafkajs (besides kafkajs-idle-poll.ts, kafkajs-crc32c.ts,
-// kafkajs-produce.ts and kafkajs-fetch-wait.ts: a fix to its internals, a faster CRC, a one-pass
-// produce request writer and fetch waits that follow the traffic, which load with it). The Kafka
+// kafkajs-produce.ts, kafkajs-fetch-wait.ts and kafkajs-acked.ts: a fix to its internals, a faster
+// CRC, a one-pass produce request writer, fetch waits that follow the traffic and a record of what
+// brokers acknowledged, which load with it). The Kafka
 // adapter of the Bus port (../bus.ts), which the embedded log (../embedded/bus.ts) implements too, so
 // service code is the same in both modes.
 import { randomUUID } from 'node:crypto';
 import kafkajs, { type Admin, type Consumer, type ConsumerRunConfig, type KafkaConfig, type Producer } from 'kafkajs';
+import { acknowledged } from './kafkajs-acked.ts';
 import './kafkajs-crc32c.ts';
 import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
@@ -228,6 +230,17 @@ export function* splitBySize<M extends { message: { key: string; value: string |
   if (current.length) yield current;
 }
 
+/** How many times a write is sent while kafkajs resolves it with records no broker acknowledged. */
+const UNSENT_ROUNDS = 5;
+
+/** The records of a write that no broker acknowledged, by topic (kafkajs-acked.ts). */
+function unacknowledged<M extends object>(topicMessages: Array<{ topic: string; messages: M[] }>): Array<{ topic: string; messages: M[] }> {
+  return topicMessages.flatMap(({ topic, messages }) => {
+    const left = messages.filter((m) => !acknowledged(m));
+    return left.length ? [{ topic, messages: left }] : [];
+  });
+}
+
 /** Topics would be created with more replicas than the cluster has brokers: a setting to fix, not to retry. */
 export class ReplicationError extends Error {
   readonly retriable = false;
@@ -413,16 +426,30 @@ export function createKafkaBus(opts: KafkaBusOptions): Bus {
             }));
             // Only the request waits its turn: other sends serialise their records meanwhile.
             await oneAtATime(async () => {
-              if (closed) throw new Error('the producer is closed');
-              current ??= await open();
-              const producer = current;
-              try {
-                await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
-              } catch (err) {
+              let left = topicMessages;
+              for (let round = 1; ; round++) {
+                if (closed) throw new Error('the producer is closed');
+                current ??= await open();
+                const producer = current;
+                try {
+                  await producer.sendBatch({ topicMessages: left, acks: -1, compression: CompressionTypes.None });
+                } catch (err) {
+                  current = null;
+                  producer.disconnect().catch(() => undefined);
+                  opts.log.warn({ err }, 'a Kafka write failed; the next one starts a new producer');
+                  throw err;
+                }
+                // kafkajs may resolve a send across a leader change without having sent the records of
+                // the partitions that moved (kafkajs-acked.ts): those go again, with a new producer, as
+                // the old one's sequence numbers for those partitions may no longer be the broker's.
+                left = unacknowledged(left);
+                if (!left.length) return;
                 current = null;
                 producer.disconnect().catch(() => undefined);
-                opts.log.warn({ err }, 'a Kafka write failed; the next one starts a new producer');
-                throw err;
+                const records = left.reduce((a, t) => a + t.messages.length, 0);
+                if (round >= UNSENT_ROUNDS)
+                  throw new Error(`${records} record(s) of a Kafka write were acknowledged by no broker after ${round} sends`);
+                opts.log.warn({ records, round }, 'a Kafka write left records no broker acknowledged; sending them again');
               }
             });
           }
