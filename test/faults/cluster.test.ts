@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import kafkajs, { type ISocketFactory } from 'kafkajs';
+import kafkajs, { type Admin, type ISocketFactory } from 'kafkajs';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
@@ -528,4 +528,49 @@ t.test('a three-broker cluster: broker and service failures under steady load', 
   t.comment(`cluster faults at ${RATE} events/s target, ${acceptedCount()} accepted:`);
   t.comment('| phase | accepted | lost: no final attempt / not received / not in the API | duplicates | recovered in | refused | note |');
   for (const row of rows) t.comment(row);
+
+  // A lost delivery, traced: where its event is in the topics it passes through, and where the
+  // router's group has committed, so a failing run says which step dropped it.
+  const lostIds = [
+    ...new Set(
+      expected.filter((e) => !done.has(`${e.id} ${e.destination.id}`) || !received.has(`${e.id} ${e.destination.path}`)).map((e) => e.id),
+    ),
+  ];
+  if (lostIds.length) {
+    const where = await trace(admin, prefix, lostIds.slice(0, 50));
+    const committed = await admin.fetchOffsets({ groupId: `${prefix}router`, topics: [eventsTopic] });
+    t.comment(`router committed on ${eventsTopic}: ${JSON.stringify(committed[0]?.partitions.map((p) => `${p.partition}@${p.offset}`))}`);
+    for (const id of lostIds.slice(0, 50))
+      t.comment(`lost ${id} (published ${publishStart.get(id)}): ${where.get(id)?.join('; ') || 'in no topic'}`);
+  }
 });
+
+/**
+ * The records of this run's events, routed, delivery, retry and attempts topics that carry each of
+ * `ids` (as `"id"` in their JSON), as `topic partition@offset`. Reads every partition to its end.
+ */
+async function trace(admin: Admin, prefix: string, ids: string[]): Promise<Map<string, string[]>> {
+  const found = new Map<string, string[]>(ids.map((id) => [id, []]));
+  const topics = ['events', 'routed', 'deliveries.webhook', 'retry.1s', 'attempts'].map((name) => `${prefix}${name}`);
+  const ends = new Map<string, number>();
+  for (const topic of topics) for (const p of await admin.fetchTopicOffsets(topic)) ends.set(`${topic} ${p.partition}`, Number(p.high));
+  const left = new Set([...ends].filter(([, high]) => high > 0).map(([id]) => id));
+  const kafka = new kafkajs.Kafka({ clientId: 'cluster-trace', brokers: brokers.split(','), logLevel: kafkajs.logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: uniqueName('cluster-trace') });
+  await consumer.connect();
+  try {
+    for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ topic, partition, message }) => {
+        const text = message.value?.toString() ?? '';
+        for (const id of ids)
+          if (text.includes(`"${id}"`)) found.get(id)?.push(`${topic.slice(prefix.length)} ${partition}@${message.offset}`);
+        if (Number(message.offset) + 1 >= (ends.get(`${topic} ${partition}`) ?? 0)) left.delete(`${topic} ${partition}`);
+      },
+    });
+    await waitFor('every traced partition read to its end', () => left.size === 0, 180_000).catch(() => undefined);
+  } finally {
+    await consumer.disconnect();
+  }
+  return found;
+}
