@@ -7,7 +7,7 @@
 // failed broker's partitions now have as leader a broker that already answered (the leader was
 // killed or is stopping, and a follower took over), their records are sent to nobody, and the send
 // resolves as if they were written. In the cluster fault suite that lost accepted events when the
-// leader of the busiest events partition was killed (docs/operations.md, "Fault table").
+// leader of the busiest events partition was killed (docs/operations.md, "Faults of a cluster, measured").
 // Upstream: https://github.com/tulios/kafkajs/issues/1303 (open), and the proposed fix #1798.
 //
 // kafkajs hands the caller's message objects through to the produce request unchanged, so marking
