@@ -164,6 +164,19 @@ t.test('a service validates its own sections only', async (t) => {
   t.throws(() => loadServiceConfig('embedded', env), /API_PORT.*SENDER_CONCURRENCY/, 'embedded mode: every section');
 });
 
+t.test("a service's settings have the values the whole catalogue gives them", async (t) => {
+  const env = { ...required, DELIVERY_TIMEOUT_SECONDS: '2', TOPICS: 'a,b', API_PORT: '4000', KAFKA_BROKERS: 'k:9092' };
+  const all = loadConfig(env) as Record<string, unknown>;
+  for (const service of Object.keys(SERVICE_SECTIONS)) {
+    const own = loadServiceConfig(service, env) as Record<string, unknown>;
+    t.same(
+      settingsOf(service).filter((name) => !Object.is(own[name], all[name]) && JSON.stringify(own[name]) !== JSON.stringify(all[name])),
+      [],
+      `${service}: same values`,
+    );
+  }
+});
+
 t.test('reading a setting outside its sections throws, naming it', async (t) => {
   const c = loadServiceConfig('gateway', required);
   t.equal(c.API_PORT, 3333);
