@@ -1,4 +1,4 @@
-// Poison records (issue 39): a routed event or an attempt that Postgres can never store is
+// Poison records: a routed event or an attempt that Postgres can never store is
 // dead-lettered with the reason, an unstorable response is stored escaped, and the records behind
 // them on the same partition are stored as usual. Both modes: Kafka + Postgres, and the embedded
 // log + PGlite.
