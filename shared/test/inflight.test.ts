@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker, retryInPlace } from '../src/kafka/inflight.ts';
+import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker, retryInPlace } from '../src/bus/inflight.ts';
 
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();

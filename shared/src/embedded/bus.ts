@@ -28,7 +28,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Logger } from '../log.ts';
-import { coalesceBatches } from '../kafka/coalesce.ts';
+import { coalesceBatches } from '../bus/coalesce.ts';
 import {
   createCommitter,
   DELAYED_RELEASE_SLICE,
@@ -36,10 +36,19 @@ import {
   MERGED_BATCH_MAX_RECORDS,
   releaseSlackMs,
   releaseSlice,
-} from '../kafka/consume.ts';
-import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, KeyedConsumer, LagRow } from '../bus.ts';
-import { OffsetTracker, retryInPlace } from '../kafka/inflight.ts';
-import { allTopics, type TopicDef, topicName } from '../kafka/topics.ts';
+} from '../bus/consume.ts';
+import type {
+  Bus,
+  BusConsumer,
+  BusProducer,
+  ConsumeOptions,
+  DelayedConsumeOptions,
+  InRecord,
+  KeyedConsumer,
+  LagRow,
+} from '../bus/index.ts';
+import { OffsetTracker, retryInPlace } from '../bus/inflight.ts';
+import { allTopics, type TopicDef, topicName } from '../bus/topics.ts';
 import { encode, type StoredRecord, toInRecord } from './codec.ts';
 import { lockDirectory, syncDir, writeFileDurably } from './lock.ts';
 import { OffsetStore } from './offsets.ts';

@@ -9,23 +9,31 @@ import './kafkajs-crc32c.ts';
 import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
 import './kafkajs-idle-poll.ts';
 import './kafkajs-produce.ts';
-import type { Bus, BusConsumer, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, KeyedConsumer, LagRow } from '../bus.ts';
+import type {
+  Bus,
+  BusConsumer,
+  BusProducer,
+  ConsumeOptions,
+  DelayedConsumeOptions,
+  InRecord,
+  KeyedConsumer,
+  LagRow,
+} from '../bus/index.ts';
 import { createSerial } from '../batcher.ts';
 import type { Logger } from '../log.ts';
-import { coalesceBatches } from './coalesce.ts';
+import { coalesceBatches } from '../bus/coalesce.ts';
 import {
   createCommitter,
   DELAYED_RELEASE_SLICE,
-  decodeRecord,
   keyedDispatchOf,
   MERGED_BATCH_MAX_RECORDS,
   releaseSlackMs,
   releaseSlice,
-} from './consume.ts';
-import { jsonOf } from './json-text.ts';
+} from '../bus/consume.ts';
+import { decodeRecord, jsonOf } from '../bus/record-codec.ts';
 import { createPartitioner } from './partitioner.ts';
-import { OffsetTracker, retryInPlace } from './inflight.ts';
-import { allTopics, type TopicDef, topicName } from './topics.ts';
+import { OffsetTracker, retryInPlace } from '../bus/inflight.ts';
+import { allTopics, type TopicDef, topicName } from '../bus/topics.ts';
 
 const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes } = kafkajs;
 
