@@ -103,7 +103,7 @@ export interface ConsumeOptions<T> {
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
    * delivery path (attempts), a few ms on it (the router). Only while records come: after an empty
-   * fetch the next one long-polls (kafkajs-fetch-wait.ts), so an idle consumer does not ask the
+   * fetch the next one long-polls (kafkajs/fetch-wait.ts), so an idle consumer does not ask the
    * broker every few ms.
    */
   batchWaitMs?: number;

@@ -10,7 +10,7 @@ import { OffsetTracker, retryInPlace } from '../bus/inflight.ts';
 import type { Logger } from '../log.ts';
 import { type BroadcastReader, type KafkaContext, toInRecord } from './client.ts';
 import { firstJoin, runKept, SESSION_TIMEOUT_MS } from './group.ts';
-import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
+import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs/fetch-wait.ts';
 
 interface PartitionState {
   topic: string;
@@ -61,7 +61,7 @@ function openConsumer<T>(ctx: KafkaContext, o: ConsumeOptions<T>): { consumer: C
     ...(o.batchWaitMs ? { minBytes, maxWaitTimeInMs: o.batchWaitMs } : {}),
     ...(o.fetchMaxBytes ? { maxBytes: o.fetchMaxBytes, maxBytesPerPartition: o.fetchMaxBytes } : {}),
   });
-  // Waiting for fuller batches only while records come; idle, a long poll (kafkajs-fetch-wait.ts).
+  // Waiting for fuller batches only while records come; idle, a long poll (kafkajs/fetch-wait.ts).
   const stopAdapting = o.batchWaitMs
     ? adaptFetchWait(groupId, { kind: 'batch', minBytes, maxWaitMs: o.batchWaitMs, idleWaitMs: IDLE_FETCH_WAIT_MS })
     : () => {};

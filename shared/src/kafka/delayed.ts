@@ -5,7 +5,7 @@ import { DELAYED_RELEASE_SLICE, releaseSlackMs, releaseSlice } from '../bus/cons
 import type { BusConsumer, DelayedConsumeOptions } from '../bus/index.ts';
 import { type KafkaContext, toInRecord } from './client.ts';
 import { firstJoin, runKept, SESSION_TIMEOUT_MS } from './group.ts';
-import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs-fetch-wait.ts';
+import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs/fetch-wait.ts';
 
 /**
  * kafkajs's fetch limits for a delayed consumer (the retry tiers): 2 MiB a fetch, an eighth of it a
@@ -25,7 +25,7 @@ export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPart
  * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
  * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most
  * 200 ms a fetch"). Only while a partition is paused: with none there is nothing to resume, and the
- * fetch long-polls (kafkajs-fetch-wait.ts), so idle tiers are not asked five times a second.
+ * fetch long-polls (kafkajs/fetch-wait.ts), so idle tiers are not asked five times a second.
  */
 export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
@@ -78,7 +78,7 @@ async function releaseDue<T>(r: DelayedRun<T>, payload: EachBatchPayload): Promi
 
 export async function consumeDelayed<T>(ctx: KafkaContext, o: DelayedConsumeOptions<T>): Promise<BusConsumer> {
   const groupId = `${ctx.opts.topicPrefix}${o.groupId}`;
-  // The short wait only while a partition is paused; with none, a long poll (kafkajs-fetch-wait.ts).
+  // The short wait only while a partition is paused; with none, a long poll (kafkajs/fetch-wait.ts).
   const stopAdapting = adaptFetchWait(groupId, {
     kind: 'delayed',
     minBytes: 1,

@@ -1,14 +1,10 @@
 // The Kafka adapter of the Bus port (../bus/index.ts), which the embedded log (../embedded/)
-// implements too, so service code is the same in both modes. This folder is the only one that
-// imports kafkajs: the client and what its modules share (client.ts), topics, lag and readiness
+// implements too, so service code is the same in both modes. All of the bus's kafkajs code is in
+// this folder: the client and what its modules share (client.ts), topics, lag and readiness
 // (admin.ts), the producer (producer.ts), the consumer (consumer.ts), the retry tiers' delayed
 // consumer (delayed.ts), a consumer's life in its group (group.ts), the partitioner (partitioner.ts)
-// and the changes to kafkajs's internals, which load with it (kafkajs-*.ts: a fix to its idle
-// polling, a faster CRC, a one-pass produce request writer and fetch waits that follow the traffic).
-import './kafkajs-crc32c.ts';
-import './kafkajs-fetch-wait.ts';
-import './kafkajs-idle-poll.ts';
-import './kafkajs-produce.ts';
+// and the changes to kafkajs's internals (kafkajs/), which load with it.
+import './kafkajs/index.ts';
 import type { Bus } from '../bus/index.ts';
 import { allTopics } from '../bus/topics.ts';
 import { ensureTopicsOnce, lag } from './admin.ts';

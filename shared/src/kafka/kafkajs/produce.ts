@@ -14,7 +14,10 @@
 // which they load at the first produce, so putting this function in its place before then is enough.
 // Remove this module when moving off kafkajs 2.2.4.
 import { createRequire } from 'node:module';
-import { crc32c } from './kafkajs-crc32c.ts';
+import { crc32c } from './crc32c.ts';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('produce.ts');
 
 type Bytes = string | Buffer;
 interface Message {
@@ -302,19 +305,13 @@ export const produceRequest: Marked & { kafkajs: ProduceModule } = Object.assign
   { kafkajs: kafkajsProduce, [INSTALLED]: true as const },
 );
 
-/** The kafkajs whose bytes this writer reproduces; another keeps its own encoder (and the tests say so). */
-const KAFKAJS_VERSION = '2.2.4';
-const version = (require('kafkajs/package.json') as { version: string }).version;
+// Installed only on the kafkajs whose bytes this writer reproduces (assertPatchedKafkajs above).
 const entry = require.cache[KAFKAJS_PRODUCE_MODULE];
-if (version !== KAFKAJS_VERSION) {
-  process.emitWarning(`kafkajs ${version} is not ${KAFKAJS_VERSION}: shared/src/kafka/kafkajs-produce.ts not installed`, {
-    code: 'SWITCHYARD_KAFKAJS_PRODUCE',
-  });
-} else if (entry && !(entry.exports as Marked)[INSTALLED]) {
+if (entry && !(entry.exports as Marked)[INSTALLED]) {
   // The later versions take v3's module when they load; one already loaded keeps kafkajs's.
   for (const v of [4, 5, 6, 7]) {
     if (require.cache[require.resolve(`kafkajs/src/protocol/requests/produce/v${v}/request.js`)]) {
-      process.emitWarning(`kafkajs produce v${v} was loaded before shared/src/kafka/kafkajs-produce.ts: not replaced`, {
+      process.emitWarning(`kafkajs produce v${v} was loaded before shared/src/kafka/kafkajs/produce.ts: not replaced`, {
         code: 'SWITCHYARD_KAFKAJS_PRODUCE',
       });
     }
