@@ -6,14 +6,8 @@ import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
 import t from 'tap';
 import '../src/kafka/index.ts';
-import {
-  encodeProduce,
-  KAFKAJS_PRODUCE_MODULE,
-  kafkajsProduce,
-  type ProduceArgs,
-  type ProduceRequest,
-  produceRequest,
-} from '../src/kafka/kafkajs/produce.ts';
+import { KAFKAJS_PRODUCE_MODULE, kafkajsProduce, type ProduceRequest, produceRequest } from '../src/kafka/kafkajs/produce.ts';
+import { encodeProduce, type ProduceArgs } from '../src/kafka/kafkajs/produce-writer.ts';
 import { createTopicReady, uniqueName } from '../src/testing/index.ts';
 
 const require = createRequire(import.meta.url);

@@ -1,7 +1,8 @@
 // Consumer code every adapter of the Bus port shares (the Kafka bus, kafka/, and the embedded log,
 // embedded/): commits, the per-record dispatch, delayed release and the merged-batch bound.
 import type { ConsumeOptions, InRecord } from './index.ts';
-import { createKeyedDispatch, type KeyedDispatchOptions, type OffsetTracker } from './inflight.ts';
+import { createKeyedDispatch, type KeyedDispatchOptions } from './inflight.ts';
+import type { OffsetTracker } from './offset-tracker.ts';
 
 /**
  * The commit of a consumer with records in flight: each call commits, after the calls before it,

@@ -5,7 +5,7 @@
 //
 // This folder is transport-neutral and imports neither adapter (shared/test/bus-boundaries.test.ts):
 // the port (here), the topic catalogue and retry tiers (topics.ts), record values (record-codec.ts)
-// and the consumer code both adapters share (consume.ts, coalesce.ts, inflight.ts).
+// and the consumer code both adapters share (consume.ts, coalesce.ts, inflight.ts, offset-tracker.ts, byte-budget.ts).
 import type { AfterKey, KeyHealth } from './inflight.ts';
 import type { TopicDef } from './topics.ts';
 

@@ -9,7 +9,7 @@
 //
 // kafkajs's RecordBatch loads its CRC module when the first produce request is encoded, so this
 // module puts its function into the require cache in that module's place before then. The services'
-// produce requests are written by produce.ts, which calls crc32c itself; the copy in
+// produce requests are written by produce-writer.ts, which calls crc32c itself; the copy in
 // kafkajs's place serves the requests left to kafkajs's own encoder. Remove it if kafkajs computes
 // the CRC natively.
 import { createRequire, Module } from 'node:module';
