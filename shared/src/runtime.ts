@@ -3,7 +3,7 @@ import { type Config, ConfigError, loadServiceConfig } from './config/index.ts';
 import { type Cipher, createCipher } from './crypto.ts';
 import { createDb, type Knex, migrateLatest } from './db/index.ts';
 import { lockDirectory } from './embedded/lock.ts';
-import type { Bus } from './bus.ts';
+import type { Bus } from './bus/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { DependencyError } from './process.ts';
 import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
