@@ -1,7 +1,7 @@
-// The router's JSON splice (shared/src/kafka/json-text.ts) against JSON.stringify per record, on one
+// The router's JSON splice (shared/src/bus/record-codec.ts) against JSON.stringify per record, on one
 // fetched batch fanned out: 100 events x 10 destinations, at three event sizes. In-process, no I/O:
 //   bash infra/run.sh node bench/json-splice.ts
-import { jsonOnce, spliceJson } from '../shared/src/kafka/json-text.ts';
+import { jsonOnce, spliceJson } from '../shared/src/bus/record-codec.ts';
 for (const size of [200, 2_000, 20_000]) {
   const events = Array.from({ length: 100 }, (_, i) => ({
     id: `e${i}`,

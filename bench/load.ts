@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createKafkaBus } from '../shared/src/kafka/index.ts';
-import { TOPIC } from '../shared/src/kafka/topics.ts';
+import { TOPIC } from '../shared/src/bus/topics.ts';
 import { createLogger } from '../shared/src/log.ts';
 import { nowMs, sleep, summarize, type Summary, TimedSamples } from './lib/stats.ts';
 

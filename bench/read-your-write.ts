@@ -1,4 +1,4 @@
-// Read-your-write after publish (issue 43): how long `GET /events/{id}` takes right after the 202,
+// Read-your-write after publish: how long `GET /events/{id}` takes right after the 202,
 // and whether it ever answers 404, against embedded mode (one process, as `npm start` runs it).
 //   bash infra/run.sh node bench/read-your-write.ts [N]
 // The gateway waits for an in-flight event (services/gateway/src/routes/events.ts), so the GET's

@@ -12,7 +12,7 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 // The runner's own Kafka clients share the machine with the services: without this fix each of
 // their connections would wake the runner every millisecond (docs/architecture.md).
-import '../shared/src/kafka/kafkajs-idle-poll.ts';
+import '../shared/src/kafka/kafkajs/idle-poll.ts';
 import { ROOT } from '../shared/src/testing/index.ts';
 import { type CeilingResult, runCeiling, type Via } from './load.ts';
 import { hangingPhases, keepOf } from './lib/keep.ts';

@@ -1,4 +1,4 @@
-// The cost of a quiet pipeline (issue 46): the fixed-rate `rate300` phase and the `idle` phase, in
+// The cost of a quiet pipeline: the fixed-rate `rate300` phase and the `idle` phase, in
 // either deployment (the four services with Kafka and Postgres, or embedded mode's one process).
 // Pure: the targets and the summary's section are computed from a run's phases (unit-tested in
 // test/bench/efficiency.test.ts), so the runner and --render state them the same way.
@@ -14,7 +14,7 @@ export const MODERATE_CPU_TARGET_MS = { stack: 2.0, embedded: 1.5 } as const;
 export const MODERATE_P99_TARGET_MS = 50;
 /** An idle process (no events) uses under this share of a core, percent. */
 export const IDLE_TARGET_PCT = 1;
-/** Embedded mode's memory goals (issue 40): reported beside the figures, not judged here. */
+/** Embedded mode's memory goals (docs/performance.md, "Targets"): reported beside the figures, not judged here. */
 export const EMBEDDED_RSS_GOALS_MB = { idle: 250, peak: 500 } as const;
 
 export type Deployment = 'stack' | 'embedded';
@@ -32,7 +32,7 @@ export function idleJudged(deployment: Deployment, services: readonly string[]):
   return deployment === 'embedded' ? ['embedded'] : [...services];
 }
 
-/** The targets of issue 46 read from the run's rate300 and idle phases; none without them. */
+/** The moderate-load and idle targets read from the run's rate300 and idle phases; none without them. */
 export function moderateTargets(phases: readonly PhaseResult[], deployment: Deployment, services: readonly string[]): Target[] {
   const out: Target[] = [];
   const cpuTarget = MODERATE_CPU_TARGET_MS[deployment];

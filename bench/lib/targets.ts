@@ -1,4 +1,4 @@
-// The two targets whose reading issue 40 decided (docs/performance.md, "Targets"), computed from a
+// The two targets whose reading docs/performance.md ("Targets") states, computed from a
 // run's phases, so the runner and --render (re-rendering an older result) state them the same way.
 import type { ProcSummary } from './proc.ts';
 import { isHangingPhase } from './keep.ts';

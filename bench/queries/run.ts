@@ -16,7 +16,7 @@ import { createCipher } from '../../shared/src/crypto.ts';
 import { createDb, type Knex, migrateLatest } from '../../shared/src/db/index.ts';
 import { ensurePartitions, listPartitions, type PartitionedTable } from '../../shared/src/db/partitions.ts';
 import { cursorAt } from '../../shared/src/db/paging.ts';
-import type { BusProducer } from '../../shared/src/bus.ts';
+import type { BusProducer } from '../../shared/src/bus/index.ts';
 import { createLogger } from '../../shared/src/log.ts';
 import { build } from '../../services/gateway/src/app.ts';
 

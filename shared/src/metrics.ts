@@ -12,8 +12,8 @@
  */
 import client from 'prom-client';
 import type { Knex } from './db/index.ts';
-import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './bus.ts';
-import { RETRY_TIERS_SECONDS, type TopicDef } from './kafka/topics.ts';
+import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './bus/index.ts';
+import { RETRY_TIERS_SECONDS, type TopicDef } from './bus/topics.ts';
 import type { AttemptRecord } from './model/index.ts';
 
 export const registry = new client.Registry();

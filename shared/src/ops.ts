@@ -13,7 +13,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from './db/index.ts';
-import type { Bus } from './bus.ts';
+import type { Bus } from './bus/index.ts';
 import type { Logger } from './log.ts';
 import { exposition, withTimeout } from './metrics.ts';
 

@@ -1,9 +1,9 @@
 import { join, resolve } from 'node:path';
-import { type Config, ConfigError, loadConfig } from './config/index.ts';
+import { type Config, ConfigError, loadServiceConfig } from './config/index.ts';
 import { type Cipher, createCipher } from './crypto.ts';
 import { createDb, type Knex, migrateLatest } from './db/index.ts';
 import { lockDirectory } from './embedded/lock.ts';
-import type { Bus } from './bus.ts';
+import type { Bus } from './bus/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { DependencyError } from './process.ts';
 import { instrumentBus, trackDb, untrackDb } from './metrics.ts';
@@ -50,7 +50,12 @@ export function embeddedParts(config: Config): { log: boolean; db: boolean } {
   return { log: config.KAFKA_BROKERS.length === 0, db: config.DATABASE_URL === '' };
 }
 
-export async function createRuntime(service: string, config: Config = loadConfig(), options: RuntimeOptions = {}): Promise<Runtime> {
+/** By default the configuration of `service` alone: the settings of its sections (shared/src/config). */
+export async function createRuntime(
+  service: string,
+  config: Config = loadServiceConfig(service),
+  options: RuntimeOptions = {},
+): Promise<Runtime> {
   const logger = createLogger(service, config.LOG_LEVEL);
   const embedded = embeddedParts(config);
   if ((embedded.log || embedded.db) && !options.embedded) {
@@ -63,9 +68,10 @@ export async function createRuntime(service: string, config: Config = loadConfig
         : []),
     ]);
   }
-  const dataDir = resolve(config.DATA_DIR);
+  // DATA_DIR is embedded mode's setting: read only when a part is embedded (never by a service on its own).
+  const dataDir = embedded.log || embedded.db ? resolve(config.DATA_DIR) : '';
   // One process per data directory: the log and PGlite both assume they are alone.
-  const lock = embedded.log || embedded.db ? lockDirectory(dataDir) : null;
+  const lock = dataDir ? lockDirectory(dataDir) : null;
   const cleanup: Array<() => Promise<void>> = [async () => lock?.release()];
   const undo = async () => {
     for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => undefined);

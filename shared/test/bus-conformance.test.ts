@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { createEmbeddedBus } from '../src/embedded/bus.ts';
-import type { Bus, InRecord } from '../src/bus.ts';
+import type { Bus, InRecord } from '../src/bus/index.ts';
 import { createKafkaBus } from '../src/kafka/index.ts';
-import type { TopicDef } from '../src/kafka/topics.ts';
+import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
 

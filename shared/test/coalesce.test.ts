@@ -1,6 +1,6 @@
-// Merging the batches of several partitions into one handler call (shared/src/kafka/coalesce.ts).
+// Merging the batches of several partitions into one handler call (shared/src/bus/coalesce.ts).
 import t from 'tap';
-import { coalesceBatches } from '../src/kafka/coalesce.ts';
+import { coalesceBatches } from '../src/bus/coalesce.ts';
 
 /** A handler that records each call and fails any call holding a record named in `bad`. */
 function recorder(bad: string[] = []) {

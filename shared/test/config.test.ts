@@ -1,7 +1,17 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { renderEnvExample } from '../../infra/env-example.ts';
-import { ConfigError, describeConfig, loadConfig } from '../src/config/index.ts';
+import {
+  ConfigError,
+  describeConfig,
+  loadConfig,
+  loadServiceConfig,
+  SECTIONS,
+  SERVICE_SECTIONS,
+  SETTINGS,
+  settingsOf,
+} from '../src/config/index.ts';
 
 const required = { API_KEY: 'k', API_JWT_SECRET: 'j'.repeat(32), AES_ENCRYPTION_SECRET: 'a'.repeat(32) };
 
@@ -62,7 +72,7 @@ t.test('the problems make one line', async (t) => {
   const err = t.throws(() => loadConfig({ ...required, API_PORT: 'abc', LOG_LEVEL: 'loud' })) as ConfigError;
   t.equal(
     err.message,
-    'invalid configuration: API_PORT: must be integer; LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent',
+    'invalid configuration: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent; API_PORT: must be integer',
   );
   t.notMatch(err.message, '\n');
 });
@@ -132,6 +142,72 @@ t.test('a command may read only the settings it uses', async (t) => {
   const err = t.throws(() => loadConfig({ DATABASE_URL: 'nonsense', API_PORT: 'abc' }, ['DATABASE_URL'])) as ConfigError;
   t.equal(err.problems.length, 1, 'only the named settings are checked');
   t.throws(() => loadConfig({}, ['AES_ENCRYPTION_SECRET']), /AES_ENCRYPTION_SECRET: is required/);
+});
+
+t.test('each setting belongs to exactly one section', async (t) => {
+  const names = Object.values(SECTIONS).flatMap((section) => Object.keys(section));
+  t.equal(names.length, new Set(names).size, 'no setting in two sections (the later would hide the earlier)');
+  t.same(names.sort(), Object.keys(SETTINGS).sort(), 'the catalogue is the sections together');
+  t.same(settingsOf('embedded').sort(), Object.keys(SETTINGS).sort(), 'embedded mode reads every setting');
+});
+
+t.test('a service validates its own sections only', async (t) => {
+  const env = { ...required, SENDER_CONCURRENCY: 'many', API_PORT: 'abc' };
+  t.throws(() => loadServiceConfig('gateway', env), /^invalid configuration: API_PORT: must be integer$/, 'the gateway: its API_PORT');
+  t.throws(() => loadServiceConfig('sender', env), /^invalid configuration: SENDER_CONCURRENCY: must be integer$/, 'the sender: its own');
+  t.equal(
+    loadServiceConfig('router', { AES_ENCRYPTION_SECRET: required.AES_ENCRYPTION_SECRET }).ROUTER_BATCH_WAIT_MS,
+    3,
+    'the router needs no API_KEY',
+  );
+  t.throws(() => loadServiceConfig('router', {}), /AES_ENCRYPTION_SECRET: is required/, 'common settings are checked everywhere');
+  t.throws(() => loadServiceConfig('embedded', env), /API_PORT.*SENDER_CONCURRENCY/, 'embedded mode: every section');
+});
+
+t.test("a service's settings have the values the whole catalogue gives them", async (t) => {
+  const env = { ...required, DELIVERY_TIMEOUT_SECONDS: '2', TOPICS: 'a,b', API_PORT: '4000', KAFKA_BROKERS: 'k:9092' };
+  const all = loadConfig(env) as Record<string, unknown>;
+  for (const service of Object.keys(SERVICE_SECTIONS)) {
+    const own = loadServiceConfig(service, env) as Record<string, unknown>;
+    t.same(
+      settingsOf(service).filter((name) => !Object.is(own[name], all[name]) && JSON.stringify(own[name]) !== JSON.stringify(all[name])),
+      [],
+      `${service}: same values`,
+    );
+  }
+});
+
+t.test('reading a setting outside its sections throws, naming it', async (t) => {
+  const c = loadServiceConfig('gateway', required);
+  t.equal(c.API_PORT, 3333);
+  t.throws(() => c.SENDER_CONCURRENCY, /SENDER_CONCURRENCY is not a setting the gateway reads/);
+  t.notOk(Object.keys(c).includes('SENDER_CONCURRENCY'), 'nor listed');
+  t.ok(Object.isFrozen(c));
+  t.notMatch(JSON.stringify(describeConfig(c)), required.API_KEY, 'still masked');
+});
+
+// What each service's code reads (`config.NAME`, `rt.config.NAME`...) must be in its sections: the
+// throwing read above would otherwise be found by a request, not by this test.
+t.test("each service's code reads only settings of its sections", async (t) => {
+  const root = new URL('../../services/', import.meta.url).pathname;
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+    );
+  for (const service of Object.keys(SERVICE_SECTIONS)) {
+    const allowed = new Set<string>(settingsOf(service));
+    const read = new Set<string>();
+    for (const file of files(join(root, service, 'src'))) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/\bconfig\.([A-Z][A-Z0-9_]+)\b/g))
+        if (m[1] !== undefined && m[1] in SETTINGS) read.add(m[1]);
+    }
+    t.ok(read.size > 0, `${service} reads settings`);
+    t.same(
+      [...read].filter((name) => !allowed.has(name)),
+      [],
+      `${service}: outside its sections`,
+    );
+  }
 });
 
 t.test('describeConfig masks secrets', async (t) => {

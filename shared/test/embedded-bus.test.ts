@@ -8,8 +8,8 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { createEmbeddedBus } from '../src/embedded/bus.ts';
 import { lockDirectory } from '../src/embedded/lock.ts';
-import type { Bus, InRecord } from '../src/bus.ts';
-import type { TopicDef } from '../src/kafka/topics.ts';
+import type { Bus, InRecord } from '../src/bus/index.ts';
+import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { waitFor } from '../src/testing/index.ts';
 

@@ -1,5 +1,7 @@
 import t from 'tap';
-import { ByteBudget, createKeyedDispatch, DIVERTED, KeyedLimiter, OffsetTracker, retryInPlace } from '../src/kafka/inflight.ts';
+import { ByteBudget } from '../src/bus/byte-budget.ts';
+import { createKeyedDispatch, DIVERTED, KeyedLimiter, retryInPlace } from '../src/bus/inflight.ts';
+import { OffsetTracker } from '../src/bus/offset-tracker.ts';
 
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();

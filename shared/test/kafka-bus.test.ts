@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import kafkajs, { type ISocketFactory } from 'kafkajs';
 import { pino } from 'pino';
 import t from 'tap';
-import type { Bus, InRecord } from '../src/bus.ts';
+import type { Bus, InRecord } from '../src/bus/index.ts';
 import {
   createKafkaBus,
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -16,7 +16,7 @@ import {
   splitBySize,
 } from '../src/kafka/index.ts';
 import { partitionOfKey } from '../src/kafka/partitioner.ts';
-import type { TopicDef } from '../src/kafka/topics.ts';
+import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { createTopicReady, uniqueName, waitFor } from '../src/testing/index.ts';
 

@@ -1,4 +1,4 @@
-// kafkajs's record batches get their CRC-32C from shared/src/kafka/kafkajs-crc32c.ts, with the same
+// kafkajs's record batches get their CRC-32C from shared/src/kafka/kafkajs/crc32c.ts, with the same
 // result as kafkajs's own (the broker refuses a batch whose CRC is wrong, so every test that
 // produces to the real broker checks it too).
 import { randomBytes } from 'node:crypto';
@@ -8,9 +8,9 @@ import '../src/kafka/index.ts';
 
 const require = createRequire(import.meta.url);
 // What loading the Kafka module alone put in kafkajs's CRC module's place (read before this file
-// imports kafkajs-crc32c.ts itself, which would install it too).
+// imports kafkajs/crc32c.ts itself, which would install it too).
 const installedByKafkaModule: unknown = require.cache[require.resolve('kafkajs/src/protocol/recordBatch/crc32C/index.js')]?.exports;
-const { crc32c, KAFKAJS_CRC_MODULE } = await import('../src/kafka/kafkajs-crc32c.ts');
+const { crc32c, KAFKAJS_CRC_MODULE } = await import('../src/kafka/kafkajs/crc32c.ts');
 // kafkajs's own implementation, the file its replaced module wraps.
 const kafkajsCrc = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C.js') as (b: Buffer) => number;
 

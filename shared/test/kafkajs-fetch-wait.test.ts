@@ -1,6 +1,6 @@
 // A batch-wait consumer's fetch waits for a fuller batch only while records come; after an empty
 // fetch it long-polls; a delayed consumer long-polls while none of its partitions is paused
-// (shared/src/kafka/kafkajs-fetch-wait.ts).
+// (shared/src/kafka/kafkajs/fetch-wait.ts).
 import t from 'tap';
 import {
   adaptFetchWait,
@@ -9,7 +9,7 @@ import {
   delayedFetchWait,
   IDLE_FETCH_WAIT_MS,
   nextFetchWait,
-} from '../src/kafka/kafkajs-fetch-wait.ts';
+} from '../src/kafka/kafkajs/fetch-wait.ts';
 
 const wait = { kind: 'batch' as const, minBytes: 1_048_576, maxWaitMs: 3, idleWaitMs: IDLE_FETCH_WAIT_MS };
 const delayed = { kind: 'delayed' as const, minBytes: 1, maxWaitMs: 200, idleWaitMs: IDLE_FETCH_WAIT_MS };

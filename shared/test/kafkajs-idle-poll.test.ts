@@ -1,7 +1,7 @@
 // kafkajs's request queue no longer re-arms a 1 ms check when nothing is pending, and still
-// schedules one when something is (shared/src/kafka/kafkajs-idle-poll.ts).
+// schedules one when something is (shared/src/kafka/kafkajs/idle-poll.ts).
 import t from 'tap';
-import { RequestQueue, type RequestQueueInternals } from '../src/kafka/kafkajs-idle-poll.ts';
+import { RequestQueue, type RequestQueueInternals } from '../src/kafka/kafkajs/idle-poll.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 function queue(t: { teardown(fn: () => void): void }): RequestQueueInternals {

@@ -1,4 +1,4 @@
-// Produce requests written in one pass by shared/src/kafka/kafkajs-produce.ts: byte for byte what
+// Produce requests written in one pass by shared/src/kafka/kafkajs/produce.ts: byte for byte what
 // kafkajs's own module writes, installed in its place by the Kafka module, and read back intact
 // from the real broker (which checks each batch's CRC and parses every record).
 import { randomBytes, randomInt } from 'node:crypto';
@@ -6,14 +6,8 @@ import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
 import t from 'tap';
 import '../src/kafka/index.ts';
-import {
-  encodeProduce,
-  KAFKAJS_PRODUCE_MODULE,
-  kafkajsProduce,
-  type ProduceArgs,
-  type ProduceRequest,
-  produceRequest,
-} from '../src/kafka/kafkajs-produce.ts';
+import { KAFKAJS_PRODUCE_MODULE, kafkajsProduce, type ProduceRequest, produceRequest } from '../src/kafka/kafkajs/produce.ts';
+import { encodeProduce, type ProduceArgs } from '../src/kafka/kafkajs/produce-writer.ts';
 import { createTopicReady, uniqueName } from '../src/testing/index.ts';
 
 const require = createRequire(import.meta.url);

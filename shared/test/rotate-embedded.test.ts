@@ -14,7 +14,7 @@ import { rotateEmbedded } from '../src/db/rotate-embedded.ts';
 import { DestinationStore } from '../src/db/stores/destinations.ts';
 import { createEmbeddedBus } from '../src/embedded/bus.ts';
 import { lockDirectory } from '../src/embedded/lock.ts';
-import { TOPIC } from '../src/kafka/topics.ts';
+import { TOPIC } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { loadSecretsFile, readEnvFile } from '../src/secrets-file.ts';
 import { ROOT, waitFor } from '../src/testing/index.ts';

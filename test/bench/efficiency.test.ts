@@ -1,4 +1,4 @@
-// The moderate-load and idle figures (issue 46): targets per deployment, the summary's section, the
+// The moderate-load and idle figures: targets per deployment, the summary's section, the
 // embedded process's memory, and the metrics sum the runner reads embedded mode's stored attempts
 // with; built from a recorded run's phase with its figures changed.
 import t from 'tap';
@@ -8,7 +8,7 @@ import type { ProcSummary } from '../../bench/lib/proc.ts';
 import { recorded } from './recorded.ts';
 
 const SERVICES = ['gateway', 'router', 'sender', 'attempts'];
-const run = recorded('2026-11-23-all-seventh');
+const run = recorded('stack-slow-first-phases');
 const base = run.phases[0] as PhaseResult;
 const proc = (cpuAvgPct: number, extra: Partial<ProcSummary> = {}): ProcSummary => ({
   ...(base.machine.procs.gateway as ProcSummary),
@@ -69,7 +69,7 @@ t.test('stack targets: CPU per delivery ≤ 2.0 ms and p99 ≤ 50 ms at 300/s; e
   t.same(moderateTargets([], 'stack', SERVICES), [], 'no such phases, no targets');
 });
 
-t.test('embedded targets: 1.5 ms per delivery, and its memory judged against issue 40 goals', async (t) => {
+t.test('embedded targets: 1.5 ms per delivery, and its memory judged against the embedded memory goals', async (t) => {
   const idle = phase('idle', { embedded: proc(0.6, { rssMaxMb: 240, hwmMb: 260 }) });
   const loaded = phase('rate300', { embedded: proc(45, { rssMaxMb: 300, hwmMb: 320 }) }, { cpuMs: 1.6 });
   const targets = moderateTargets([idle, loaded], 'embedded', SERVICES);

@@ -6,8 +6,8 @@ import { chartSvg, type PhaseResult, type RunResult } from '../../bench/lib/repo
 import { recorded } from './recorded.ts';
 
 // Full runs with one pair of phases (before the option) and with two.
-const onePair = recorded('2026-11-25-warm-rerun');
-const twoPairs = recorded('2026-11-25-twenty-fifth-rerun');
+const onePair = recorded('stack-warm-broker');
+const twoPairs = recorded('stack-two-hanging-pairs');
 
 /** A phase of the hanging scenario with only what the keep ratio reads. */
 const phase = (name: string, perDestinationPerSec: number) =>

@@ -104,7 +104,7 @@ t.test('the table gives shares, rates, cost per call and per row', async (t) => 
 });
 
 t.test('the summary has the section only for phases that read statements', async (t) => {
-  const run = recorded('2026-11-23-baseline-rerun-3');
+  const run = recorded('stack-no-pg-statements');
   t.notMatch(markdown(run, 'x.svg'), /## Postgres statements/);
   const phase = run.phases[1] as RunResult['phases'][number];
   phase.pgStatements = sample;

@@ -1,4 +1,4 @@
-// A recorded benchmark run, by label, from test/fixtures/bench: the bench tests read real results
+// A recorded benchmark run, by file name (what the run shows), from test/fixtures/bench: the bench tests read real results
 // (copies of runs once kept under bench/results, written without indentation).
 import { join } from 'node:path';
 import { type RunResult, readRunResult } from '../../bench/lib/report.ts';

@@ -40,7 +40,7 @@ const withProcFields = (run: RunResult, fields: (name: string, phase: number) =>
 });
 
 t.test('a run whose first phases met a slow host names them, in the summary too', async (t) => {
-  const run = recorded('2026-11-23-all-seventh');
+  const run = recorded('stack-slow-first-phases');
   const { median, slow } = slowPhases(run);
   // Ceilings 16,060-31,786 requests/s; the median of the eight is (25,103 + 28,053) / 2.
   t.equal(Math.round(median), 26_578);
@@ -56,7 +56,7 @@ t.test('a run whose first phases met a slow host names them, in the summary too'
 });
 
 t.test('a run on a steady machine carries no note', async (t) => {
-  const run = recorded('2026-11-23-all-seventh-rerun');
+  const run = recorded('stack-steady-host');
   t.same(slowPhases(run).slow, []);
   t.equal(slowPhasesNote(run), null);
   t.notMatch(markdown(run, 'x.svg'), /machine was slower/);
@@ -81,7 +81,7 @@ t.test('one slow ceiling among steady ones is flagged, however the rest spread',
 });
 
 t.test("the summary names the services' node flags when there were any", async (t) => {
-  const run = recorded('2026-11-23-all-seventh-rerun');
+  const run = recorded('stack-steady-host');
   t.notMatch(markdown(run, 'x.svg'), /node flags/, 'none recorded (a run from before the option), none named');
   const flagged: RunResult = { ...run, meta: { ...run.meta, nodeFlags: ['--single-threaded-gc', '--heap-growing-percent=20'] } };
   t.match(markdown(flagged, 'x.svg'), /node flags on each service's command line: `--single-threaded-gc` `--heap-growing-percent=20`\./);
@@ -89,7 +89,7 @@ t.test("the summary names the services' node flags when there were any", async (
 });
 
 t.test('the throughput target as CPU per delivery: the budget, and each process against it', async (t) => {
-  const run = recorded('2026-11-24-all-sixteenth-b');
+  const run = recorded('stack-cpu-per-delivery');
   const single = run.phases.find((p) => p.scenario === 'single') as RunResult['phases'][number];
   const c = cpuPerDelivery(single, run.meta.cores);
   // 2 cores at 60% of 34,915 requests/s: 2,000 ms / 20,949 deliveries.
@@ -109,7 +109,7 @@ t.test('the throughput target as CPU per delivery: the budget, and each process 
 });
 
 t.test('a phase under the budget has nothing in bold, and a run of fixed-rate phases only has no budget table', async (t) => {
-  const run = recorded('2026-11-24-all-sixteenth-b');
+  const run = recorded('stack-cpu-per-delivery');
   const fast = run.phases.map((p) => ({ ...p, delivery: { ...p.delivery, deliveredPerSec: 100_000 } }));
   const c = cpuPerDelivery(fast[0] as RunResult['phases'][number], run.meta.cores);
   t.ok(c.machineMs < c.budgetMs, 'at 100,000 deliveries/s the whole machine fits the budget');
@@ -123,7 +123,7 @@ t.test('a phase under the budget has nothing in bold, and a run of fixed-rate ph
 });
 
 t.test('run-queue wait is tabled per process when recorded, and older results render without it', async (t) => {
-  const run = recorded('2026-11-23-all-seventh-rerun');
+  const run = recorded('stack-steady-host');
   t.notMatch(markdown(run, 'x.svg'), /Waiting for a CPU/, 'a result from before the measurement has no such table');
   const md = markdown(
     withProcFields(run, () => ({ waitMsPerS: 412.4, waitUsPerRun: 865 })),
@@ -142,7 +142,7 @@ t.test('run-queue wait is tabled per process when recorded, and older results re
 });
 
 t.test("the broker's JIT compilation is tabled when recorded, with the warm-up the run had", async (t) => {
-  const run = recorded('2026-11-23-all-seventh-rerun');
+  const run = recorded('stack-steady-host');
   t.notMatch(markdown(run, 'x.svg'), /JIT compilation/, 'a result from before the measurement has no such section');
   const jit = withProcFields(run, (n, i) => ({ jitMsPerS: n === 'kafka' ? 100 + i : 0 }));
   const withJit = (brokerWarmupS: number): RunResult => ({ ...jit, meta: { ...jit.meta, brokerWarmupS } });
@@ -155,7 +155,7 @@ t.test("the broker's JIT compilation is tabled when recorded, with the warm-up t
 });
 
 t.test("each process's highest sample is split into anonymous and file-backed memory when recorded", async (t) => {
-  const run = recorded('2026-11-23-all-seventh-rerun');
+  const run = recorded('stack-steady-host');
   t.notMatch(markdown(run, 'x.svg'), /Memory at the highest sample/, 'a result from before the measurement has no such table');
   const md = markdown(
     withProcFields(run, () => ({ rssMaxMb: 171.6, rssAtMax: { anonMb: 121.4, fileMb: 50.2 } })),
@@ -170,7 +170,7 @@ t.test("each process's highest sample is split into anonymous and file-backed me
  * (the process at 231.4 MB) and rate300 (VmHWM 463.2 MB, 1.2 ms of CPU per delivery).
  */
 function embeddedRun(): RunResult {
-  const run = recorded('2026-11-25-warm-rerun');
+  const run = recorded('stack-warm-broker');
   const base = run.phases.find((p) => p.scenario === 'latency') as PhaseResult;
   const { receiver, bench } = base.machine.procs;
   const proc = (cpuAvgPct: number, rssMaxMb: number, hwmMb: number): ProcSummary => ({
@@ -203,7 +203,7 @@ function embeddedRun(): RunResult {
 const MEMORY_ROW = '| embedded RSS: idle ≤ 250 MB, peak ≤ 500 MB | idle 231.4 MB, peak 463.2 MB | yes |';
 
 t.test("--baseline's merge: the stack's result with embedded mode's run as its `embedded` section", async (t) => {
-  const stack = recorded('2026-11-25-warm-rerun');
+  const stack = recorded('stack-warm-broker');
   const embedded = embeddedRun();
   const merged = withEmbedded(stack, embedded);
   t.same(merged.embedded, embedded, 'the embedded run as recorded');
@@ -225,7 +225,7 @@ t.test("--baseline's merge: the stack's result with embedded mode's run as its `
 });
 
 t.test('a baseline with an embedded section renders its memory figures and targets', async (t) => {
-  const md = markdown(withEmbedded(recorded('2026-11-25-warm-rerun'), embeddedRun()), 'baseline.svg');
+  const md = markdown(withEmbedded(recorded('stack-warm-broker'), embeddedRun()), 'baseline.svg');
   const targets = md.slice(md.indexOf('## Targets'), md.indexOf('## Bare ceiling'));
   t.match(
     targets,
@@ -243,7 +243,7 @@ t.test('a baseline with an embedded section renders its memory figures and targe
 });
 
 t.test('a baseline puts the scenarios both modes ran side by side, full speed among the defaults', async (t) => {
-  const stack = recorded('2026-11-25-warm-rerun');
+  const stack = recorded('stack-warm-broker');
   const single = stack.phases.find((p) => p.scenario === 'single') as PhaseResult;
   const embeddedSingle: PhaseResult = {
     ...single,
@@ -268,7 +268,7 @@ t.test('a baseline puts the scenarios both modes ran side by side, full speed am
 });
 
 t.test('a baseline without an embedded section renders as before', async (t) => {
-  const run = recorded('2026-11-25-warm-rerun');
+  const run = recorded('stack-warm-broker');
   const plain = markdown(run, 'baseline.svg');
   t.notMatch(plain, /Embedded mode|embedded RSS/);
   const md = markdown(withEmbedded(run, embeddedRun()), 'baseline.svg');
@@ -284,7 +284,7 @@ t.test('a baseline without an embedded section renders as before', async (t) => 
 t.test('--render keeps the embedded section and restates the stack targets only', async (t) => {
   const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'render-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const run = recorded('2026-11-25-warm-rerun');
+  const run = recorded('stack-warm-broker');
   const embedded = embeddedRun();
   // As recorded before the memory target's restatement: --render rewrites the stack's, not embedded mode's.
   const stale = { target: "each service's RSS ≤ 150 MB at peak", measured: 'old', met: false };

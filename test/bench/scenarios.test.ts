@@ -30,7 +30,7 @@ t.test('all is the seven base scenarios; types and bare type names are opt-in', 
   t.equal(typeOfScenario('single'), null);
 });
 
-const run = recorded('2026-11-23-all-seventh');
+const run = recorded('stack-slow-first-phases');
 const base = run.phases[0] as PhaseResult;
 const phase = (
   scenario: string,

@@ -1,4 +1,4 @@
-// The targets as decided in issue 40 (docs/performance.md, "Targets"), against a recorded full run:
+// The targets as docs/performance.md ("Targets") reads them, against a recorded full run:
 // memory judged on each service's own (anonymous) memory with the whole RSS beside it, throughput
 // reported but not judged, and an older result's targets restated that way by --render.
 import t from 'tap';
@@ -8,7 +8,7 @@ import { memoryTarget, restateTargets, throughputTarget } from '../../bench/lib/
 import { recorded } from './recorded.ts';
 
 const SERVICES = ['gateway', 'router', 'sender', 'attempts'];
-const run = recorded('2026-11-25-warm-rerun');
+const run = recorded('stack-warm-broker');
 
 /** The run as if each service's highest anonymous memory had been `anon(name)` in every phase. */
 const withAnon = (r: RunResult, anon: (name: string) => number | undefined): RunResult => ({

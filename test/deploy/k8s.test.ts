@@ -19,7 +19,7 @@ import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
 import { SETTINGS } from '@switchyard/shared/config/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string> };

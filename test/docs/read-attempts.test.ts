@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord } from '@switchyard/shared/model/index.ts';
 import { ROOT, uniqueName } from '@switchyard/shared/testing/index.ts';

@@ -1,11 +1,11 @@
-// The topic table of docs/architecture.md against the catalogue (shared/src/kafka/topics.ts): every
+// The topic table of docs/architecture.md against the catalogue (shared/src/bus/topics.ts): every
 // topic a service creates has its row, with its key and its record schema, and every schema file
 // under shared/schemas/ is a topic's (or referenced by one). What the pipeline really writes is
 // checked against those schemas in test/e2e/pipeline.test.ts.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { allTopics, RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
+import { allTopics, RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 const KEYS: Record<string, string> = { tenant_id: 'tenant id', destination_id: 'destination id', 'as received': 'as received' };

@@ -1,5 +1,5 @@
 // The e2e suites talk to the gateway through @switchyard/client, and every answer they get is
-// checked against the OpenAPI document the gateway serves (issue 43): `openapi.problems` must stay
+// checked against the OpenAPI document the gateway serves: `openapi.problems` must stay
 // empty, which each suite asserts at its end.
 import { createSwitchyardClient, type SwitchyardClient } from '@switchyard/client';
 import { type OpenApiChecker, openApiChecker } from '@switchyard/shared/testing/openapi.ts';

@@ -1,11 +1,11 @@
-// Hostile and unlucky input end to end (issue 39): what can never be stored is refused at the gate
+// Hostile and unlucky input end to end: what can never be stored is refused at the gate
 // or dead-lettered, a destination's unstorable answer is stored escaped, and none of it holds up the
 // events and attempts behind it. Every service its own process on the real broker and Postgres; with
 // SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-hostile.test.ts), one embedded process instead.
 import t from 'tap';
-import type { InRecord } from '@switchyard/shared/bus.ts';
+import type { InRecord } from '@switchyard/shared/bus/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import {
   apiClient,

@@ -5,7 +5,7 @@
 // series once, through the gateway.
 import t from 'tap';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import {
   apiClient,

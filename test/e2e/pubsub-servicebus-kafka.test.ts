@@ -11,7 +11,7 @@ import { PubSub, v1 } from '@google-cloud/pubsub';
 import { credentials } from '@grpc/grpc-js';
 import { Kafka, logLevel } from 'kafkajs';
 // The test's own kafkajs consumer, with the fix the services apply (no millisecond polling).
-import '@switchyard/shared/kafka/kafkajs-idle-poll.ts';
+import '@switchyard/shared/kafka/kafkajs/idle-poll.ts';
 import t from 'tap';
 import {
   apiClient,

@@ -3,7 +3,7 @@
 //
 // First, one write across a partition leader change, made to happen at a chosen moment: every
 // record of it is written (kafkajs left out the records of a partition whose new leader had already
-// answered for another; shared/src/kafka/kafkajs-acked.ts).
+// answered for another; shared/src/kafka/kafkajs/acked.ts).
 //
 // Then the services under steady load, in stack mode: topics with replication factor 3 and
 // min.insync.replicas 2, two instances of every service. One run, one fault after the other, each
@@ -30,7 +30,7 @@ import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { partitionOfKey } from '@switchyard/shared/kafka/partitioner.ts';
-import type { TopicDef } from '@switchyard/shared/kafka/topics.ts';
+import type { TopicDef } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import {
   apiClient,

@@ -4,7 +4,7 @@
 // of the test's own, stopped and started again with infra/kafka/kafka.sh.
 import t from 'tap';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { startOwnBroker, waitFor } from '@switchyard/shared/testing/index.ts';
 import { buildTestApp } from '../../services/gateway/test/helpers.ts';

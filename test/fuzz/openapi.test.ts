@@ -1,4 +1,4 @@
-// The fuzz run (issue 39): schemathesis generates requests from the served OpenAPI document, valid
+// The fuzz run: schemathesis generates requests from the served OpenAPI document, valid
 // and invalid, against an embedded-mode deployment (one process, its own log and database), and
 // every answer must be no 5xx and on the document (status, content type, body schema). Bounded:
 // at most MAX_EXAMPLES cases per operation, a few thousand in all, with a fixed seed so a failure

@@ -1,4 +1,4 @@
-// Poison records (issue 39): a routed event or an attempt that Postgres can never store is
+// Poison records: a routed event or an attempt that Postgres can never store is
 // dead-lettered with the reason, an unstorable response is stored escaped, and the records behind
 // them on the same partition are stored as usual. Both modes: Kafka + Postgres, and the embedded
 // log + PGlite.
@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import type { InRecord } from '@switchyard/shared/bus.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { InRecord } from '@switchyard/shared/bus/index.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { AttemptRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { createTestDatabase, testConfig, waitFor } from '@switchyard/shared/testing/index.ts';

@@ -5,7 +5,7 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { TenantStore } from './tenant-store.ts';
-import type { Bus, BusProducer } from '@switchyard/shared/bus.ts';
+import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';

@@ -11,7 +11,7 @@
 import { Transform } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { ByteBudget } from '@switchyard/shared/kafka/inflight.ts';
+import { ByteBudget } from '@switchyard/shared/bus/byte-budget.ts';
 
 export interface BodyBudgetOptions {
   maxInFlightBytes: number;

@@ -1,7 +1,7 @@
 // Tells the senders a destination changed (the destination-changes topic), after the change is
 // stored, so the deliveries already queued for it use it as it is now (services/sender/src/destination-state.ts).
-import type { BusProducer } from '@switchyard/shared/bus.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import type { DestinationChange } from '@switchyard/shared/model/index.ts';
 

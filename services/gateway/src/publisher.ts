@@ -1,8 +1,8 @@
 import { createBatcher } from '@switchyard/shared/batcher.ts';
 import type { EventIdStore, Reservation } from '@switchyard/shared/db/stores/event-ids.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { BusProducer } from '@switchyard/shared/bus.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';

@@ -1,4 +1,4 @@
-// What existing clients of this contract send and expect (issue 43): empty JSON bodies, merge-patch
+// What existing clients of this contract send and expect: empty JSON bodies, merge-patch
 // null, absent fields left out, 422 `data` as strings, and the other service's type names. Run
 // against both databases the gateway runs on: Postgres (stack mode) and PGlite (embedded mode).
 import t from 'tap';

@@ -283,7 +283,7 @@ t.test('webhook specifics: reserved custom headers refused; an expired previous 
   t.equal(live.body.credentials.previous_secret, 'whsec_old', 'a valid previous secret is shown');
 });
 
-// Inner shapes checked on create and PATCH (issue 43, items 6 and 7): a pubsub endpoint as host:port
+// Inner shapes checked on create and PATCH: a pubsub endpoint as host:port
 // or URL, a service account key file, a Service Bus connection string, the kafka type's brokers,
 // mechanism and partition key template. Refusals are 422 and change nothing.
 t.test('pubsub, servicebus and kafka field shapes', async (t) => {

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
 import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
-import type { BusProducer } from '@switchyard/shared/bus.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';

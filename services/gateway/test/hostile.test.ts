@@ -1,4 +1,4 @@
-// Hostile and unlucky input at the gateway (issue 39): every probe answers a 4xx in the documented
+// Hostile and unlucky input at the gateway: every probe answers a 4xx in the documented
 // shape and changes nothing; never a 5xx, never a retryable answer to a request that cannot succeed.
 // Gate checks run on both databases (Postgres, and PGlite as embedded mode runs it); publishing
 // needs Kafka, so its acceptance is checked on the first.

@@ -1,6 +1,6 @@
 // PUBLISH_LINGER_MS: publishes made while no produce request is in flight wait to share one.
 import t, { type Test } from 'tap';
-import type { BusProducer } from '@switchyard/shared/bus.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
 import { buildTestApp } from './helpers.ts';
 
 async function publishTwo(t: Test, linger: string): Promise<number[]> {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { createDb } from '@switchyard/shared/db/index.ts';
-import type { BusProducer } from '@switchyard/shared/bus.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { testConfig } from '@switchyard/shared/testing/index.ts';
 import { build } from '../src/app.ts';

@@ -1,7 +1,7 @@
 // PUBLISH_TIMEOUT_MS: a publish whose write Kafka has not acknowledged in time is answered 503 with
 // Retry-After, and a repeat with the same id is accepted once writes go through again.
 import t from 'tap';
-import type { BusProducer } from '@switchyard/shared/bus.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
 import { buildTestApp } from './helpers.ts';
 
 t.test('a write not acknowledged within PUBLISH_TIMEOUT_MS is answered 503', async (t) => {

@@ -1,7 +1,7 @@
 // Tracing off (OTEL_EXPORTER_OTLP_ENDPOINT empty, the default): a published event's record carries no
 // trace header, so the pipeline pays nothing for tracing. Tracing on: test/e2e/tracing.test.ts.
 import t from 'tap';
-import type { BusProducer, OutRecord } from '@switchyard/shared/bus.ts';
+import type { BusProducer, OutRecord } from '@switchyard/shared/bus/index.ts';
 import { buildTestApp } from './helpers.ts';
 
 t.test('with tracing off, event records carry no headers', async (t) => {

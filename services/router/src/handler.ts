@@ -1,4 +1,4 @@
-import type { InRecord, OutRecord } from '@switchyard/shared/bus.ts';
+import type { InRecord, OutRecord } from '@switchyard/shared/bus/index.ts';
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import type { DeliveryRecord, DestinationRoute, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { checkEvent } from './validate.ts';

@@ -2,8 +2,8 @@
 // a runtime (main.ts: its own process; services/embedded: every service in one process).
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
-import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/kafka/json-text.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/bus/record-codec.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';

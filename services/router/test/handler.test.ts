@@ -4,7 +4,7 @@
 // matching destination, the disabled ones recorded as skipped.
 import t from 'tap';
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
-import type { InRecord } from '@switchyard/shared/bus.ts';
+import type { InRecord } from '@switchyard/shared/bus/index.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { createRouter, type RouterDeps, selectDestinations } from '../src/handler.ts';
 

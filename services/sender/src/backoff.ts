@@ -1,4 +1,4 @@
-import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
+import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 
 export interface RetryPolicy {
   /** Explicit delays in seconds (RETRY_SCHEDULE); empty: intervalSeconds doubling. */

@@ -1,4 +1,4 @@
-import { RETRY_TIERS_SECONDS } from '@switchyard/shared/kafka/topics.ts';
+import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { tierFor } from './backoff.ts';
 

@@ -4,8 +4,8 @@
 import { createBatcher } from '@switchyard/shared/batcher.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
-import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/bus.ts';
-import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
+import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';

@@ -28,7 +28,7 @@ import { loadConfig, SETTINGS } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
 import { createEmbeddedBus } from '../embedded/bus.ts';
 import { lockDirectory } from '../embedded/lock.ts';
-import { TOPIC } from '../kafka/topics.ts';
+import { TOPIC } from '../bus/topics.ts';
 import { DESTINATION_TYPES } from '../model/index.ts';
 import { createLogger } from '../log.ts';
 import { readEnvFile, writeSecretsFile } from '../secrets-file.ts';

@@ -1,13 +1,22 @@
 import { DESTINATION_TYPES, type DestinationType } from '../model/index.ts';
 import type { DestinationTypeDef } from './types/def.ts';
+import { gateway } from './types/gateway.ts';
 import { kafka } from './types/kafka.ts';
-import { rabbitmq, pubsub, servicebus, sqs } from './types/queues.ts';
-import { gateway, kinesis, s3 } from './types/streams.ts';
+import { kinesis } from './types/kinesis.ts';
+import { pubsub } from './types/pubsub.ts';
+import { rabbitmq } from './types/rabbitmq.ts';
+import { s3 } from './types/s3.ts';
+import { servicebus } from './types/servicebus.ts';
+import { sqs } from './types/sqs.ts';
 import { webhook } from './types/webhook.ts';
 
 export type { DestinationTypeDef };
 
-/** The destination type registry: one declaration per type, in the order interface.md lists them, then kafka. */
+/**
+ * The destination type registry: one declaration per type, each in its own file under types/ (as
+ * each type's sender is in its own folder, services/sender/src/<type>/), in the order interface.md
+ * lists them, then kafka.
+ */
 export const REGISTRY: Readonly<Record<DestinationType, DestinationTypeDef>> = {
   webhook,
   sqs,

@@ -1,8 +1,7 @@
 // Record framing of the embedded log's segments: u32 body length, u32 CRC-32 of the body, body.
 import { crc32 } from 'node:zlib';
-import { decodeRecord } from '../kafka/consume.ts';
-import type { InRecord, OutRecord } from '../bus.ts';
-import { jsonOf } from '../kafka/json-text.ts';
+import type { InRecord, OutRecord } from '../bus/index.ts';
+import { decodeRecord, jsonOf } from '../bus/record-codec.ts';
 
 export const HEADER = 8; // u32 length + u32 crc
 

@@ -9,8 +9,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { TopicRecords } from '@switchyard/shared/bus.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import type { TopicRecords } from '@switchyard/shared/bus/index.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord, EventRecord } from '@switchyard/shared/model/index.ts';
 import type { Ctx } from '../app.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
+import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import type { Ctx } from '../app.ts';
 import { idParam, type TenantReq } from './common.ts';

@@ -15,7 +15,7 @@ import { compile, TreeInterpreter } from '@jmespath-community/jmespath';
 import { Kafka, type Producer, logLevel } from 'kafkajs';
 // kafkajs's idle connections poll every millisecond without this fix; the internal bus applies it
 // too, but embedded mode never loads that, and this module is loaded on the first kafka delivery.
-import '@switchyard/shared/kafka/kafkajs-idle-poll.ts';
+import '@switchyard/shared/kafka/kafkajs/idle-poll.ts';
 import { type AllowList, createEgressLookup, literalBlocked } from '../egress.ts';
 import { classifyNetworkError, errorChain } from '../network-errors.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 // `canceled`: a delivery whose destination was deleted or disabled before its attempt is recorded
-// as one final attempt with this status, and its delivery row takes it (issue 47). The checks are
+// as one final attempt with this status, and its delivery row takes it. The checks are
 // replaced on the partitioned parents, which carries them to every partition.
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

@@ -1,21 +1,8 @@
-// Consumer code the Kafka bus (index.ts) and the embedded bus (../embedded/bus.ts) share: decoding, commits,
-// the per-record dispatch and the merged-batch bound.
-import type { ConsumeOptions, InRecord } from '../bus.ts';
-import { createKeyedDispatch, type KeyedDispatchOptions, type OffsetTracker } from './inflight.ts';
-
-/**
- * A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error.
- * With `keepRaw` the value's bytes come along too (ConsumeOptions.keepRaw).
- */
-export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null, keepRaw = false): InRecord<T> {
-  try {
-    const decoded = JSON.parse(value?.toString('utf8') ?? 'null') as T;
-    return keepRaw ? { ...record, value: decoded, raw: value } : { ...record, value: decoded };
-  } catch (err) {
-    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
-    return { ...record, value: undefined as T, decodeError: (err as Error).message, raw: value };
-  }
-}
+// Consumer code every adapter of the Bus port shares (the Kafka bus, kafka/, and the embedded log,
+// embedded/): commits, the per-record dispatch, delayed release and the merged-batch bound.
+import type { ConsumeOptions, InRecord } from './index.ts';
+import { createKeyedDispatch, type KeyedDispatchOptions } from './inflight.ts';
+import type { OffsetTracker } from './offset-tracker.ts';
 
 /**
  * The commit of a consumer with records in flight: each call commits, after the calls before it,

@@ -1,20 +1,12 @@
-// Produce requests for kafkajs 2.2.4 written in one pass, installed once when shared/src/kafka/index.ts loads.
-//
-// kafkajs encodes a produce request level by level: each record into a zero-filled buffer of its own
-// (and each of its varints into another), the records into a batch, the batch into an outer buffer,
-// that into its partition's, its topic's and the request's; each level grows its buffer by doubling
-// and copies the one below into it. In the router's profile these allocations and copies took 11% of
-// its busy time, besides their share of its garbage collection (docs/performance.md, "Produce
-// requests written in one buffer"). This module measures the request first, then writes it into one buffer.
-//
-// The bytes are kafkajs's own (shared/test/kafkajs-produce.test.ts compares them), and the broker
-// checks each batch's CRC. Only what the services send takes this path: no compression, no
-// per-message timestamps, keys, values and header values that are strings or Buffers. Any other
-// request goes to kafkajs's own encoder. Produce v4-v7 (Kafka 4 speaks 3 and up) wrap v3's module,
-// which they load at the first produce, so putting this function in its place before then is enough.
-// Remove this module when moving off kafkajs 2.2.4.
+// The one-pass writer of produce.ts: a produce request (v3, which v4-v7 wrap) measured, then written
+// into one buffer, byte for byte as kafkajs 2.2.4's own module writes it (shared/test/kafkajs-produce.test.ts
+// compares them). Only what the services send: no compression, no per-message timestamps, keys,
+// values and header values that are strings or Buffers; `measure` answers null for anything else.
 import { createRequire } from 'node:module';
-import { crc32c } from './kafkajs-crc32c.ts';
+import { crc32c } from './crc32c.ts';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('produce-writer.ts');
 
 type Bytes = string | Buffer;
 interface Message {
@@ -42,28 +34,11 @@ export interface ProduceArgs {
   compression?: number;
   topicData: TopicData[];
 }
-interface EncoderLike {
-  buf: Buffer;
-  offset: number;
-}
-/** A request as kafkajs's network layer takes it. */
-export interface ProduceRequest {
-  apiKey: number;
-  apiVersion: number;
-  apiName: string;
-  expectResponse: () => boolean;
-  encode: () => Promise<EncoderLike>;
-}
-type ProduceModule = (args: ProduceArgs) => ProduceRequest;
 
 const require = createRequire(import.meta.url);
-/** kafkajs's produce request v3 module, which v4-v7 build on. */
-export const KAFKAJS_PRODUCE_MODULE = require.resolve('kafkajs/src/protocol/requests/produce/v3/request.js');
-const Encoder = require('kafkajs/src/protocol/encoder.js') as { prototype: object };
 const Long = require('kafkajs/src/utils/long.js') as {
   fromValue(v: unknown): { getHighBits(): number; getLowBits(): number };
 };
-const API_KEY = (require('kafkajs/src/protocol/requests/apiKeys.js') as { Produce: number }).Produce;
 const COMPRESSION_NONE = 0;
 const TRANSACTIONAL_ATTRIBUTE = 16;
 const MAGIC_BYTE = 2;
@@ -139,7 +114,7 @@ const BATCH_HEAD = 8 + 4 + 4 + 1 + 4;
 const BODY_HEAD = 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4;
 
 /** A request measured: its size and, in the order they are written, the lengths and headers. */
-interface Measured {
+export interface Measured {
   size: number;
   /** For each record: its body's size, the key's and the value's byte lengths (-1 for null), then each header's key and value. */
   lens: number[];
@@ -150,7 +125,7 @@ interface Measured {
  * The request measured, or null when some part of it is of a shape this writer does not reproduce
  * (compression, a message timestamp, a key, value or header that is neither a string nor a Buffer).
  */
-function measure(args: ProduceArgs): Measured | null {
+export function measure(args: ProduceArgs): Measured | null {
   if ((args.compression ?? COMPRESSION_NONE) !== COMPRESSION_NONE) return null;
   const transactionalId = args.transactionalId ?? null;
   if (transactionalId !== null && typeof transactionalId !== 'string') return null;
@@ -190,7 +165,7 @@ function measure(args: ProduceArgs): Measured | null {
 }
 
 /** The bytes of a measured request, as kafkajs's own v3 module writes them. */
-function write(args: ProduceArgs, { size, lens, headersOf }: Measured, now: () => number): Buffer {
+export function write(args: ProduceArgs, { size, lens, headersOf }: Measured, now: () => number): Buffer {
   const transactionalId = args.transactionalId ?? null;
   const producerId = args.producerId ?? -1;
   const producerEpoch = args.producerEpoch ?? 0;
@@ -269,55 +244,4 @@ function write(args: ProduceArgs, { size, lens, headersOf }: Measured, now: () =
 export function encodeProduce(args: ProduceArgs, now: () => number = Date.now): Buffer | null {
   const measured = measure(args);
   return measured && write(args, measured, now);
-}
-
-/** kafkajs's Encoder holding `buf`, as the network layer expects `encode()` to return. */
-function asEncoder(buf: Buffer): EncoderLike {
-  return Object.assign(Object.create(Encoder.prototype) as EncoderLike, { buf, offset: buf.length });
-}
-
-const INSTALLED = Symbol.for('switchyard.kafkajs.produce-v3');
-type Marked = ProduceModule & { [INSTALLED]?: true };
-
-/** kafkajs's own produce v3 module, for the requests this writer leaves to it. */
-export const kafkajsProduce: ProduceModule = (() => {
-  const cached = require.cache[KAFKAJS_PRODUCE_MODULE];
-  const own = (cached?.exports as Marked | undefined) ?? (require(KAFKAJS_PRODUCE_MODULE) as Marked);
-  return own[INSTALLED] ? (own as unknown as { kafkajs: ProduceModule }).kafkajs : own;
-})();
-
-/** The module installed in kafkajs's produce v3 module's place. */
-export const produceRequest: Marked & { kafkajs: ProduceModule } = Object.assign(
-  (args: ProduceArgs): ProduceRequest => {
-    const measured = measure(args);
-    if (!measured) return kafkajsProduce(args);
-    return {
-      apiKey: API_KEY,
-      apiVersion: 3,
-      apiName: 'Produce',
-      expectResponse: () => args.acks !== 0,
-      encode: async () => asEncoder(write(args, measured, Date.now)),
-    };
-  },
-  { kafkajs: kafkajsProduce, [INSTALLED]: true as const },
-);
-
-/** The kafkajs whose bytes this writer reproduces; another keeps its own encoder (and the tests say so). */
-const KAFKAJS_VERSION = '2.2.4';
-const version = (require('kafkajs/package.json') as { version: string }).version;
-const entry = require.cache[KAFKAJS_PRODUCE_MODULE];
-if (version !== KAFKAJS_VERSION) {
-  process.emitWarning(`kafkajs ${version} is not ${KAFKAJS_VERSION}: shared/src/kafka/kafkajs-produce.ts not installed`, {
-    code: 'SWITCHYARD_KAFKAJS_PRODUCE',
-  });
-} else if (entry && !(entry.exports as Marked)[INSTALLED]) {
-  // The later versions take v3's module when they load; one already loaded keeps kafkajs's.
-  for (const v of [4, 5, 6, 7]) {
-    if (require.cache[require.resolve(`kafkajs/src/protocol/requests/produce/v${v}/request.js`)]) {
-      process.emitWarning(`kafkajs produce v${v} was loaded before shared/src/kafka/kafkajs-produce.ts: not replaced`, {
-        code: 'SWITCHYARD_KAFKAJS_PRODUCE',
-      });
-    }
-  }
-  entry.exports = produceRequest;
 }

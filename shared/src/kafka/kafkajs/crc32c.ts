@@ -9,10 +9,13 @@
 //
 // kafkajs's RecordBatch loads its CRC module when the first produce request is encoded, so this
 // module puts its function into the require cache in that module's place before then. The services'
-// produce requests are written by kafkajs-produce.ts, which calls crc32c itself; the copy in
+// produce requests are written by produce-writer.ts, which calls crc32c itself; the copy in
 // kafkajs's place serves the requests left to kafkajs's own encoder. Remove it if kafkajs computes
 // the CRC natively.
 import { createRequire, Module } from 'node:module';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('crc32c.ts');
 
 const POLY = 0x82f63b78; // Castagnoli, reflected
 const T = new Int32Array(8 * 256);
@@ -73,7 +76,7 @@ if (cached === undefined) {
 } else if (!(cached.exports as Marked)[INSTALLED]) {
   // Something loaded kafkajs's own before this module: that process keeps the slower CRC (the
   // result is the same). Services cannot get here: index.ts imports this before any produce.
-  process.emitWarning('kafkajs CRC-32C was loaded before shared/src/kafka/kafkajs-crc32c.ts: not replaced', {
+  process.emitWarning('kafkajs CRC-32C was loaded before shared/src/kafka/kafkajs/crc32c.ts: not replaced', {
     code: 'SWITCHYARD_KAFKAJS_CRC',
   });
 }

@@ -1,50 +1,9 @@
-/**
- * Bookkeeping for consuming one partition with many records in flight at once.
- *
- * Records start in offset order but finish in any order. Kafka can only remember one offset per
- * partition, so the offset committed is the lowest one not yet finished: everything below it is
- * done, and after a crash at most the records from it onwards are delivered again.
- */
-export class OffsetTracker {
-  /** Offsets started and not yet released from the head, in start order. */
-  private readonly pending: bigint[] = [];
-  private readonly finished = new Set<bigint>();
-  private highest = -1n;
-  private running = 0;
-
-  /** Registers a started record. Offsets must increase. */
-  start(offset: string | bigint): void {
-    const o = BigInt(offset);
-    if (o <= this.highest) throw new Error(`offset ${o} started after ${this.highest}`);
-    this.highest = o;
-    this.pending.push(o);
-    this.running++;
-  }
-
-  /** True when this offset was already started here (a refetch after a rebalance). */
-  seen(offset: string | bigint): boolean {
-    return BigInt(offset) <= this.highest;
-  }
-
-  finish(offset: string | bigint): void {
-    this.running--;
-    this.finished.add(BigInt(offset));
-    while (this.pending.length && this.finished.has(this.pending[0] as bigint)) {
-      this.finished.delete(this.pending.shift() as bigint);
-    }
-  }
-
-  /** The offset to commit (the next to read after a restart), or null before any record. */
-  committable(): string | null {
-    if (this.highest < 0n) return null;
-    return String(this.pending.length ? (this.pending[0] as bigint) : this.highest + 1n);
-  }
-
-  /** Records started and not finished (finished ones behind an unfinished one do not count). */
-  get inFlight(): number {
-    return this.running;
-  }
-}
+// Running many records of a partition at once: the per-key limiter (KeyedLimiter), the dispatch both
+// adapters run records through (createKeyedDispatch) and the in-place retry of our own faults. The
+// offsets such a partition may commit are OffsetTracker's (offset-tracker.ts); the bytes in flight
+// across partitions, ByteBudget's (byte-budget.ts).
+import { ByteBudget } from './byte-budget.ts';
+import type { OffsetTracker } from './offset-tracker.ts';
 
 /** What `KeyedLimiter.run` returns for a task taken off a stalled key's queue before it started. */
 export const DIVERTED: unique symbol = Symbol('diverted');
@@ -171,51 +130,6 @@ export class KeyedLimiter {
   /** Tasks of this key waiting for a slot. */
   queued(key: string): number {
     return this.keys.get(key)?.waiting.length ?? 0;
-  }
-}
-
-/**
- * The bytes of records in flight across all partitions of one consumer, bounded: a record may start
- * while the total is under `max`, or when nothing is in flight (one record always fits, however
- * large). With the per-partition concurrency this bounds what a consumer holds in memory whatever
- * the size of the events. The gateway bounds the request bodies it holds with one too (`tryTake`).
- */
-export class ByteBudget {
-  private used = 0;
-  private readonly waiters: Array<() => void> = [];
-  readonly max: number;
-
-  constructor(max: number) {
-    this.max = max;
-  }
-
-  get full(): boolean {
-    return this.used > 0 && this.used >= this.max;
-  }
-
-  get inUse(): number {
-    return this.used;
-  }
-
-  take(bytes: number): void {
-    this.used += bytes;
-  }
-
-  /** Takes `bytes` if they fit, or if nothing is taken (one item of any size always fits). */
-  tryTake(bytes: number): boolean {
-    if (this.used > 0 && this.used + bytes > this.max) return false;
-    this.used += bytes;
-    return true;
-  }
-
-  give(bytes: number): void {
-    this.used -= bytes;
-    for (const w of this.waiters.splice(0)) w();
-  }
-
-  /** Resolves at the next `give` (the caller checks `full` again). */
-  freed(): Promise<void> {
-    return new Promise((resolve) => this.waiters.push(resolve));
   }
 }
 

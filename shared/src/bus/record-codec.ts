@@ -1,5 +1,7 @@
-// Record values given as JSON text, so a producer can write JSON it already has (one event's JSON
-// into each of its deliveries) instead of serialising the same object once per record.
+// Record values as every adapter of the Bus port writes and reads them: JSON, given as text when a
+// producer already has it (one event's JSON into each of its deliveries) instead of serialising the
+// same object once per record, and decoded on the way in.
+import type { InRecord } from './index.ts';
 
 /** A record value as JSON text, written when its request fills, like any other value. */
 export class JsonText {
@@ -46,4 +48,18 @@ export function jsonOnce(): (o: object) => string {
     }
     return s;
   };
+}
+
+/**
+ * A fetched record with its value decoded as JSON; a value that is not JSON comes as a decode error.
+ * With `keepRaw` the value's bytes come along too (ConsumeOptions.keepRaw).
+ */
+export function decodeRecord<T>(record: Omit<InRecord<T>, 'value'>, value: Buffer | null, keepRaw = false): InRecord<T> {
+  try {
+    const decoded = JSON.parse(value?.toString('utf8') ?? 'null') as T;
+    return keepRaw ? { ...record, value: decoded, raw: value } : { ...record, value: decoded };
+  } catch (err) {
+    // A bad record must reach the handler (to be dead-lettered), never wedge the partition.
+    return { ...record, value: undefined as T, decodeError: (err as Error).message, raw: value };
+  }
 }

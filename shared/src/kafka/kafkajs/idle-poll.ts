@@ -11,6 +11,9 @@
 // is queued with a check of its own, so with nothing pending there is nothing to check for.
 // Remove this module when kafkajs ships the fix.
 import { createRequire } from 'node:module';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('idle-poll.ts');
 
 /** The parts of kafkajs's RequestQueue (src/network/requestQueue) this fix relies on. */
 export interface RequestQueueInternals {
@@ -43,7 +46,7 @@ if (!proto[FIXED]) {
   const schedule = proto.scheduleCheckPendingRequests;
   if (typeof schedule !== 'function' || typeof proto.checkPendingRequests !== 'function') {
     // Fail loudly: a kafkajs upgrade moved what this fix patches (review this module).
-    throw new Error('kafkajs RequestQueue internals changed: review shared/src/kafka/kafkajs-idle-poll.ts');
+    throw new Error('kafkajs RequestQueue internals changed: review shared/src/kafka/kafkajs/idle-poll.ts');
   }
   proto.scheduleCheckPendingRequests = function (this: RequestQueueInternals) {
     if (this.pending.length === 0) return;

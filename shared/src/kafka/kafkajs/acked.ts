@@ -1,5 +1,5 @@
 // Which records a Kafka broker acknowledged, seen inside kafkajs 2.2.4; installed once when
-// shared/src/kafka/index.ts loads.
+// shared/src/kafka/index.ts loads (through ./index.ts).
 //
 // kafkajs's send (src/producer/sendMessages.js) writes one produce request per partition leader. When
 // one of them fails it refreshes the metadata and tries again, keeping the answers of the brokers
@@ -12,10 +12,13 @@
 //
 // kafkajs hands the caller's message objects through to the produce request unchanged, so marking
 // each message of a request a broker answered without error tells the adapter which records of a
-// resolved send no broker took; it sends those again (index.ts, `producer()`). A broker's answer is
+// resolved send no broker took; it sends those again (../producer.ts). A broker's answer is
 // only returned here when every partition in it succeeded (kafkajs throws on any error code).
 // Remove this module when moving off kafkajs 2.2.4, or when kafkajs ships the fix.
 import { createRequire } from 'node:module';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('acked.ts');
 
 interface ProduceArgs {
   topicData: Array<{ partitions: Array<{ messages: object[] }> }>;
@@ -35,7 +38,7 @@ if (!proto[ACKED]) {
   const produce = proto.produce;
   if (typeof produce !== 'function') {
     // Fail loudly: a kafkajs upgrade moved what this check relies on (review this module).
-    throw new Error('kafkajs Broker internals changed: review shared/src/kafka/kafkajs-acked.ts');
+    throw new Error('kafkajs Broker internals changed: review shared/src/kafka/kafkajs/acked.ts');
   }
   const acked = new WeakSet<object>();
   proto.produce = async function (this: BrokerInternals, args: ProduceArgs) {

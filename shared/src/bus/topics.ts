@@ -1,9 +1,10 @@
 import { DESTINATION_TYPES, type DestinationType } from '../model/index.ts';
 
 /**
- * The Kafka topic catalogue. Every topic the services read or write is declared here with its key,
- * its record schema (shared/schemas/) and who writes and reads it. No topic name is spelled elsewhere:
- * code asks for `topicName(config, TOPIC.events)` and tests get unique names through the prefix.
+ * The topic catalogue, whichever log carries it (Kafka or the embedded log). Every topic the services
+ * read or write is declared here with its key, its record schema (shared/schemas/) and who writes and
+ * reads it. No topic name is spelled elsewhere: code asks for `topicName(config, TOPIC.events)` and
+ * tests get unique names through the prefix.
  */
 export interface TopicDef {
   /** Name without the deployment prefix. */

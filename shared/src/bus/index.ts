@@ -1,11 +1,15 @@
 // The Bus port: the narrow interface every service uses to write and read records, whatever carries
-// them. Two adapters implement it: the Kafka bus (kafka/index.ts, kafkajs against a real cluster) and
-// the embedded log (embedded/bus.ts, files under DATA_DIR for embedded mode). runtime.ts picks one;
-// service code never knows which. shared/test/bus-conformance.test.ts runs one suite against both.
-import type { AfterKey, KeyHealth } from './kafka/inflight.ts';
-import type { TopicDef } from './kafka/topics.ts';
+// them. Two adapters implement it: the Kafka bus (../kafka/, kafkajs against a real cluster) and the
+// embedded log (../embedded/, files under DATA_DIR for embedded mode). runtime.ts picks one; service
+// code never knows which. shared/test/bus-conformance.test.ts runs one suite against both.
+//
+// This folder is transport-neutral and imports neither adapter (shared/test/bus-boundaries.test.ts):
+// the port (here), the topic catalogue and retry tiers (topics.ts), record values (record-codec.ts)
+// and the consumer code both adapters share (consume.ts, coalesce.ts, inflight.ts, offset-tracker.ts, byte-budget.ts).
+import type { AfterKey, KeyHealth } from './inflight.ts';
+import type { TopicDef } from './topics.ts';
 
-export type { AfterKey } from './kafka/inflight.ts';
+export type { AfterKey } from './inflight.ts';
 
 export interface OutRecord {
   key: string;
@@ -99,7 +103,7 @@ export interface ConsumeOptions<T> {
    * With handleBatch: how long a fetch may wait for a fuller batch (Kafka's fetch wait, with a 1 MB
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
    * delivery path (attempts), a few ms on it (the router). Only while records come: after an empty
-   * fetch the next one long-polls (kafkajs-fetch-wait.ts), so an idle consumer does not ask the
+   * fetch the next one long-polls (kafkajs/fetch-wait.ts), so an idle consumer does not ask the
    * broker every few ms.
    */
   batchWaitMs?: number;

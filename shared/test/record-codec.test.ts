@@ -1,5 +1,5 @@
 import t from 'tap';
-import { JsonText, jsonOf, jsonOnce, spliceJson } from '../src/kafka/json-text.ts';
+import { JsonText, jsonOf, jsonOnce, spliceJson } from '../src/bus/record-codec.ts';
 
 t.test('spliceJson parses to what JSON.stringify gives', async (t) => {
   const event = { id: 'e"1', data: { a: [1, 2, { b: null }], s: 'quote " and \\ and \u2028' }, metadata: null };

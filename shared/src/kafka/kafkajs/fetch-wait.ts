@@ -17,6 +17,9 @@
 // fetch"); idle, that was five fetches a second of every tier's partitions. With no partition paused
 // there is nothing to resume, so its fetch long-polls too, and waits 200 ms again as soon as one is.
 import { createRequire } from 'node:module';
+import { assertPatchedKafkajs } from './version.ts';
+
+assertPatchedKafkajs('fetch-wait.ts');
 
 /** Longest an idle batch-wait consumer's fetch waits (the broker answers at once when a record comes). */
 export const IDLE_FETCH_WAIT_MS = 1_000;
@@ -75,7 +78,7 @@ if (!proto[PATCHED]) {
   const fetch = proto.fetch;
   if (typeof fetch !== 'function') {
     // Fail loudly: a kafkajs upgrade moved what this change patches (review this module).
-    throw new Error('kafkajs ConsumerGroup internals changed: review shared/src/kafka/kafkajs-fetch-wait.ts');
+    throw new Error('kafkajs ConsumerGroup internals changed: review shared/src/kafka/kafkajs/fetch-wait.ts');
   }
   proto.fetch = async function (this: ConsumerGroupInternals, nodeId: number) {
     const delayed = waits.get(this.groupId);
