@@ -44,7 +44,13 @@ export async function buildTestApp(
   });
   await bus.ensureTopics();
   const producer = wrap(await bus.producer());
-  const app = await build(config, { db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
+  const app = await build(config, {
+    db,
+    producer,
+    logger,
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+    readLag: bus.lag?.bind(bus),
+  });
   t.teardown(async () => {
     await app.close();
     await bus.close();
