@@ -38,8 +38,13 @@ export const metrics = {
   }),
   eventsPublished: new client.Counter({
     name: 'switchyard_events_published_total',
-    help: 'Events offered to the gateway by outcome: accepted (acknowledged by the log), duplicate (an id seen before), failed.',
+    help: 'Events offered to the gateway by outcome: accepted (acknowledged by the log), duplicate (an id seen before), refused (the delivery backlog over PUBLISH_MAX_BACKLOG: 429), failed.',
     labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  publishBacklog: new client.Gauge({
+    name: 'switchyard_publish_backlog_records',
+    help: 'The delivery backlog the gateway last read for its admission bound (PUBLISH_MAX_BACKLOG): records the router and the senders have not committed. Absent while the bound is off.',
     registers: [registry],
   }),
   deliveries: new client.Counter({

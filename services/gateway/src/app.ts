@@ -10,6 +10,7 @@ import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
+import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { type Announce, createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
@@ -48,6 +49,8 @@ export interface GatewayDeps {
   readiness?: () => Promise<Readiness>;
   /** OpenTelemetry traces (shared/src/tracing.ts); absent or null: off. */
   tracing?: Tracing | null;
+  /** Reads consumer lag, for the admission bound (PUBLISH_MAX_BACKLOG); without it the bound is off. */
+  readLag?: ReadLag;
 }
 
 /** Everything a route handler needs, built once per app. */
@@ -183,6 +186,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
     req.principal = await ctx.auth.authenticate(req.headers.authorization);
   });
+
+  // Publishing refused while the delivery backlog is over PUBLISH_MAX_BACKLOG (admission.ts).
+  if (config.PUBLISH_MAX_BACKLOG > 0 && deps.readLag)
+    registerAdmission(app, startAdmission({ maxBacklog: config.PUBLISH_MAX_BACKLOG, readLag: deps.readLag, log: deps.logger }));
 
   // Request bodies held at once, as their bytes arrive, and how long one may take (body-budget.ts).
   registerBodyBudget(app, {

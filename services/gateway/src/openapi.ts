@@ -305,6 +305,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is too large.',
   415: 'The body is not application/json.',
   422: 'Validation failed: data lists every problem.',
+  429: 'The delivery backlog is over PUBLISH_MAX_BACKLOG: nothing was published. Retry after Retry-After.',
   500: 'Internal error.',
   503: 'Temporarily unavailable; nothing was changed. Retry.',
 };

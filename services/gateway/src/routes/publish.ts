@@ -88,7 +88,7 @@ export function publishRoutes(ctx: Ctx) {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
           body: ref('PublishRequest'),
-          response: answers({ 202: 'PublishResult' }, [409]),
+          response: answers({ 202: 'PublishResult' }, [409, 429]),
         },
       },
       async (req, reply) => {
@@ -111,7 +111,7 @@ export function publishRoutes(ctx: Ctx) {
           tags: ['publish'],
           summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
           body: ref('PublishBatchRequest'),
-          response: answers({ 200: 'BatchPublishResult' }),
+          response: answers({ 200: 'BatchPublishResult' }, [429]),
         },
       },
       async (req) => {
