@@ -13,6 +13,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERRORS } from '@switchyard/shared/errors.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
+import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
 import { answeredTypeNames, type TypeNames } from './type-names.ts';
 import { idParam } from './routes/common.ts';
 
@@ -132,6 +133,7 @@ export const MODELS = {
       filter: { type: 'object', additionalProperties: true },
       delivery_metadata: stringMap,
       metadata: stringMap,
+      rate_limit: { ...rateLimitSchema, type: 'object', description: 'The destination’s rate limit; absent: none.' },
     },
   },
   DestinationList: { type: 'array', items: ref('Destination') },
@@ -230,6 +232,12 @@ export const MODELS = {
       remote_setup_url: { type: 'string', format: 'uri' },
       config_fields: { type: 'array', items: fieldDescriptor },
       credential_fields: { type: 'array', items: fieldDescriptor },
+      controls: {
+        type: 'object',
+        description: 'Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema.',
+        properties: { rate_limit: { type: 'object', additionalProperties: true } },
+        additionalProperties: true,
+      },
     },
   },
   DestinationTypeSchemaList: { type: 'array', items: ref('DestinationTypeSchema') },

@@ -280,7 +280,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)
+         * Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)
          * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}`, `/api/v1/destinations/{destination_id}` with a tenant token (the tenant is the token's).
          */
         patch: operations["updateTenantDestination"];
@@ -855,6 +855,13 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description The destination’s rate limit; absent: none. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
+            };
         };
         DestinationList: components["schemas"]["Destination"][];
         Event: {
@@ -992,6 +999,14 @@ export interface components {
                     value: string;
                 }[];
             }[];
+            /** @description Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema. */
+            controls?: {
+                rate_limit?: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
         };
         DestinationTypeSchemaList: components["schemas"]["DestinationTypeSchema"][];
         Topics: string[];
@@ -1036,6 +1051,13 @@ export interface components {
             };
             /** Format: date-time */
             disabled_at?: string | null;
+            /** @description The most deliveries the senders start to this destination per second and/or per minute; excess deliveries wait (no attempt is counted). Null or absent: no limit. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
+            } | null;
         };
         DestinationUpdate: {
             /**
@@ -1060,6 +1082,13 @@ export interface components {
             /** @description String values, or null to remove a name; a number, boolean or object value is refused (422), never converted. */
             metadata?: {
                 [key: string]: string | null;
+            } | null;
+            /** @description The most deliveries the senders start to this destination per second and/or per minute; excess deliveries wait (no attempt is counted). Null or absent: no limit. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
             } | null;
         };
         PublishRequest: {
