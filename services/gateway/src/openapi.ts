@@ -71,6 +71,7 @@ const publishResultProps = {
   id: { type: 'string' },
   duplicate: { type: 'boolean', description: 'The id was accepted before; nothing new was published.' },
   destination_ids: { ...strings, description: 'The enabled destinations it routes to.' },
+  deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due.' },
 } as const;
 
 /** Every named model of the API, by component name. */
@@ -152,9 +153,11 @@ export const MODELS = {
       successful_at: { ...dateTime, description: 'When a delivery (in scope) succeeded; left out while none has.' },
       status: {
         type: 'string',
-        enum: ['pending', 'success', 'failed', 'skipped', 'canceled'],
-        description: 'The delivery’s state, in listings scoped to one destination.',
+        enum: ['pending', 'scheduled', 'success', 'failed', 'skipped', 'canceled'],
+        description:
+          'The delivery’s state, in listings scoped to one destination; scheduled (in every listing) while a scheduled event is not due yet.',
       },
+      deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due.' },
     },
   },
   EventPage: page('Event'),

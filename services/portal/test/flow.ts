@@ -454,6 +454,26 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   t.pass('the activity chart counts 1025 attempts, 1 failed');
   await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
 
+  // A scheduled event shows as scheduled, with when it is due.
+  const scheduled = await admin<{ id: string }>('POST', '/api/v1/publish', {
+    tenant_id: 'acme',
+    topic: 'order.paid',
+    destination_id: dest.id,
+    data: { id: 'later', amount: 500 },
+    delay_seconds: 3600,
+  });
+  t.equal(scheduled.status, 202, 'a scheduled event');
+  await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+  await page.getByRole('link', { name: 'Deliveries' }).click();
+  await page.getByRole('button', { name: 'Events' }).click();
+  await waitFor('the scheduled event listed', async () => {
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.waitForTimeout(400);
+    return visible(page.locator('tr', { hasText: scheduled.body.id }).getByText('scheduled', { exact: true }));
+  });
+  t.match(await page.locator('tr', { hasText: scheduled.body.id }).textContent(), /due in/, 'with when it is due');
+  await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
+
   // Keyboard: the skip link is the first stop and the main actions are reachable by Tab.
   await page.goto(`${base}/portal/`);
   await page.locator('table.destinations').waitFor();

@@ -19,6 +19,7 @@ import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate } from './controls/rate-limit.ts';
+import { createCancellations } from './controls/scheduled.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -125,10 +126,15 @@ export async function start(rt: Runtime): Promise<Service> {
     current: (s) => destinations.current(s),
     park: (d, dueAt, headers) => scheduler.schedule(d, dueAt, headers),
   });
+  const cancellations = createCancellations(rt.db);
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
-    current: (s) => destinations.current(s),
+    // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
+    current: (s, d) =>
+      d.event.deliver_at
+        ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
+        : destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
     scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(tierFor(dueAt.getTime() - Date.now()))),
     retry: {

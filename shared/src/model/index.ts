@@ -50,6 +50,8 @@ export interface EventRecord {
   destination_id?: string | null;
   /** Server time the event entered the events topic (the Kafka record timestamp); set by the router. */
   received_at?: string;
+  /** A scheduled event: when its deliveries are due (ISO time); absent: at once. */
+  deliver_at?: string;
 }
 
 /**
