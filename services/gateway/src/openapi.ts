@@ -488,6 +488,7 @@ export const OPERATION_IDS: Record<string, string> = {
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}': 'getTenantDestinationAttempt',
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/health': 'getTenantDestinationHealth',
   'post /api/v1/tenants/{tenant_id}/destinations/{destination_id}/cancel': 'cancelTenantDestinationDeliveries',
+  'post /api/v1/tenants/{tenant_id}/events/{event_id}/cancel': 'cancelTenantScheduledEvent',
   'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events': 'listTenantDestinationEvents',
   'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events/{event_id}': 'getTenantDestinationEvent',
   'post /api/v1/tenants/{tenant_id}/replay': 'replayTenantDeliveries',

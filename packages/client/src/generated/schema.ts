@@ -565,7 +565,7 @@ export interface paths {
          *
          *     Also served at `/api/v1/{tenant_id}/events/{event_id}/cancel`, `/api/v1/events/{event_id}/cancel` with a tenant token (the tenant is the token's).
          */
-        post: operations["postTenantsTenantIdEventsEventIdCancel"];
+        post: operations["cancelTenantScheduledEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2473,7 +2473,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    postTenantsTenantIdEventsEventIdCancel: {
+    cancelTenantScheduledEvent: {
         parameters: {
             query?: never;
             header?: never;
