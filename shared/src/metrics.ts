@@ -119,6 +119,18 @@ export const metrics = {
     labelNames: ['group'] as const,
     registers: [registry],
   }),
+  rateLimited: new client.Counter({
+    name: 'switchyard_rate_limited_deliveries_total',
+    help: "Deliveries that had to wait for their destination's rate limit, by destination type and outcome: waited (in memory, then made) or parked (in a retry tier, not an attempt).",
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  }),
+  scheduledDeliveries: new client.Counter({
+    name: 'switchyard_scheduled_deliveries_total',
+    help: 'Deliveries of scheduled events (deliver_at), by destination type and stage: waiting (written to the retry tiers by the router) or due (reached a sender when due). Waiting minus due is the scheduled backlog.',
+    labelNames: ['type', 'stage'] as const,
+    registers: [registry],
+  }),
   parkedDestinations: new client.Gauge({
     name: 'switchyard_parked_destinations',
     help: 'Destinations whose deliveries this process parked in the last 60 seconds, by group.',

@@ -28,6 +28,7 @@ import { healthRoutes } from './routes/health.ts';
 import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
 import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
 import { REPLAY_MODELS, replayRoutes } from './routes/replay.ts';
+import { scheduleRoutes } from './routes/schedule.ts';
 import { retryBody, retryRoutes } from './routes/retry.ts';
 import { createPublisher, summarisePublishes } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
@@ -243,6 +244,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(attemptRoutes(ctx), { prefix });
     await app.register(eventRoutes(ctx), { prefix });
     await app.register(replayRoutes(ctx), { prefix });
+    await app.register(scheduleRoutes(ctx), { prefix });
     await app.register(operationsRoutes(ctx), { prefix });
   }
   return app;

@@ -18,6 +18,8 @@ import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
+import { createRateGate } from './controls/rate-limit.ts';
+import { createCancellations } from './controls/scheduled.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -119,10 +121,20 @@ export async function start(rt: Runtime): Promise<Service> {
     park: (d, tier, headers) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
     stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
   });
+  // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
+  const rateGate = createRateGate({
+    current: (s) => destinations.current(s),
+    park: (d, dueAt, headers) => scheduler.schedule(d, dueAt, headers),
+  });
+  const cancellations = createCancellations(rt.db);
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
-    current: (s) => destinations.current(s),
+    // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
+    current: (s, d) =>
+      d.event.deliver_at
+        ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
+        : destinations.current(s),
     emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
     scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(tierFor(dueAt.getTime() - Date.now()))),
     retry: {
@@ -152,6 +164,7 @@ export async function start(rt: Runtime): Promise<Service> {
       // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
       async handle(record) {
+        if (await rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
         // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
         const span = tracing?.span('deliver', 'consumer', record.headers, {
           'messaging.system': 'kafka',
@@ -236,6 +249,7 @@ export async function start(rt: Runtime): Promise<Service> {
       // Consumers finish in-flight deliveries and commit first; then the senders and connections go.
       clearInterval(sweep);
       clearInterval(presence);
+      rateGate.close();
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();

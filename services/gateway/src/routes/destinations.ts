@@ -20,6 +20,8 @@ import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantR
 import { verifyGatewayToken } from '../gateway-token.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
+import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import type { RateLimit } from '@switchyard/shared/model/index.ts';
 
 const topicsSchema = {
   anyOf: [
@@ -50,6 +52,7 @@ export const createBody = {
     delivery_metadata: stringMap,
     metadata: stringMap,
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
+    rate_limit: rateLimitSchema,
   },
 } as const;
 
@@ -64,6 +67,8 @@ export const patchBody = {
     filter: objectOrNull,
     delivery_metadata: stringMapPatch,
     metadata: stringMapPatch,
+    // Replaced whole; null removes it.
+    rate_limit: rateLimitSchema,
   },
 } as const;
 
@@ -77,6 +82,7 @@ interface CreateBody {
   delivery_metadata?: Record<string, string>;
   metadata?: Record<string, string>;
   disabled_at?: string | null;
+  rate_limit?: RateLimit | null;
 }
 
 interface PatchBody {
@@ -87,6 +93,7 @@ interface PatchBody {
   filter?: JsonObject | null;
   delivery_metadata?: Record<string, string | null> | null;
   metadata?: Record<string, string | null> | null;
+  rate_limit?: RateLimit | null;
 }
 
 const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
@@ -183,6 +190,7 @@ export function destinationRoutes(ctx: Ctx) {
           metadata: orNullIfEmpty(body.metadata),
           filter,
           disabled_at: body.disabled_at ?? null,
+          rate_limit: body.rate_limit ?? null,
         });
         // A destination deleted and created again under its id must not stay canceled in a sender.
         await ctx.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
@@ -203,7 +211,8 @@ export function destinationRoutes(ctx: Ctx) {
         config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
         schema: {
           tags,
-          summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)',
+          summary:
+            'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)',
           params: destParams,
           body: ref('DestinationUpdate'),
           response: answers({ 200: 'Destination' }),
@@ -247,6 +256,7 @@ export function destinationRoutes(ctx: Ctx) {
           filter,
           metadata: merged(existing.metadata, body.metadata),
           delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
+          ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
         });
         if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
         await ctx.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
