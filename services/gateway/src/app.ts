@@ -9,9 +9,9 @@ import type { Bus, BusProducer } from '@switchyard/shared/bus.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
-import { type Auth, createAuth, type Principal } from './auth.ts';
+import { createAuth, type Principal } from './auth.ts';
 import { registerBodyBudget } from './body-budget.ts';
-import { type Announce, createAnnouncer } from './destination-changes.ts';
+import { createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import cors from '@fastify/cors';
@@ -36,6 +36,9 @@ import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
 import { RESERVED_TENANT_IDS, tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
+import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
+import { QueryStore } from './queries/store.ts';
+import './routes/deps.ts'; // the request's `principal` and the app's `routeTable`
 
 export interface GatewayDeps {
   db: Knex;
@@ -48,33 +51,6 @@ export interface GatewayDeps {
   readiness?: () => Promise<Readiness>;
   /** OpenTelemetry traces (shared/src/tracing.ts); absent or null: off. */
   tracing?: Tracing | null;
-}
-
-/** Everything a route handler needs, built once per app. */
-export interface Ctx {
-  config: Config;
-  publish: ReturnType<typeof createPublisher>;
-  routing: RoutingCache;
-  auth: Auth;
-  tenants: TenantStore;
-  destinations: DestinationStore;
-  producer: BusProducer;
-  db: Knex;
-  /** Tells the senders a destination changed (after it is stored). */
-  announce: Announce;
-  /** Starts erasing deleted tenants' data now (in the background). */
-  erasure: { kick(): void };
-  readiness: () => Promise<Readiness>;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal;
-  }
-  interface FastifyInstance {
-    /** Every route registered, for the OpenAPI coverage test. */
-    routeTable: { method: string; url: string }[];
-  }
 }
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -136,33 +112,25 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   // Kicked by a tenant's deletion; the attempts service also runs it every minute.
   const erasure = startTenantErasure(deps.db, { log: deps.logger });
   app.addHook('onClose', () => erasure.stop());
-  const ctx: Ctx = {
-    config,
-    auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
-    tenants,
-    destinations,
-    producer: deps.producer,
-    db: deps.db,
-    readiness: deps.readiness ?? (() => readiness({ db: deps.db, bus: {} as Bus })),
-    routing,
-    announce: createAnnouncer(deps.producer, deps.logger),
-    erasure,
-    publish: summarisePublishes(
-      app,
-      deps.logger,
-      countPublishes(
-        createPublisher({
-          producer: deps.producer,
-          eventIds: new EventIdStore(deps.db),
-          routing,
-          log: deps.logger,
-          lingerMs: config.PUBLISH_LINGER_MS,
-          timeoutMs: config.PUBLISH_TIMEOUT_MS,
-          tracing: deps.tracing ?? null,
-        }),
-      ),
+  const auth = createAuth(config.API_KEY, config.API_JWT_SECRET);
+  const announce = createAnnouncer(deps.producer, deps.logger);
+  const queries = new QueryStore(deps.db, config.API_PAGE_MAX_BYTES);
+  const { db, producer } = deps;
+  const publish = summarisePublishes(
+    app,
+    deps.logger,
+    countPublishes(
+      createPublisher({
+        producer,
+        eventIds: new EventIdStore(db),
+        routing,
+        log: deps.logger,
+        lingerMs: config.PUBLISH_LINGER_MS,
+        timeoutMs: config.PUBLISH_TIMEOUT_MS,
+        tracing: deps.tracing ?? null,
+      }),
     ),
-  };
+  );
 
   // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
   // cookies). Registered before authentication so that preflight requests, which carry no
@@ -181,7 +149,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (req.routeOptions.config && (req.routeOptions.config as { public?: boolean }).public) return;
     if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
-    req.principal = await ctx.auth.authenticate(req.headers.authorization);
+    req.principal = await auth.authenticate(req.headers.authorization);
   });
 
   // Request bodies held at once, as their bytes arrive, and how long one may take (body-budget.ts).
@@ -223,20 +191,23 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   });
 
   await app.register(portalRoutes(config, deps.portalDir));
-  await app.register(healthRoutes(ctx));
-  await app.register(retryRoutes(ctx));
-  await app.register(publishRoutes(ctx), { prefix: '/api/v1' });
-  await app.register(schemaRoutes(ctx), { prefix: '/api/v1' });
-  await app.register(tenantListRoutes(ctx), { prefix: '/api/v1' });
+  // Each route module gets only the parts it uses (its `...RouteDeps`).
+  await app.register(healthRoutes({ db, readiness: deps.readiness ?? (() => readiness({ db, bus: {} as Bus })) }));
+  await app.register(retryRoutes({ db, destinations, producer }));
+  await app.register(publishRoutes({ topics: config.TOPICS, publish }), { prefix: '/api/v1' });
+  await app.register(schemaRoutes({ topics: config.TOPICS }), { prefix: '/api/v1' });
+  await app.register(tenantListRoutes({ tenants }), { prefix: '/api/v1' });
+  const baseUrl = config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`;
+  const operations = new OperationsStore(db);
   // Both path forms of interface.md serve the same handlers, and with a tenant token the tenant
   // segment may be left out altogether.
   for (const prefix of TENANT_PREFIXES) {
-    await app.register(tenantRoutes(ctx), { prefix });
-    await app.register(destinationRoutes(ctx), { prefix });
-    await app.register(attemptRoutes(ctx), { prefix });
-    await app.register(eventRoutes(ctx), { prefix });
-    await app.register(replayRoutes(ctx), { prefix });
-    await app.register(operationsRoutes(ctx), { prefix });
+    await app.register(tenantRoutes({ tenants, db, announce, erasure, auth, baseUrl }), { prefix });
+    await app.register(destinationRoutes({ tenants, destinations, announce, config }), { prefix });
+    await app.register(attemptRoutes({ tenants, destinations, queries }), { prefix });
+    await app.register(eventRoutes({ tenants, queries, db }), { prefix });
+    await app.register(replayRoutes({ tenants, destinations, db, producer, announce }), { prefix });
+    await app.register(operationsRoutes({ tenants, operations, queries }), { prefix });
   }
   return app;
 }

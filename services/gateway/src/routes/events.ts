@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { QueryStore } from '../queries/store.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { QueryStore } from '../queries/store.ts';
 import type { Tenants } from '../queries/views.ts';
-import type { Ctx } from '../app.ts';
+import type { TenantCheck } from './deps.ts';
 import { createPendingReasons } from '../pending-reason.ts';
 import {
   documentedOnly,
@@ -59,14 +60,13 @@ const UUIDV7 = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
  * publish once the event is in the log, and the attempts service stores it a batch later. Ids the
  * gateway generated carry their time (UUIDv7); caller-chosen ids were reserved in event_ids first.
  */
-async function mayBeInFlight(ctx: Ctx, tenants: Tenants, eventId: string): Promise<boolean> {
+async function mayBeInFlight(db: Knex, tenants: Tenants, eventId: string): Promise<boolean> {
   const m = UUIDV7.exec(eventId);
   if (m) {
     const age = Date.now() - Number.parseInt(`${m[1]}${m[2]}`, 16);
     if (age > -IN_FLIGHT_MS && age < IN_FLIGHT_MS) return true;
   }
-  const q = ctx
-    .db('event_ids')
+  const q = db('event_ids')
     .where({ id: eventId })
     .andWhere('reserved_at', '>', new Date(Date.now() - IN_FLIGHT_MS));
   if (tenants) q.whereIn('tenant_id', [...tenants]);
@@ -78,9 +78,9 @@ async function mayBeInFlight(ctx: Ctx, tenants: Tenants, eventId: string): Promi
  * event that is not stored but may be in flight polls until it is (or EVENT_READ_WAIT_MS passes),
  * so `GET /events/{id}` right after publish's 202 answers the event rather than 404.
  */
-export async function readEvent<T>(ctx: Ctx, tenants: Tenants, eventId: string, read: () => Promise<T | null>): Promise<T | null> {
+export async function readEvent<T>(db: Knex, tenants: Tenants, eventId: string, read: () => Promise<T | null>): Promise<T | null> {
   const found = await read();
-  if (found !== null || !(await mayBeInFlight(ctx, tenants, eventId))) return found;
+  if (found !== null || !(await mayBeInFlight(db, tenants, eventId))) return found;
   const deadline = Date.now() + EVENT_READ_WAIT_MS;
   for (let pause = 10; Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
     await new Promise((r) => setTimeout(r, pause));
@@ -92,12 +92,19 @@ export async function readEvent<T>(ctx: Ctx, tenants: Tenants, eventId: string, 
 
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; event_id?: string }; Querystring: Query }>;
 
-export function eventRoutes(ctx: Ctx) {
-  const queries = new QueryStore(ctx.db, ctx.config.API_PAGE_MAX_BYTES);
+export interface EventRouteDeps {
+  tenants: TenantCheck;
+  queries: QueryStore;
+  /** Reads event ids in flight, pending reasons and a destination's type. */
+  db: Knex;
+}
+
+export function eventRoutes(deps: EventRouteDeps) {
+  const { queries, db } = deps;
   // A pending delivery of a type no sender runs says so (pending-reason.ts); only then is the type read.
-  const pendingReasons = createPendingReasons(ctx.db);
+  const pendingReasons = createPendingReasons(db);
   const typeOf = async (tenantId: string, destinationId: string) =>
-    (await ctx.db('destinations').where({ tenant_id: tenantId, id: destinationId }).first('type'))?.type as string | undefined;
+    (await db('destinations').where({ tenant_id: tenantId, id: destinationId }).first('type'))?.type as string | undefined;
 
   function listParams(q: Query) {
     const p = new Problems();
@@ -124,7 +131,7 @@ export function eventRoutes(ctx: Ctx) {
       },
       async (req: Req) => {
         const { page, ...f } = listParams(req.query);
-        const tenants = await readableTenants(ctx, req);
+        const tenants = await readableTenants(deps.tenants, req);
         return queries.listEvents({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
       },
     );
@@ -145,9 +152,9 @@ export function eventRoutes(ctx: Ctx) {
         },
       },
       async (req: Req) => {
-        const tenants = await readableTenants(ctx, req);
+        const tenants = await readableTenants(deps.tenants, req);
         const eventId = req.params.event_id ?? '';
-        const event = await readEvent(ctx, tenants, eventId, () => queries.getEvent(tenants, eventId));
+        const event = await readEvent(db, tenants, eventId, () => queries.getEvent(tenants, eventId));
         if (!event) throw new AppError('EVENT_NOT_FOUND');
         return event;
       },
@@ -172,9 +179,9 @@ export function eventRoutes(ctx: Ctx) {
         },
       },
       async (req: Req) => {
-        const tenants = await readableTenants(ctx, req);
+        const tenants = await readableTenants(deps.tenants, req);
         const eventId = req.params.event_id ?? '';
-        const attempts = await readEvent(ctx, tenants, eventId, () =>
+        const attempts = await readEvent(db, tenants, eventId, () =>
           queries.eventAttempts(tenants, eventId, multi(req.query, 'destination_id')),
         );
         if (!attempts) throw new AppError('EVENT_NOT_FOUND');
@@ -218,7 +225,7 @@ export function eventRoutes(ctx: Ctx) {
       async (req: Req) => {
         const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
         const eventId = req.params.event_id ?? '';
-        const event = await readEvent(ctx, [tenantId], eventId, () => queries.getEvent([tenantId], eventId, destinationId));
+        const event = await readEvent(db, [tenantId], eventId, () => queries.getEvent([tenantId], eventId, destinationId));
         if (!event) throw new AppError('EVENT_NOT_FOUND');
         return pendingReasons(() => typeOf(tenantId, destinationId), [event]);
       },

@@ -7,7 +7,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireAdmin } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { PublishResult } from '../publisher.ts';
 import { toAppError } from '../errors.ts';
 import { idParam } from './common.ts';
 import { answers, ref } from '../openapi.ts';
@@ -63,7 +63,14 @@ const itemAjv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: t
 addFormats.default(itemAjv);
 const validateItem = itemAjv.compile(publishBodySchema);
 
-export function publishRoutes(ctx: Ctx) {
+export interface PublishRouteDeps {
+  /** TOPICS: what a published event's topic must match. */
+  topics: readonly string[];
+  /** Publishes one event (publisher.ts); `callerId`: the id came with the request. */
+  publish: (event: EventRecord, callerId: boolean) => Promise<PublishResult>;
+}
+
+export function publishRoutes(deps: PublishRouteDeps) {
   const toEvent = (body: PublishBody): EventRecord => ({
     id: body.id ?? newId(),
     tenant_id: body.tenant_id,
@@ -75,7 +82,7 @@ export function publishRoutes(ctx: Ctx) {
     destination_id: body.destination_id ?? null,
   });
   const checkTopic = (topic: string, path: string): Problem[] => {
-    const allowed = ctx.config.TOPICS;
+    const allowed = deps.topics;
     // A published topic is concrete: it must match TOPICS and hold no wildcard itself.
     return !topic.includes('*') && matchesTopic(allowed, topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
   };
@@ -95,7 +102,7 @@ export function publishRoutes(ctx: Ctx) {
         requireAdmin(req.principal);
         const problems = checkTopic(req.body.topic, 'body.topic');
         if (problems.length) throw AppError.validation(problems);
-        const result = await ctx.publish(toEvent(req.body), req.body.id !== undefined);
+        const result = await deps.publish(toEvent(req.body), req.body.id !== undefined);
         reply.status(202);
         return result;
       },
@@ -133,7 +140,7 @@ export function publishRoutes(ctx: Ctx) {
               const body = item as PublishBody;
               const problems = checkTopic(body.topic, `body.events[${i}].topic`);
               if (problems.length) throw AppError.validation(problems);
-              return { status: 202, ...(await ctx.publish(toEvent(body), body.id !== undefined)) };
+              return { status: 202, ...(await deps.publish(toEvent(body), body.id !== undefined)) };
             } catch (err) {
               const e = toAppError(err as Error);
               if (e.code === 'INTERNAL') req.log.error({ err }, 'batch publish item failed');

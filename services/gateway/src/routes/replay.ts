@@ -7,12 +7,14 @@
 //   again: one manual attempt each, through the delivery topics, to the destination as it is now.
 //   Bounded (`limit`, at most 1,000 a call) and paged (`next`: pass it as `cursor`).
 import type { FastifyInstance } from 'fastify';
-import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
+import type { DestinationStore, RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { TopicRecords } from '@switchyard/shared/bus.ts';
+import type { BusProducer, TopicRecords } from '@switchyard/shared/bus.ts';
 import { TOPIC } from '@switchyard/shared/kafka/topics.ts';
 import type { DeliveryRecord, EventRecord } from '@switchyard/shared/model/index.ts';
-import type { Ctx } from '../app.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { Announce } from '../destination-changes.ts';
+import type { TenantCheck } from './deps.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
 
@@ -83,7 +85,16 @@ function decodeCursor(c: string): [string, string, string] {
   throw AppError.validation([{ path: 'body.cursor', message: 'is not a cursor this endpoint returned' }]);
 }
 
-export function replayRoutes(ctx: Ctx) {
+export interface ReplayRouteDeps {
+  tenants: TenantCheck;
+  destinations: Pick<DestinationStore, 'routable' | 'cancelPending'>;
+  /** Reads the deliveries to replay. */
+  db: Knex;
+  producer: BusProducer;
+  announce: Announce;
+}
+
+export function replayRoutes(deps: ReplayRouteDeps) {
   return async (app: FastifyInstance) => {
     app.post(
       '/destinations/:destination_id/cancel',
@@ -98,11 +109,11 @@ export function replayRoutes(ctx: Ctx) {
         },
       },
       async (req: TenantReq, reply) => {
-        const tenantId = await existingTenant(ctx, req);
+        const tenantId = await existingTenant(deps.tenants, req);
         const destinationId = req.params.destination_id ?? '';
-        const epoch = await ctx.destinations.cancelPending(tenantId, destinationId);
+        const epoch = await deps.destinations.cancelPending(tenantId, destinationId);
         if (epoch === null) throw new AppError('DESTINATION_NOT_FOUND');
-        await ctx.announce({ tenant_id: tenantId, destination_id: destinationId, change: 'updated' });
+        await deps.announce({ tenant_id: tenantId, destination_id: destinationId, change: 'updated' });
         reply.status(202);
         return { success: true };
       },
@@ -121,7 +132,7 @@ export function replayRoutes(ctx: Ctx) {
         },
       },
       async (req, reply) => {
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
         const b = req.body;
         const since = new Date(b.since);
         const until = b.until ? new Date(b.until) : new Date();
@@ -129,11 +140,11 @@ export function replayRoutes(ctx: Ctx) {
         const limit = b.limit ?? 100;
         let only: RoutableDestination | null = null;
         if (b.destination_id !== undefined) {
-          only = await ctx.destinations.routable(tenantId, b.destination_id);
+          only = await deps.destinations.routable(tenantId, b.destination_id);
           if (!only) throw new AppError('DESTINATION_NOT_FOUND');
           if (only.disabled_at) throw new AppError('DESTINATION_DISABLED', 'The destination is disabled; enable it before replaying.');
         }
-        const q = ctx
+        const q = deps
           .db('deliveries as d')
           .where('d.tenant_id', tenantId)
           .whereIn('d.status', statuses)
@@ -145,7 +156,7 @@ export function replayRoutes(ctx: Ctx) {
               .whereNot('d.status', 'failed')
               .orWhereExists((e) =>
                 e
-                  .select(ctx.db.raw('1'))
+                  .select(deps.db.raw('1'))
                   .from('attempts as a')
                   .whereRaw('a.event_id = d.event_id AND a.tenant_id = d.tenant_id AND a.destination_id = d.destination_id')
                   .whereRaw('a.final AND a.time >= d.last_attempt_at'),
@@ -166,7 +177,7 @@ export function replayRoutes(ctx: Ctx) {
         const events = new Map<string, EventRecord>();
         if (page.length) {
           const keys = [...new Map(page.map((r) => [r.event_id, r])).values()];
-          const found = (await ctx
+          const found = (await deps
             .db('events')
             .where('tenant_id', tenantId)
             .whereIn(
@@ -188,7 +199,7 @@ export function replayRoutes(ctx: Ctx) {
         }
         const destinations = new Map<string, RoutableDestination | null>(only ? [[only.id, only]] : []);
         for (const id of new Set(page.map((r) => r.destination_id)))
-          if (!destinations.has(id)) destinations.set(id, await ctx.destinations.routable(tenantId, id));
+          if (!destinations.has(id)) destinations.set(id, await deps.destinations.routable(tenantId, id));
 
         const batches = new Map<string, TopicRecords>();
         let replayed = 0;
@@ -206,7 +217,7 @@ export function replayRoutes(ctx: Ctx) {
           batch.records.push({ key: d.id, value: delivery });
           replayed++;
         }
-        if (batches.size) await ctx.producer.sendMany([...batches.values()]);
+        if (batches.size) await deps.producer.sendMany([...batches.values()]);
         reply.status(202);
         return { replayed, not_replayed: page.length - replayed, next };
       },
