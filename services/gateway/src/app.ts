@@ -9,7 +9,7 @@ import type { Bus, BusProducer } from '@switchyard/shared/bus.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
-import { createAuth, type Principal } from './auth.ts';
+import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
@@ -55,10 +55,10 @@ export interface GatewayDeps {
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** Builds the gateway app; main.ts alone listens and handles signals, tests use app.inject(). */
-export async function build(config: Config, deps: GatewayDeps): Promise<FastifyInstance> {
+/** The Fastify instance with what every route shares: errors, guards, metrics, models, JSON only. */
+function createApp(config: Config, logger: Logger): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // No per-request lines from fastify (set through its log controller: the top-level option is deprecated).
     logController: new LogController({ disableRequestLogging: true }),
@@ -106,32 +106,11 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     for (const method of [r.method].flat()) routeTable.push({ method, url: r.url });
   });
 
-  const tenants = new TenantStore(deps.db);
-  const destinations = new DestinationStore(deps.db, deps.cipher);
-  const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
-  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
-  const erasure = startTenantErasure(deps.db, { log: deps.logger });
-  app.addHook('onClose', () => erasure.stop());
-  const auth = createAuth(config.API_KEY, config.API_JWT_SECRET);
-  const announce = createAnnouncer(deps.producer, deps.logger);
-  const queries = new QueryStore(deps.db, config.API_PAGE_MAX_BYTES);
-  const { db, producer } = deps;
-  const publish = summarisePublishes(
-    app,
-    deps.logger,
-    countPublishes(
-      createPublisher({
-        producer,
-        eventIds: new EventIdStore(db),
-        routing,
-        log: deps.logger,
-        lingerMs: config.PUBLISH_LINGER_MS,
-        timeoutMs: config.PUBLISH_TIMEOUT_MS,
-        tracing: deps.tracing ?? null,
-      }),
-    ),
-  );
+  return app;
+}
 
+/** CORS, authentication (the request's `principal`) and the body budget, registered in this order. */
+async function registerAccess(app: FastifyInstance, config: Config, auth: Auth): Promise<void> {
   // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
   // cookies). Registered before authentication so that preflight requests, which carry no
   // credential, are answered here.
@@ -158,7 +137,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     bodyTimeoutMs: config.API_BODY_TIMEOUT_MS,
     bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
   });
+}
 
+/** The OpenAPI document (fastify swagger), served at /api/v1/openapi.json. */
+async function registerDocs(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -179,6 +161,39 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     ...documentTransforms(config),
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+}
+
+/** Builds the gateway app; main.ts alone listens and handles signals, tests use app.inject(). */
+export async function build(config: Config, deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = createApp(config, deps.logger);
+  const { db, producer } = deps;
+  const tenants = new TenantStore(deps.db);
+  const destinations = new DestinationStore(deps.db, deps.cipher);
+  const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
+  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
+  const erasure = startTenantErasure(deps.db, { log: deps.logger });
+  app.addHook('onClose', () => erasure.stop());
+  const auth = createAuth(config.API_KEY, config.API_JWT_SECRET);
+  const announce = createAnnouncer(deps.producer, deps.logger);
+  const queries = new QueryStore(deps.db, config.API_PAGE_MAX_BYTES);
+  const publish = summarisePublishes(
+    app,
+    deps.logger,
+    countPublishes(
+      createPublisher({
+        producer,
+        eventIds: new EventIdStore(db),
+        routing,
+        log: deps.logger,
+        lingerMs: config.PUBLISH_LINGER_MS,
+        timeoutMs: config.PUBLISH_TIMEOUT_MS,
+        tracing: deps.tracing ?? null,
+      }),
+    ),
+  );
+
+  await registerAccess(app, config, auth);
+  await registerDocs(app, config);
 
   // Any change to a tenant's state drops this instance's routing view of it before the answer goes
   // out, so a publish accepted after the answer sees the change.

@@ -261,109 +261,119 @@ export interface AttemptRouteDeps {
   queries: QueryStore;
 }
 
-export function attemptRoutes(deps: AttemptRouteDeps) {
+/** The filters, page and includes of an attempt listing; 422 naming every bad parameter. */
+function listParams(q: Query) {
+  const p = new Problems();
+  const page = parsePage(q, p, 'att');
+  const time = parseTime(q, p);
+  const statuses = parseStatuses(q, p);
+  const include = parseInclude(q, p);
+  p.throwIfAny();
+  return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
+}
+
+/** The attempts of one destination: listed and one. */
+function destinationAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
   const { queries } = deps;
+  app.get(
+    '/destinations/:destination_id/attempts',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'List the attempts of a destination, newest first, cursor-paged',
+        params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
+        querystring: attemptListQuery,
+        response: answers({ 200: 'AttemptPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, include, ...f } = listParams(req.query);
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
+        embed: embedOf(include),
+      });
+      return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
+    },
+  );
 
-  function listParams(q: Query) {
-    const p = new Problems();
-    const page = parsePage(q, p, 'att');
-    const time = parseTime(q, p);
-    const statuses = parseStatuses(q, p);
-    const include = parseInclude(q, p);
-    p.throwIfAny();
-    return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
-  }
+  app.get(
+    '/destinations/:destination_id/attempts/:attempt_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'Get one attempt of a destination',
+        params: attemptIdParams,
+        querystring: includeQuery,
+        response: answers({ 200: 'Attempt' }),
+      },
+    },
+    async (req: Req) => {
+      const p = new Problems();
+      const include = parseInclude(req.query, p);
+      p.throwIfAny();
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
+      if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+      return (await expandAttempts(deps.destinations, queries, [a], include))[0];
+    },
+  );
+}
 
+/** The attempts of the tenant in the path or token (or, admin key, of every tenant): listed and one. */
+function tenantAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
+  const { queries } = deps;
+  app.get(
+    '/attempts',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary:
+          'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
+        params: { type: 'object', properties: { tenant_id: idParam } },
+        querystring: adminAttemptListQuery,
+        response: answers({ 200: 'AttemptPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, include, ...f } = listParams(req.query);
+      const tenants = await readableTenants(deps.tenants, req);
+      const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
+        embed: embedOf(include),
+      });
+      return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
+    },
+  );
+
+  app.get(
+    '/attempts/:attempt_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
+        params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
+        querystring: includeQuery,
+        response: answers({ 200: 'Attempt' }),
+      },
+    },
+    async (req: Req) => {
+      const p = new Problems();
+      const include = parseInclude(req.query, p);
+      p.throwIfAny();
+      const tenants = await readableTenants(deps.tenants, req);
+      const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants });
+      if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+      return (await expandAttempts(deps.destinations, queries, [a], include))[0];
+    },
+  );
+}
+
+export function attemptRoutes(deps: AttemptRouteDeps) {
   return async (app: FastifyInstance) => {
-    app.get(
-      '/destinations/:destination_id/attempts',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'List the attempts of a destination, newest first, cursor-paged',
-          params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
-          querystring: attemptListQuery,
-          response: answers({ 200: 'AttemptPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, include, ...f } = listParams(req.query);
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
-          embed: embedOf(include),
-        });
-        return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
-      },
-    );
-
-    app.get(
-      '/destinations/:destination_id/attempts/:attempt_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'Get one attempt of a destination',
-          params: attemptIdParams,
-          querystring: includeQuery,
-          response: answers({ 200: 'Attempt' }),
-        },
-      },
-      async (req: Req) => {
-        const p = new Problems();
-        const include = parseInclude(req.query, p);
-        p.throwIfAny();
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
-        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
-        return (await expandAttempts(deps.destinations, queries, [a], include))[0];
-      },
-    );
-
-    app.get(
-      '/attempts',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary:
-            'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
-          params: { type: 'object', properties: { tenant_id: idParam } },
-          querystring: adminAttemptListQuery,
-          response: answers({ 200: 'AttemptPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, include, ...f } = listParams(req.query);
-        const tenants = await readableTenants(deps.tenants, req);
-        const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
-          embed: embedOf(include),
-        });
-        return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
-      },
-    );
-
-    app.get(
-      '/attempts/:attempt_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
-          params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
-          querystring: includeQuery,
-          response: answers({ 200: 'Attempt' }),
-        },
-      },
-      async (req: Req) => {
-        const p = new Problems();
-        const include = parseInclude(req.query, p);
-        p.throwIfAny();
-        const tenants = await readableTenants(deps.tenants, req);
-        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants });
-        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
-        return (await expandAttempts(deps.destinations, queries, [a], include))[0];
-      },
-    );
+    destinationAttemptRoutes(app, deps);
+    tenantAttemptRoutes(app, deps);
   };
 }

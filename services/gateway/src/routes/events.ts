@@ -99,136 +99,148 @@ export interface EventRouteDeps {
   db: Knex;
 }
 
-export function eventRoutes(deps: EventRouteDeps) {
+/** The filters and page of an event listing; 422 naming every bad parameter. */
+function listParams(q: Query) {
+  const p = new Problems();
+  const page = parsePage(q, p, 'evt');
+  const time = parseTime(q, p);
+  const statuses = parseStatuses(q, p);
+  p.throwIfAny();
+  return { page, time, statuses, topics: multi(q, 'topic') };
+}
+
+/** The events of the tenant in the path or token (or, admin key, of every tenant): listed, one, its deliveries. */
+function tenantEventRoutes(app: FastifyInstance, deps: EventRouteDeps) {
   const { queries, db } = deps;
-  // A pending delivery of a type no sender runs says so (pending-reason.ts); only then is the type read.
+  app.get(
+    '/events',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['events'],
+        summary:
+          'List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
+        params: { type: 'object', properties: { tenant_id: idParam } },
+        querystring: eventListQuery,
+        response: answers({ 200: 'EventPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, ...f } = listParams(req.query);
+      const tenants = await readableTenants(deps.tenants, req);
+      return queries.listEvents({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
+    },
+  );
+
+  app.get(
+    '/events/:event_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['events'],
+        summary: 'Get one event with its data',
+        params: { type: 'object', properties: { tenant_id: idParam, event_id: idParam } },
+        querystring: {
+          type: 'object',
+          properties: { tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.') },
+        },
+        response: answers({ 200: 'Event' }),
+      },
+    },
+    async (req: Req) => {
+      const tenants = await readableTenants(deps.tenants, req);
+      const eventId = req.params.event_id ?? '';
+      const event = await readEvent(db, tenants, eventId, () => queries.getEvent(tenants, eventId));
+      if (!event) throw new AppError('EVENT_NOT_FOUND');
+      return event;
+    },
+  );
+
+  app.get(
+    '/events/:event_id/deliveries',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['events'],
+        summary: 'Every delivery attempt of an event, newest first (an array; at most 1000)',
+        params: { type: 'object', properties: { tenant_id: idParam, event_id: idParam } },
+        querystring: {
+          type: 'object',
+          properties: {
+            destination_id: manyQueryDocs('Only attempts to these destinations.'),
+            tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.'),
+          },
+        },
+        response: answers({ 200: 'EventDeliveryList' }),
+      },
+    },
+    async (req: Req) => {
+      const tenants = await readableTenants(deps.tenants, req);
+      const eventId = req.params.event_id ?? '';
+      const attempts = await readEvent(db, tenants, eventId, () =>
+        queries.eventAttempts(tenants, eventId, multi(req.query, 'destination_id')),
+      );
+      if (!attempts) throw new AppError('EVENT_NOT_FOUND');
+      return attempts.map((a) => ({ delivered_at: a.time, ...a }));
+    },
+  );
+}
+
+/**
+ * The events routed to one destination, with that delivery's status; a pending delivery of a type
+ * no sender runs says so (pending-reason.ts), and only then is the destination's type read.
+ */
+function destinationEventRoutes(app: FastifyInstance, deps: EventRouteDeps) {
+  const { queries, db } = deps;
   const pendingReasons = createPendingReasons(db);
   const typeOf = async (tenantId: string, destinationId: string) =>
     (await db('destinations').where({ tenant_id: tenantId, id: destinationId }).first('type'))?.type as string | undefined;
+  app.get(
+    '/destination/:destination_id/events',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['events'],
+        summary: "List the events routed to a destination with that delivery's status, newest event time first, cursor-paged",
+        params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
+        querystring: destinationEventListQuery,
+        response: answers({ 200: 'EventPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, ...f } = listParams(req.query);
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const listed = await queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
+        scopedDestination: destinationId,
+      });
+      return { ...listed, models: await pendingReasons(() => typeOf(tenantId, destinationId), listed.models) };
+    },
+  );
 
-  function listParams(q: Query) {
-    const p = new Problems();
-    const page = parsePage(q, p, 'evt');
-    const time = parseTime(q, p);
-    const statuses = parseStatuses(q, p);
-    p.throwIfAny();
-    return { page, time, statuses, topics: multi(q, 'topic') };
-  }
+  app.get(
+    '/destination/:destination_id/events/:event_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['events'],
+        summary: 'Get one event routed to a destination, as an array holding the event',
+        params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam, event_id: idParam } },
+        response: answers({ 200: 'EventInArray' }),
+      },
+    },
+    async (req: Req) => {
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const eventId = req.params.event_id ?? '';
+      const event = await readEvent(db, [tenantId], eventId, () => queries.getEvent([tenantId], eventId, destinationId));
+      if (!event) throw new AppError('EVENT_NOT_FOUND');
+      return pendingReasons(() => typeOf(tenantId, destinationId), [event]);
+    },
+  );
+}
 
+export function eventRoutes(deps: EventRouteDeps) {
   return async (app: FastifyInstance) => {
-    app.get(
-      '/events',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['events'],
-          summary:
-            'List events, newest event time first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
-          params: { type: 'object', properties: { tenant_id: idParam } },
-          querystring: eventListQuery,
-          response: answers({ 200: 'EventPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, ...f } = listParams(req.query);
-        const tenants = await readableTenants(deps.tenants, req);
-        return queries.listEvents({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
-      },
-    );
-
-    app.get(
-      '/events/:event_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['events'],
-          summary: 'Get one event with its data',
-          params: { type: 'object', properties: { tenant_id: idParam, event_id: idParam } },
-          querystring: {
-            type: 'object',
-            properties: { tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.') },
-          },
-          response: answers({ 200: 'Event' }),
-        },
-      },
-      async (req: Req) => {
-        const tenants = await readableTenants(deps.tenants, req);
-        const eventId = req.params.event_id ?? '';
-        const event = await readEvent(db, tenants, eventId, () => queries.getEvent(tenants, eventId));
-        if (!event) throw new AppError('EVENT_NOT_FOUND');
-        return event;
-      },
-    );
-
-    app.get(
-      '/events/:event_id/deliveries',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['events'],
-          summary: 'Every delivery attempt of an event, newest first (an array; at most 1000)',
-          params: { type: 'object', properties: { tenant_id: idParam, event_id: idParam } },
-          querystring: {
-            type: 'object',
-            properties: {
-              destination_id: manyQueryDocs('Only attempts to these destinations.'),
-              tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the event of these tenants.'),
-            },
-          },
-          response: answers({ 200: 'EventDeliveryList' }),
-        },
-      },
-      async (req: Req) => {
-        const tenants = await readableTenants(deps.tenants, req);
-        const eventId = req.params.event_id ?? '';
-        const attempts = await readEvent(db, tenants, eventId, () =>
-          queries.eventAttempts(tenants, eventId, multi(req.query, 'destination_id')),
-        );
-        if (!attempts) throw new AppError('EVENT_NOT_FOUND');
-        return attempts.map((a) => ({ delivered_at: a.time, ...a }));
-      },
-    );
-
-    app.get(
-      '/destination/:destination_id/events',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['events'],
-          summary: "List the events routed to a destination with that delivery's status, newest event time first, cursor-paged",
-          params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
-          querystring: destinationEventListQuery,
-          response: answers({ 200: 'EventPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, ...f } = listParams(req.query);
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const listed = await queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
-          scopedDestination: destinationId,
-        });
-        return { ...listed, models: await pendingReasons(() => typeOf(tenantId, destinationId), listed.models) };
-      },
-    );
-
-    app.get(
-      '/destination/:destination_id/events/:event_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['events'],
-          summary: 'Get one event routed to a destination, as an array holding the event',
-          params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam, event_id: idParam } },
-          response: answers({ 200: 'EventInArray' }),
-        },
-      },
-      async (req: Req) => {
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const eventId = req.params.event_id ?? '';
-        const event = await readEvent(db, [tenantId], eventId, () => queries.getEvent([tenantId], eventId, destinationId));
-        if (!event) throw new AppError('EVENT_NOT_FOUND');
-        return pendingReasons(() => typeOf(tenantId, destinationId), [event]);
-      },
-    );
+    tenantEventRoutes(app, deps);
+    destinationEventRoutes(app, deps);
   };
 }
