@@ -55,95 +55,100 @@ export interface TenantRouteDeps {
   baseUrl: string;
 }
 
+/** PUT, GET and DELETE of the tenant itself. */
+function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
+  app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
+    '',
+    {
+      config: { stringMaps: { members: ['metadata'] } },
+      schema: {
+        tags: ['tenants'],
+        summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
+        params: { type: 'object', properties: { tenant_id: idParam } },
+        body: ref('TenantUpsert'),
+        response: answers({ 200: 'Tenant', 201: 'Tenant' }),
+      },
+    },
+    async (req, reply) => {
+      requireAdmin(req.principal);
+      const id = req.params.tenant_id;
+      if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
+      if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
+      // A tenant created again under a deleted one's id starts empty: what is left of the old one goes first.
+      if (!(await finishErasure(deps.db, id, ERASE_IN_REQUEST_MS))) {
+        void reply.header('retry-after', '5');
+        throw new AppError('SERVICE_UNAVAILABLE', 'A deleted tenant of this id is still being erased; retry shortly.');
+      }
+      const { tenant, created } = await deps.tenants.upsert(id, req.body?.metadata);
+      reply.status(created ? 201 : 200);
+      return tenant;
+    },
+  );
+
+  app.get('', { schema: { tags: ['tenants'], summary: 'Get a tenant', response: answers({ 200: 'Tenant' }) } }, async (req: TenantReq) => {
+    const tenant = await deps.tenants.get(tenantOf(req));
+    if (!tenant) throw new AppError('TENANT_NOT_FOUND');
+    return tenant;
+  });
+
+  app.delete(
+    '',
+    {
+      schema: {
+        tags: ['tenants'],
+        summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
+        response: answers({ 200: 'Success' }),
+      },
+    },
+    async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      const tenantId = tenantOf(req);
+      if (!(await deps.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
+      await deps.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
+      deps.erasure.kick();
+      return { success: true };
+    },
+  );
+}
+
+/** A tenant token, and a portal URL carrying one (admin only). */
+function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
+  app.get(
+    '/token',
+    { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
+    async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      const tenantId = await existingTenant(deps.tenants, req);
+      return { token: await deps.auth.issueTenantToken(tenantId), tenant_id: tenantId };
+    },
+  );
+
+  app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
+    '/portal',
+    {
+      schema: {
+        tags: ['tenants'],
+        summary: 'A portal URL carrying a tenant token (admin only)',
+        querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
+        response: answers({ 200: 'PortalRedirect' }),
+      },
+    },
+    async (req) => {
+      requireAdmin(req.principal);
+      const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
+      const url = new URL('/portal', deps.baseUrl);
+      url.searchParams.set('token', await deps.auth.issueTenantToken(tenantId));
+      url.searchParams.set('tenant_id', tenantId);
+      if (req.query.theme) url.searchParams.set('theme', req.query.theme);
+      return { redirect_url: url.toString(), tenant_id: tenantId };
+    },
+  );
+}
+
 export function tenantRoutes(deps: TenantRouteDeps) {
   return async (app: FastifyInstance) => {
-    app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
-      '',
-      {
-        config: { stringMaps: { members: ['metadata'] } },
-        schema: {
-          tags: ['tenants'],
-          summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
-          params: { type: 'object', properties: { tenant_id: idParam } },
-          body: ref('TenantUpsert'),
-          response: answers({ 200: 'Tenant', 201: 'Tenant' }),
-        },
-      },
-      async (req, reply) => {
-        requireAdmin(req.principal);
-        const id = req.params.tenant_id;
-        if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
-        if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
-        // A tenant created again under a deleted one's id starts empty: what is left of the old one goes first.
-        if (!(await finishErasure(deps.db, id, ERASE_IN_REQUEST_MS))) {
-          void reply.header('retry-after', '5');
-          throw new AppError('SERVICE_UNAVAILABLE', 'A deleted tenant of this id is still being erased; retry shortly.');
-        }
-        const { tenant, created } = await deps.tenants.upsert(id, req.body?.metadata);
-        reply.status(created ? 201 : 200);
-        return tenant;
-      },
-    );
-
-    app.get(
-      '',
-      { schema: { tags: ['tenants'], summary: 'Get a tenant', response: answers({ 200: 'Tenant' }) } },
-      async (req: TenantReq) => {
-        const tenant = await deps.tenants.get(tenantOf(req));
-        if (!tenant) throw new AppError('TENANT_NOT_FOUND');
-        return tenant;
-      },
-    );
-
-    app.delete(
-      '',
-      {
-        schema: {
-          tags: ['tenants'],
-          summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
-          response: answers({ 200: 'Success' }),
-        },
-      },
-      async (req: TenantReq) => {
-        requireAdmin(req.principal);
-        const tenantId = tenantOf(req);
-        if (!(await deps.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
-        await deps.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
-        deps.erasure.kick();
-        return { success: true };
-      },
-    );
-
-    app.get(
-      '/token',
-      { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
-      async (req: TenantReq) => {
-        requireAdmin(req.principal);
-        const tenantId = await existingTenant(deps.tenants, req);
-        return { token: await deps.auth.issueTenantToken(tenantId), tenant_id: tenantId };
-      },
-    );
-
-    app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
-      '/portal',
-      {
-        schema: {
-          tags: ['tenants'],
-          summary: 'A portal URL carrying a tenant token (admin only)',
-          querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
-          response: answers({ 200: 'PortalRedirect' }),
-        },
-      },
-      async (req) => {
-        requireAdmin(req.principal);
-        const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
-        const url = new URL('/portal', deps.baseUrl);
-        url.searchParams.set('token', await deps.auth.issueTenantToken(tenantId));
-        url.searchParams.set('tenant_id', tenantId);
-        if (req.query.theme) url.searchParams.set('theme', req.query.theme);
-        return { redirect_url: url.toString(), tenant_id: tenantId };
-      },
-    );
+    tenantRecordRoutes(app, deps);
+    tenantAccessRoutes(app, deps);
   };
 }
 
