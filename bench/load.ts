@@ -113,6 +113,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
   const producerReady = bus ? bus.producer() : null;
   const headers = { authorization: `Bearer ${o.apiKey}`, 'content-type': 'application/json' };
 
+  const retryAfter = (h: string | string[] | undefined) => Math.max(0, Number(Array.isArray(h) ? h[0] : h) || 1) * 1000;
   const fail = (what: string, n: number) => {
     stats.errors += n;
     rejected[what] = (rejected[what] ?? 0) + n;
@@ -130,6 +131,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
     const started = performance.now();
     let ok = 0;
     let errored = false;
+    let retryAfterMs = 0;
     try {
       if (o.via === 'kafka') {
         const producer = await (producerReady as NonNullable<typeof producerReady>);
@@ -150,7 +152,8 @@ export function startLoad(o: LoadOptions): LoadHandle {
         if (res.statusCode === 202) ok = 1;
         else {
           fail(String(res.statusCode), 1);
-          if (firstErrors.length < 5) firstErrors.push(`${res.statusCode} ${text.slice(0, 200)}`);
+          if (res.statusCode === 429) retryAfterMs = retryAfter(res.headers['retry-after']);
+          else if (firstErrors.length < 5) firstErrors.push(`${res.statusCode} ${text.slice(0, 200)}`);
         }
       } else {
         const body = `{"events":[${events.map((e, i) => eventJson(e, eventData(first + i, o.payloadBytes))).join(',')}]}`;
@@ -163,7 +166,8 @@ export function startLoad(o: LoadOptions): LoadHandle {
           }
         } else {
           fail(String(res.statusCode), events.length);
-          if (firstErrors.length < 5) firstErrors.push(`${res.statusCode} ${text.slice(0, 200)}`);
+          if (res.statusCode === 429) retryAfterMs = retryAfter(res.headers['retry-after']);
+          else if (firstErrors.length < 5) firstErrors.push(`${res.statusCode} ${text.slice(0, 200)}`);
         }
       }
     } catch (err) {
@@ -177,8 +181,10 @@ export function startLoad(o: LoadOptions): LoadHandle {
     stats.eventsAccepted += ok;
     latency.add(end, performance.now() - started);
     accepted.add(end, ok);
-    // Backs off after a failed request, outside its measured latency.
-    if (errored) await sleep(50);
+    // Backs off after a failed request, outside its measured latency; a 429 as its Retry-After says,
+    // as a client honouring it does (the admission bound: docs/operations.md, "Overload").
+    if (retryAfterMs) await sleep(Math.min(retryAfterMs, Math.max(0, o.durationMs - (Date.now() - startedAt))));
+    else if (errored) await sleep(50);
   }
 
   const requestRate = o.ratePerSec ? o.ratePerSec / perRequest : null;

@@ -41,7 +41,7 @@ import { type Infra, SERVICES, startInfra } from './lib/stack.ts';
 import { moderateTargets } from './lib/efficiency.ts';
 import { type Pause, type PhaseContext, type PhaseOptions, runPhase, warmBroker } from './lib/phase.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
-import { phasesOf, type PhaseDef, type PhaseShape } from './lib/topology.ts';
+import { OVERLOAD_BACKLOG, phasesOf, type PhaseDef, type PhaseShape } from './lib/topology.ts';
 import { fmtInt } from './lib/stats.ts';
 
 const SCENARIOS = BASE_SCENARIOS;
@@ -103,7 +103,8 @@ if (opt.help) {
   --scenario a,b     ${SCENARIOS.join(', ')} or all (default all: these seven; ${EMBEDDED_DEFAULT} with --embedded);
                      not in all: types (one type-<t> phase per destination type: 1 tenant, ${TYPE_DESTINATIONS}
                      destinations of the type against its local peer), type-<t> or just <t> for one,
-                     senders2 (fanout's load with one sender process, then two); ${EXTRA_SCENARIOS.length} extra names
+                     senders2 (fanout's load with one sender process, then two), overload (single's load, unthrottled,
+                     against PUBLISH_MAX_BACKLOG=${OVERLOAD_BACKLOG}); ${EXTRA_SCENARIOS.length} extra names
   --duration S       seconds of load per phase (default 60; 10 with --quick)
   --embedded         run embedded mode (npm start: every service in one process on the embedded log and
                      PGlite) instead of the four services with Kafka and Postgres; webhook scenarios only

@@ -144,7 +144,7 @@ function startPhaseLoad(
   dep: Deployment,
   ctx: PhaseContext,
   built: Built,
-  o: { ratePerSec: number | null; durationMs: number; received: () => number },
+  o: { ratePerSec: number | null; durationMs: number; received: () => number; ungated?: boolean },
 ): LoadHandle {
   const { via, concurrency, batchSize, payloadBytes, backlogCap } = ctx.opts;
   const holder: { load?: LoadHandle } = {};
@@ -161,7 +161,7 @@ function startPhaseLoad(
     batchSize,
     durationMs: o.durationMs,
     payloadBytes,
-    ...(o.ratePerSec !== null
+    ...(o.ratePerSec !== null || o.ungated
       ? {}
       : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - o.received() < backlogCap }),
   });
@@ -457,7 +457,12 @@ async function measure(
   sampler.start(1000);
 
   let received = 0;
-  const load = startPhaseLoad(dep, ctx, built, { ratePerSec: targetRate, durationMs: phaseS * 1000, received: () => received });
+  const load = startPhaseLoad(dep, ctx, built, {
+    ratePerSec: targetRate,
+    durationMs: phaseS * 1000,
+    received: () => received,
+    ...(r.def.ungated ? { ungated: true } : {}),
+  });
   const loadStart = Date.now();
   for (const p of opts.pauses) o.undoPauses.push(schedulePause(p, dep, name, notes, log));
   const w: Window = { loadStart, from: loadStart + phaseWarmupS * 1000, to: loadStart + phaseS * 1000, phaseS };
@@ -497,6 +502,8 @@ async function measure(
   );
   if (lr.behindMaxMs > 100) notes.push(`the load generator fell up to ${lr.behindMaxMs} ms behind its schedule`);
   if (final.received.ok === 0 && !idle) notes.push('nothing was delivered');
+  if (lr.rejected['429'])
+    notes.push(`${lr.rejected['429']} publishes refused with 429 by the admission bound (PUBLISH_MAX_BACKLOG), retried after Retry-After`);
 
   const result: PhaseResult = {
     scenario: def.scenario,
@@ -572,8 +579,9 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
   const phaseWarmupS = def.warmupS ?? opts.warmupS;
   const { typePeer, stopPeer } = await startPhasePeer(def, ctx, name);
   log(`${name}: ${def.title}; starting services`);
+  const env = { ...(typePeer?.peer.env ?? {}), ...(def.env ?? {}) };
   const dep = await deployServices(ctx, `${def.scenario}-${def.phase}`, ctx.profileDir, {
-    ...(typePeer ? { env: typePeer.peer.env } : {}),
+    ...(Object.keys(env).length ? { env } : {}),
     ...(def.senders ? { senders: def.senders } : {}),
   }).catch(async (err: unknown) => {
     await stopPeer();

@@ -15,7 +15,7 @@ export const EMBEDDED_DEFAULT = 'single,tenants,idle,rate300';
 export const BENCH_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
 export type BenchType = (typeof BENCH_TYPES)[number];
 export const TYPE_SCENARIOS = BENCH_TYPES.map((t) => `type-${t}` as const);
-export const EXTRA_SCENARIOS = ['senders2', ...TYPE_SCENARIOS] as const;
+export const EXTRA_SCENARIOS = ['senders2', 'overload', ...TYPE_SCENARIOS] as const;
 export type ScenarioName = (typeof BASE_SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 /** Destinations of the one tenant in a type phase. */
 export const TYPE_DESTINATIONS = 10;

@@ -13,6 +13,12 @@ import { MODERATE_RATE, MODERATE_TENANTS } from './efficiency.ts';
 /** Seconds the idle phase waits after the probe event before its window opens. */
 export const IDLE_SETTLE_S = 5;
 
+/**
+ * The overload phase's admission bound: single's load (which outpaces delivery) against a bound of
+ * about one second of its delivery rate, so publish→receive stays near a second instead of growing.
+ */
+export const OVERLOAD_BACKLOG = 1500;
+
 export interface PhaseDef {
   scenario: ScenarioName;
   phase: string;
@@ -27,6 +33,10 @@ export interface PhaseDef {
   destType?: BenchType;
   /** Sender processes (1 when absent). */
   senders?: number;
+  /** Settings of the services beyond the bench's own (the overload phase's admission bound). */
+  env?: Record<string, string>;
+  /** At max rate, publish without the runner's own backlog cap (--backlog): the service's bound holds. */
+  ungated?: boolean;
 }
 
 /** The options phase definitions read: --latency-fraction, --idle-seconds, --hanging-pairs. */
@@ -65,6 +75,18 @@ export function phasesOf(s: ScenarioName, o: PhaseShape): PhaseDef[] {
         topology: t(200, 5, kind === 'healthy' ? 0 : 1),
         rate: 'max',
       }));
+    case 'overload':
+      return [
+        {
+          scenario: s,
+          phase: 'main',
+          title: `one tenant, one destination, PUBLISH_MAX_BACKLOG=${OVERLOAD_BACKLOG}`,
+          topology: t(1, 1, 0),
+          rate: 'max',
+          env: { PUBLISH_MAX_BACKLOG: String(OVERLOAD_BACKLOG) },
+          ungated: true,
+        },
+      ];
     case 'senders2':
       return [1, 2].map((n) => ({
         scenario: s,

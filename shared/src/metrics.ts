@@ -38,8 +38,13 @@ export const metrics = {
   }),
   eventsPublished: new client.Counter({
     name: 'switchyard_events_published_total',
-    help: 'Events offered to the gateway by outcome: accepted (acknowledged by the log), duplicate (an id seen before), failed.',
+    help: 'Events offered to the gateway by outcome: accepted (acknowledged by the log), duplicate (an id seen before), refused (the delivery backlog over PUBLISH_MAX_BACKLOG: 429), failed.',
     labelNames: ['outcome'] as const,
+    registers: [registry],
+  }),
+  publishBacklog: new client.Gauge({
+    name: 'switchyard_publish_backlog_records',
+    help: 'The delivery backlog the gateway last read for its admission bound (PUBLISH_MAX_BACKLOG): records the router and the senders have not committed. Absent while the bound is off.',
     registers: [registry],
   }),
   deliveries: new client.Counter({
@@ -112,6 +117,18 @@ export const metrics = {
     name: 'switchyard_deliveries_parked_total',
     help: 'Deliveries parked in a retry tier because their destination was stalled (not attempts), by group.',
     labelNames: ['group'] as const,
+    registers: [registry],
+  }),
+  rateLimited: new client.Counter({
+    name: 'switchyard_rate_limited_deliveries_total',
+    help: "Deliveries that had to wait for their destination's rate limit, by destination type and outcome: waited (in memory, then made) or parked (in a retry tier, not an attempt).",
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  }),
+  scheduledDeliveries: new client.Counter({
+    name: 'switchyard_scheduled_deliveries_total',
+    help: 'Deliveries of scheduled events (deliver_at), by destination type and stage: waiting (written to the retry tiers by the router) or due (reached a sender when due). Waiting minus due is the scheduled backlog.',
+    labelNames: ['type', 'stage'] as const,
     registers: [registry],
   }),
   parkedDestinations: new client.Gauge({

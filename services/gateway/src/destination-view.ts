@@ -31,6 +31,7 @@ export function destinationView(d: Destination, now: number = Date.now()) {
   if (d.filter) view.filter = d.filter;
   if (d.delivery_metadata) view.delivery_metadata = d.delivery_metadata;
   if (d.metadata) view.metadata = d.metadata;
+  if (d.rate_limit) view.rate_limit = d.rate_limit;
   TYPE_NAMED.add(view);
   return view;
 }

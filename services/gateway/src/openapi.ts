@@ -13,6 +13,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERRORS } from '@switchyard/shared/errors.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
+import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
 import { answeredTypeNames, type TypeNames } from './type-names.ts';
 import { idParam } from './routes/common.ts';
 
@@ -70,6 +71,7 @@ const publishResultProps = {
   id: { type: 'string' },
   duplicate: { type: 'boolean', description: 'The id was accepted before; nothing new was published.' },
   destination_ids: { ...strings, description: 'The enabled destinations it routes to.' },
+  deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due.' },
 } as const;
 
 /** Every named model of the API, by component name. */
@@ -132,6 +134,7 @@ export const MODELS = {
       filter: { type: 'object', additionalProperties: true },
       delivery_metadata: stringMap,
       metadata: stringMap,
+      rate_limit: { ...rateLimitSchema, type: 'object', description: 'The destination’s rate limit; absent: none.' },
     },
   },
   DestinationList: { type: 'array', items: ref('Destination') },
@@ -150,9 +153,11 @@ export const MODELS = {
       successful_at: { ...dateTime, description: 'When a delivery (in scope) succeeded; left out while none has.' },
       status: {
         type: 'string',
-        enum: ['pending', 'success', 'failed', 'skipped', 'canceled'],
-        description: 'The delivery’s state, in listings scoped to one destination.',
+        enum: ['pending', 'scheduled', 'success', 'failed', 'skipped', 'canceled'],
+        description:
+          'The delivery’s state, in listings scoped to one destination; scheduled (in every listing) while a scheduled event is not due yet.',
       },
+      deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due.' },
     },
   },
   EventPage: page('Event'),
@@ -230,6 +235,12 @@ export const MODELS = {
       remote_setup_url: { type: 'string', format: 'uri' },
       config_fields: { type: 'array', items: fieldDescriptor },
       credential_fields: { type: 'array', items: fieldDescriptor },
+      controls: {
+        type: 'object',
+        description: 'Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema.',
+        properties: { rate_limit: { type: 'object', additionalProperties: true } },
+        additionalProperties: true,
+      },
     },
   },
   DestinationTypeSchemaList: { type: 'array', items: ref('DestinationTypeSchema') },
@@ -305,6 +316,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is too large.',
   415: 'The body is not application/json.',
   422: 'Validation failed: data lists every problem.',
+  429: 'The delivery backlog is over PUBLISH_MAX_BACKLOG: nothing was published. Retry after Retry-After.',
   500: 'Internal error.',
   503: 'Temporarily unavailable; nothing was changed. Retry.',
 };
@@ -477,6 +489,7 @@ export const OPERATION_IDS: Record<string, string> = {
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}': 'getTenantDestinationAttempt',
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/health': 'getTenantDestinationHealth',
   'post /api/v1/tenants/{tenant_id}/destinations/{destination_id}/cancel': 'cancelTenantDestinationDeliveries',
+  'post /api/v1/tenants/{tenant_id}/events/{event_id}/cancel': 'cancelTenantScheduledEvent',
   'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events': 'listTenantDestinationEvents',
   'get /api/v1/tenants/{tenant_id}/destination/{destination_id}/events/{event_id}': 'getTenantDestinationEvent',
   'post /api/v1/tenants/{tenant_id}/replay': 'replayTenantDeliveries',

@@ -13,6 +13,7 @@ export async function start(rt: Runtime): Promise<Service> {
     logger: rt.logger,
     readiness: () => readiness(rt),
     tracing: rt.tracing,
+    readLag: rt.bus.lag?.bind(rt.bus),
   });
   await app.listen({ port: rt.config.API_PORT, host: rt.config.API_HOST });
   return {

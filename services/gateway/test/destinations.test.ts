@@ -205,6 +205,37 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     t.equal(d.id, 'p1');
   });
 
+  t.test('rate_limit: set on create, replaced or removed by PATCH, validated, served with the type schemas', async (t) => {
+    const url = '/api/v1/tenants/acme/destinations/rl';
+    let r = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'rl', rate_limit: { per_second: 10 } });
+    t.equal(r.status, 201);
+    t.same(r.body.rate_limit, { per_second: 10 });
+    t.same((await call('GET', url)).body.rate_limit, { per_second: 10 }, 'stored');
+    r = await call('PATCH', url, { rate_limit: { per_minute: 30 } });
+    t.same(r.body.rate_limit, { per_minute: 30 }, 'replaced whole');
+    r = await call('PATCH', url, { topics: ['user.created'] });
+    t.same(r.body.rate_limit, { per_minute: 30 }, 'omitted: unchanged');
+    r = await call('PATCH', url, { rate_limit: null });
+    t.equal(r.status, 200);
+    t.notOk('rate_limit' in r.body, 'null removes it');
+    for (const bad of [{}, { per_second: 0 }, { per_second: 1.5 }, { per_minute: 600_001 }, { per_hour: 1 }, { per_second: 'ten' }, 5]) {
+      const refused = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, rate_limit: bad });
+      t.equal(refused.status, 422, `refused: ${JSON.stringify(bad)}`);
+      t.ok(
+        refused.body.problems.some((p: { path: string }) => p.path.includes('rate_limit')),
+        `the problem names rate_limit: ${JSON.stringify(refused.body.problems)}`,
+      );
+      t.equal((await call('PATCH', url, { rate_limit: bad })).status, 422);
+    }
+    // A tenant sets it as the admin does.
+    const token = (await call('GET', '/api/v1/acme/token')).body.token as string;
+    const asTenant = await call('PATCH', url, { rate_limit: { per_second: 3 } }, token);
+    t.same(asTenant.body.rate_limit, { per_second: 3 }, 'tenant token');
+    const schema = (await call('GET', '/api/v1/destination-types/webhook')).body;
+    t.equal(schema.controls.rate_limit.properties.per_second.maximum, 10_000);
+    t.equal(schema.controls.rate_limit.properties.per_minute.maximum, 600_000);
+  });
+
   t.test('PATCH keeps masked credentials sent back unchanged, and rotates webhook secrets', async (t) => {
     const s3 = (await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.s3, id: 's3a' })).body;
     const back = await call('PATCH', '/api/v1/tenants/acme/destinations/s3a', {

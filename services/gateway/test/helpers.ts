@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
 import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
-import type { BusProducer } from '@switchyard/shared/bus/index.ts';
+import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
@@ -20,6 +20,8 @@ export interface TestApp {
   app: FastifyInstance;
   config: Config;
   db: Knex;
+  /** The Kafka bus the gateway's producer belongs to (buildTestApp only), for a test to read its topics. */
+  bus?: Bus;
   /** inject with the admin key unless another token is given. */
   call(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
 }
@@ -44,13 +46,19 @@ export async function buildTestApp(
   });
   await bus.ensureTopics();
   const producer = wrap(await bus.producer());
-  const app = await build(config, { db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
+  const app = await build(config, {
+    db,
+    producer,
+    logger,
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+    readLag: bus.lag?.bind(bus),
+  });
   t.teardown(async () => {
     await app.close();
     await bus.close();
     await db.destroy();
   });
-  return { app, config, db, call: caller(app, config) };
+  return { app, config, db, bus, call: caller(app, config) };
 }
 
 /**

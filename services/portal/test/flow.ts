@@ -307,6 +307,34 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   const edited = await admin<{ filter: unknown; delivery_metadata: unknown }>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`);
   t.same(edited.body.filter, { data: { amount: { $gte: 100 } } }, 'filter saved');
   t.same(edited.body.delivery_metadata, { source: 'portal' }, 'delivery metadata saved');
+  // Rate limit: set, shown as stored after a reload, removed.
+  await page.getByLabel('Deliveries per second').fill('0');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Enter whole numbers of at least 1').waitFor();
+  await page.getByLabel('Deliveries per second').fill('25');
+  await page.getByLabel('Deliveries per minute').fill('600');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Rate limit saved.').waitFor();
+  const limited = await admin<{ rate_limit?: unknown }>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`);
+  t.same(limited.body.rate_limit, { per_second: 25, per_minute: 600 }, 'rate limit saved');
+  await page.reload();
+  t.equal(await page.getByLabel('Deliveries per second').inputValue(), '25', 'the stored limit is shown');
+  await page.getByLabel('Deliveries per minute').fill('');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Rate limit saved.').waitFor();
+  t.same(
+    (await admin<{ rate_limit?: unknown }>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).body.rate_limit,
+    { per_second: 25 },
+    'one limit removed from the form',
+  );
+  // Both boxes empty: no limit (the deliveries below go at full speed).
+  await page.getByLabel('Deliveries per second').fill('');
+  await page.getByRole('button', { name: 'Save rate limit' }).click();
+  await page.getByText('Rate limit removed.').waitFor();
+  t.notOk(
+    'rate_limit' in (await admin<object>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).body,
+    'the limit removed from the form',
+  );
   await shot(page, 'destination-light', opts.screenshots);
 
   // Disable, then enable again.
@@ -424,6 +452,26 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     60_000,
   );
   t.pass('the activity chart counts 1025 attempts, 1 failed');
+  await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
+
+  // A scheduled event shows as scheduled, with when it is due.
+  const scheduled = await admin<{ id: string }>('POST', '/api/v1/publish', {
+    tenant_id: 'acme',
+    topic: 'order.paid',
+    destination_id: dest.id,
+    data: { id: 'later', amount: 500 },
+    delay_seconds: 3600,
+  });
+  t.equal(scheduled.status, 202, 'a scheduled event');
+  await page.getByRole('link', { name: `${receiver.url}/hook` }).click();
+  await page.getByRole('link', { name: 'Deliveries' }).click();
+  await page.getByRole('button', { name: 'Events' }).click();
+  await waitFor('the scheduled event listed', async () => {
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.waitForTimeout(400);
+    return visible(page.locator('tr', { hasText: scheduled.body.id }).getByText('scheduled', { exact: true }));
+  });
+  t.match(await page.locator('tr', { hasText: scheduled.body.id }).textContent(), /due in/, 'with when it is due');
   await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
 
   // Keyboard: the skip link is the first stop and the main actions are reachable by Tab.

@@ -8,6 +8,8 @@ import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { createRouter } from './handler.ts';
+import { splitScheduled } from './scheduled.ts';
+import { metrics } from '@switchyard/shared/metrics.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
   // Each event's line is at debug; at info, a line a minute while events come (log-summary.ts).
@@ -30,7 +32,11 @@ export async function start(rt: Runtime): Promise<Service> {
     destinationsOf: (tenantIds) => destinations.routableOf(tenantIds),
     claim: (claims) => eventIds.claim(claims),
     async emit({ deliveries, routed, deadLetters }) {
-      const byType = Map.groupBy(deliveries, (d) => d.destination.type);
+      // Deliveries of scheduled events wait in the retry tiers until due (scheduled.ts).
+      const { due, waiting } = splitScheduled(deliveries);
+      for (const list of waiting.values())
+        for (const d of list) metrics.scheduledDeliveries.inc({ type: d.destination.type, stage: 'waiting' });
+      const byType = Map.groupBy(due, (d) => d.destination.type);
       // Each event and destination snapshot is written as JSON once per batch and spliced into its
       // records: a fan-out to ten destinations serialised the same event eleven times.
       const json = jsonOnce();
@@ -38,6 +44,13 @@ export async function start(rt: Runtime): Promise<Service> {
       await producer.sendMany([
         ...[...byType].map(([type, records]) => ({
           topic: TOPIC.deliveries[type],
+          records: records.map((r) => {
+            const record = { key: r.destination.id, value: new JsonText(() => spliceJson(r, ['event', 'destination'], json)) };
+            return tracing ? traced(r, record) : record;
+          }),
+        })),
+        ...[...waiting].map(([tier, records]) => ({
+          topic: TOPIC.retries[tier] as (typeof TOPIC.retries)[number],
           records: records.map((r) => {
             const record = { key: r.destination.id, value: new JsonText(() => spliceJson(r, ['event', 'destination'], json)) };
             return tracing ? traced(r, record) : record;

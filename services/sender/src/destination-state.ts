@@ -12,8 +12,11 @@
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import type { DestinationChange, DestinationSnapshot } from '@switchyard/shared/model/index.ts';
 
-/** `canceled`: the destination's pending deliveries were canceled (POST .../cancel) after this one was made. */
-export type CanceledReason = 'destination_deleted' | 'destination_disabled' | 'canceled';
+/**
+ * `canceled`: the destination's pending deliveries were canceled (POST .../cancel) after this one was made;
+ * `event_canceled`: its scheduled event was canceled before it was due (controls/scheduled.ts).
+ */
+export type CanceledReason = 'destination_deleted' | 'destination_disabled' | 'canceled' | 'event_canceled';
 export type CurrentState = { destination: DestinationSnapshot } | { canceled: CanceledReason };
 
 export interface DestinationStateDeps {

@@ -14,7 +14,7 @@ export interface HandlerDeps {
    * The destination as it is now (destination-state.ts): a deleted or disabled one gets no delivery
    * but a `canceled` attempt. Without it, the delivery's own snapshot is used.
    */
-  current?(snapshot: DeliveryRecord['destination']): CurrentState | Promise<CurrentState>;
+  current?(snapshot: DeliveryRecord['destination'], delivery: DeliveryRecord): CurrentState | Promise<CurrentState>;
   emitAttempt(attempt: AttemptRecord): Promise<void>;
   /**
    * Hands a failed delivery to the retry tiers, due at `dueAt`; `trace` (the attempt's trace
@@ -48,7 +48,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
-    const state = deps.current ? await deps.current(delivery.destination) : { destination: delivery.destination };
+    const state = deps.current ? await deps.current(delivery.destination, delivery) : { destination: delivery.destination };
     let outcome: Outcome;
     if ('canceled' in state) {
       // Final: nothing was sent, and nothing will be unless someone retries it once it is back.

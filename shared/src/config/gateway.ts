@@ -97,6 +97,13 @@ export const GATEWAY_SETTINGS = {
     description:
       'Longest a publish takes before it is answered, from its body received: 202 once its event is written to Kafka, else 503 SERVICE_UNAVAILABLE with Retry-After (the broker is away or too slow). An event still queued at the limit is never written; one whose write was in flight may still be, so the 503 says so (a retry with the same id is then answered as a duplicate).',
   },
+  PUBLISH_MAX_BACKLOG: {
+    kind: 'integer',
+    default: '0',
+    minimum: 0,
+    description:
+      'Admission bound: while the delivery backlog (records the router and the senders have not committed, read once a second) is over this many records, publishing is refused with 429 RATE_LIMITED and Retry-After, and nothing is written. 0: off. Size it as the backlog the pipeline clears within the latency you accept (docs/operations.md).',
+  },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
     default: '1000',

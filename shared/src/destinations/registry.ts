@@ -1,4 +1,5 @@
 import { DESTINATION_TYPES, type DestinationType } from '../model/index.ts';
+import { DELIVERY_CONTROLS } from './controls.ts';
 import type { DestinationTypeDef } from './types/def.ts';
 import { gateway } from './types/gateway.ts';
 import { kafka } from './types/kafka.ts';
@@ -81,6 +82,7 @@ export function typeSchema(def: DestinationTypeDef) {
     ...(def.remote_setup_url ? { remote_setup_url: def.remote_setup_url } : {}),
     config_fields: def.config_fields.map(publicField),
     credential_fields: def.credential_fields.filter((f) => !f.writeOnly).map(publicField),
+    controls: DELIVERY_CONTROLS,
   };
   TYPE_NAMED.add(schema);
   return schema;

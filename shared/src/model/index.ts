@@ -26,8 +26,16 @@ export interface Destination {
   metadata: Record<string, string> | null;
   filter: JsonObject | null;
   disabled_at: string | null;
+  /** The most deliveries a second and/or a minute the senders make to it; null: no limit. */
+  rate_limit?: RateLimit | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A destination's rate limit (at least one of the two): deliveries started per second, per minute. */
+export interface RateLimit {
+  per_second?: number;
+  per_minute?: number;
 }
 
 /** A published event, as written to the events topic (shared/schemas/event.schema.json). */
@@ -42,6 +50,8 @@ export interface EventRecord {
   destination_id?: string | null;
   /** Server time the event entered the events topic (the Kafka record timestamp); set by the router. */
   received_at?: string;
+  /** A scheduled event: when its deliveries are due (ISO time); absent: at once. */
+  deliver_at?: string;
 }
 
 /**
@@ -110,6 +120,8 @@ export interface DestinationSnapshot {
    * pending raises it; a sender cancels deliveries that carry a lower one.
    */
   cancel_epoch?: number;
+  /** The destination's rate limit (absent: none). */
+  rate_limit?: RateLimit;
 }
 
 /** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */

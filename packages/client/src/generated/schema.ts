@@ -280,7 +280,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata)
+         * Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)
          * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}`, `/api/v1/destinations/{destination_id}` with a tenant token (the tenant is the token's).
          */
         patch: operations["updateTenantDestination"];
@@ -550,6 +550,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tenants/{tenant_id}/events/{event_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a scheduled event before it is due
+         * @description Each delivery of the event ends as one final attempt with status canceled (response_data.reason "event_canceled") when it comes due, instead of a request. 409 EVENT_NOT_SCHEDULED once the event is due (or was never scheduled). Canceling again is a no-op.
+         *
+         *     Also served at `/api/v1/{tenant_id}/events/{event_id}/cancel`, `/api/v1/events/{event_id}/cancel` with a tenant token (the tenant is the token's).
+         */
+        post: operations["cancelTenantScheduledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenants/{tenant_id}/destinations/{destination_id}/health": {
         parameters: {
             query?: never;
@@ -775,7 +797,7 @@ export interface components {
             /** @description The HTTP status, repeated. */
             status: number;
             /** @enum {string} */
-            code: "BAD_REQUEST" | "INVALID_JSON" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "TENANT_NOT_FOUND" | "DESTINATION_NOT_FOUND" | "EVENT_NOT_FOUND" | "ATTEMPT_NOT_FOUND" | "DESTINATION_TYPE_NOT_FOUND" | "REQUEST_TIMEOUT" | "METHOD_NOT_ALLOWED" | "VALIDATION_FAILED" | "TENANT_ID_RESERVED" | "DESTINATION_LIMIT_REACHED" | "DESTINATION_EXISTS" | "DESTINATION_DISABLED" | "EVENT_CONFLICT" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+            code: "BAD_REQUEST" | "INVALID_JSON" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "TENANT_NOT_FOUND" | "DESTINATION_NOT_FOUND" | "EVENT_NOT_FOUND" | "ATTEMPT_NOT_FOUND" | "DESTINATION_TYPE_NOT_FOUND" | "REQUEST_TIMEOUT" | "METHOD_NOT_ALLOWED" | "VALIDATION_FAILED" | "TENANT_ID_RESERVED" | "DESTINATION_LIMIT_REACHED" | "DESTINATION_EXISTS" | "DESTINATION_DISABLED" | "EVENT_CONFLICT" | "EVENT_NOT_SCHEDULED" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL";
             message: string;
             /** @description Validation errors: every problem as "<path> <message>". */
             data?: string[];
@@ -855,6 +877,13 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description The destination’s rate limit; absent: none. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
+            };
         };
         DestinationList: components["schemas"]["Destination"][];
         Event: {
@@ -877,10 +906,15 @@ export interface components {
              */
             successful_at?: string;
             /**
-             * @description The delivery’s state, in listings scoped to one destination.
+             * @description The delivery’s state, in listings scoped to one destination; scheduled (in every listing) while a scheduled event is not due yet.
              * @enum {string}
              */
-            status?: "pending" | "success" | "failed" | "skipped" | "canceled";
+            status?: "pending" | "scheduled" | "success" | "failed" | "skipped" | "canceled";
+            /**
+             * Format: date-time
+             * @description A scheduled event: when its deliveries are due.
+             */
+            deliver_at?: string;
         };
         EventPage: {
             models: components["schemas"]["Event"][];
@@ -930,6 +964,11 @@ export interface components {
             duplicate: boolean;
             /** @description The enabled destinations it routes to. */
             destination_ids: string[];
+            /**
+             * Format: date-time
+             * @description A scheduled event: when its deliveries are due.
+             */
+            deliver_at?: string;
         };
         BatchPublishResult: {
             /** @description One result per event, in order: the publish result with status 202, or an error. */
@@ -941,6 +980,11 @@ export interface components {
                 duplicate: boolean;
                 /** @description The enabled destinations it routes to. */
                 destination_ids: string[];
+                /**
+                 * Format: date-time
+                 * @description A scheduled event: when its deliveries are due.
+                 */
+                deliver_at?: string;
             } | components["schemas"]["Error"])[];
         };
         DestinationTypeSchema: {
@@ -992,6 +1036,14 @@ export interface components {
                     value: string;
                 }[];
             }[];
+            /** @description Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema. */
+            controls?: {
+                rate_limit?: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
         };
         DestinationTypeSchemaList: components["schemas"]["DestinationTypeSchema"][];
         Topics: string[];
@@ -1036,6 +1088,13 @@ export interface components {
             };
             /** Format: date-time */
             disabled_at?: string | null;
+            /** @description The most deliveries the senders start to this destination per second and/or per minute; excess deliveries wait (no attempt is counted). Null or absent: no limit. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
+            } | null;
         };
         DestinationUpdate: {
             /**
@@ -1061,6 +1120,13 @@ export interface components {
             metadata?: {
                 [key: string]: string | null;
             } | null;
+            /** @description The most deliveries the senders start to this destination per second and/or per minute; excess deliveries wait (no attempt is counted). Null or absent: no limit. */
+            rate_limit?: {
+                /** @description Deliveries per second at most. */
+                per_second?: number;
+                /** @description Deliveries per minute at most. */
+                per_minute?: number;
+            } | null;
         };
         PublishRequest: {
             id?: string;
@@ -1077,6 +1143,13 @@ export interface components {
             data: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description Deliver the event at this time (RFC 3339), at most 7 days ahead; a time already past delivers at once. Not with delay_seconds.
+             */
+            deliver_at?: string;
+            /** @description Deliver the event this many seconds after it is accepted. Not with deliver_at. */
+            delay_seconds?: number;
         };
         PublishBatchRequest: {
             /** @description Each item is a PublishRequest, validated on its own: a bad item fails alone. */
@@ -1415,6 +1488,15 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The delivery backlog is over PUBLISH_MAX_BACKLOG: nothing was published. Retry after Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1449,6 +1531,15 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            /** @description The delivery backlog is over PUBLISH_MAX_BACKLOG: nothing was published. Retry after Retry-After. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2393,6 +2484,40 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelTenantScheduledEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Success"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];

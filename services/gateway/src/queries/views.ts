@@ -64,8 +64,13 @@ export interface AttemptView {
 export interface EventView extends EmbeddedEvent {
   /** When a delivery (to the destinations in scope) succeeded; absent while none has. */
   successful_at?: string;
-  /** The delivery's status, when the listing is scoped to one destination. */
+  /**
+   * The delivery's status, when the listing is scoped to one destination; `scheduled` for an event
+   * whose deliveries are not due yet, in every listing.
+   */
   status?: string;
+  /** A scheduled event: when its deliveries are due. */
+  deliver_at?: string;
 }
 
 /** An attempt as read: its view's fields with the time still a Date, and where its event is stored. */
@@ -120,11 +125,12 @@ export interface EventRow {
   /** Internal: where its rows live (received_at, to the microsecond), and where the router sent it. */
   received_key: string | null;
   routed: string[];
+  deliver_at?: Date | null;
 }
 
 export const eventColumns = (withData: boolean) =>
   `e.id, e.tenant_id, e.destination_id, e.topic, e.time, e.eligible_for_retry, e.metadata${withData ? ', e.data' : ''}, ` +
-  `${keyText('e.received_at')} AS received_key, e.matched_destination_ids || e.skipped_destination_ids AS routed`;
+  `${keyText('e.received_at')} AS received_key, e.matched_destination_ids || e.skipped_destination_ids AS routed, e.deliver_at`;
 
 export interface DeliveryState {
   tenant_id: string;
@@ -158,6 +164,11 @@ export function eventView(r: EventRow, states: DeliveryState[], withData: boolea
   };
   if (withData) v.data = r.data ?? null;
   if (scopedDestination !== undefined) v.status = states[0]?.status ?? 'pending';
+  if (r.deliver_at) {
+    v.deliver_at = r.deliver_at.toISOString();
+    // Not due yet: what is still pending is scheduled (a canceled one says canceled).
+    if (r.deliver_at.getTime() > Date.now() && (v.status ?? 'pending') === 'pending') v.status = 'scheduled';
+  }
   return v;
 }
 

@@ -7,10 +7,11 @@ import { newId } from '@switchyard/shared/ids.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireAdmin } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { PublishResult } from '../publisher.ts';
 import { toAppError } from '../errors.ts';
 import { idParam } from './common.ts';
 import { answers, ref } from '../openapi.ts';
+import { deliverAtOf, scheduleProperties } from '../schedule.ts';
 
 /** Most events one batch publish may carry. */
 export const PUBLISH_BATCH_MAX = 1000;
@@ -29,6 +30,7 @@ export const publishBodySchema = {
     time: { type: 'string', format: 'date-time' },
     metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'number', 'boolean'] } },
     data: { type: 'object', additionalProperties: true },
+    ...scheduleProperties,
   },
 } as const;
 
@@ -56,6 +58,8 @@ interface PublishBody {
   time?: string;
   metadata?: Record<string, string | number | boolean> | null;
   data: JsonObject;
+  deliver_at?: string;
+  delay_seconds?: number;
 }
 
 // Items of a batch are validated one by one, so one bad event does not sink the others.
@@ -63,8 +67,15 @@ const itemAjv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: t
 addFormats.default(itemAjv);
 const validateItem = itemAjv.compile(publishBodySchema);
 
-export function publishRoutes(ctx: Ctx) {
-  const toEvent = (body: PublishBody): EventRecord => ({
+export interface PublishRouteDeps {
+  /** TOPICS: what a published event's topic must match. */
+  topics: readonly string[];
+  /** Publishes one event (publisher.ts); `callerId`: the id came with the request. */
+  publish: (event: EventRecord, callerId: boolean) => Promise<PublishResult>;
+}
+
+export function publishRoutes(deps: PublishRouteDeps) {
+  const toEvent = (body: PublishBody, deliverAt?: string): EventRecord => ({
     id: body.id ?? newId(),
     tenant_id: body.tenant_id,
     topic: body.topic,
@@ -73,9 +84,10 @@ export function publishRoutes(ctx: Ctx) {
     metadata: body.metadata ?? null,
     data: body.data,
     destination_id: body.destination_id ?? null,
+    ...(deliverAt ? { deliver_at: deliverAt } : {}),
   });
   const checkTopic = (topic: string, path: string): Problem[] => {
-    const allowed = ctx.config.TOPICS;
+    const allowed = deps.topics;
     // A published topic is concrete: it must match TOPICS and hold no wildcard itself.
     return !topic.includes('*') && matchesTopic(allowed, topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
   };
@@ -88,14 +100,18 @@ export function publishRoutes(ctx: Ctx) {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
           body: ref('PublishRequest'),
-          response: answers({ 202: 'PublishResult' }, [409]),
+          response: answers({ 202: 'PublishResult' }, [409, 429]),
         },
       },
       async (req, reply) => {
         requireAdmin(req.principal);
-        const problems = checkTopic(req.body.topic, 'body.topic');
+        const schedule = deliverAtOf(req.body, 'body');
+        const problems = [...checkTopic(req.body.topic, 'body.topic'), ...schedule.problems];
         if (problems.length) throw AppError.validation(problems);
-        const result = await ctx.publish(toEvent(req.body), req.body.id !== undefined);
+        const result = {
+          ...(await deps.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined)),
+          ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
+        };
         reply.status(202);
         return result;
       },
@@ -111,7 +127,7 @@ export function publishRoutes(ctx: Ctx) {
           tags: ['publish'],
           summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
           body: ref('PublishBatchRequest'),
-          response: answers({ 200: 'BatchPublishResult' }),
+          response: answers({ 200: 'BatchPublishResult' }, [429]),
         },
       },
       async (req) => {
@@ -131,9 +147,14 @@ export function publishRoutes(ctx: Ctx) {
                 );
               }
               const body = item as PublishBody;
-              const problems = checkTopic(body.topic, `body.events[${i}].topic`);
+              const schedule = deliverAtOf(body, `body.events[${i}]`);
+              const problems = [...checkTopic(body.topic, `body.events[${i}].topic`), ...schedule.problems];
               if (problems.length) throw AppError.validation(problems);
-              return { status: 202, ...(await ctx.publish(toEvent(body), body.id !== undefined)) };
+              return {
+                status: 202,
+                ...(await deps.publish(toEvent(body, schedule.deliver_at), body.id !== undefined)),
+                ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
+              };
             } catch (err) {
               const e = toAppError(err as Error);
               if (e.code === 'INTERNAL') req.log.error({ err }, 'batch publish item failed');

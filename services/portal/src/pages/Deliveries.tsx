@@ -305,6 +305,12 @@ function EventTable({ events, onRetry, busy }: { events: EventItem[]; onRetry: (
           <tr key={e.id}>
             <td data-label="Status">
               <StatusBadge status={e.status ?? (e.successful_at ? 'success' : 'pending')} />
+              {e.status === 'scheduled' && e.deliver_at ? (
+                <span className="help">
+                  {' '}
+                  due <Time iso={e.deliver_at} />
+                </span>
+              ) : null}
             </td>
             <td data-label="Topic">
               <code>{e.topic}</code>

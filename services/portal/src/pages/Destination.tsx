@@ -21,6 +21,7 @@ import {
   useTypeSchema,
 } from '../components.tsx';
 import { editableCredentials, patchObject, problemsOf, toValues, without } from '../forms.ts';
+import { RateLimitForm } from './Controls.tsx';
 
 // The deliveries view carries the chart library: loaded when first shown, not with the app.
 const Deliveries = lazy(() => import('./Deliveries.tsx').then((m) => ({ default: m.Deliveries })));
@@ -163,6 +164,7 @@ function Settings({
       {d.type === 'webhook' ? <SecretPanel d={d} onSaved={onSaved} /> : <CredentialsForm d={d} schema={schema} onSaved={onSaved} />}
       <FilterForm d={d} onSaved={onSaved} />
       <MetadataForm d={d} onSaved={onSaved} />
+      <RateLimitForm d={d} onSaved={onSaved} />
       <Section title="Details" id="s-details">
         <dl className="details">
           <dt>ID</dt>

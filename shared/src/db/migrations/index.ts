@@ -9,6 +9,8 @@ import * as m007 from './007_tenant_erasures.ts';
 import * as m008 from './008_destination_cancel_epoch.ts';
 import * as m009 from './009_sender_presence.ts';
 import * as m010 from './010_operations.ts';
+import * as m011 from './011_destination_rate_limit.ts';
+import * as m012 from './012_scheduled_events.ts';
 
 export interface Migration {
   name: string;
@@ -28,4 +30,6 @@ export const MIGRATIONS: Migration[] = [
   { name: '008_destination_cancel_epoch', ...m008 },
   { name: '009_sender_presence', ...m009 },
   { name: '010_operations', ...m010 },
+  { name: '011_destination_rate_limit', ...m011 },
+  { name: '012_scheduled_events', ...m012 },
 ];

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Cipher } from '../../crypto.ts';
-import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject } from '../../model/index.ts';
+import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject, RateLimit } from '../../model/index.ts';
 
 interface DestinationRow {
   tenant_id: string;
@@ -14,6 +14,7 @@ interface DestinationRow {
   filter: JsonObject | null;
   disabled_at: Date | null;
   cancel_epoch?: number;
+  rate_limit?: RateLimit | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -27,7 +28,7 @@ function toRoute(r: DestinationRow): DestinationRoute {
 
 /** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
 const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
-const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch'];
+const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch', 'rate_limit'];
 
 /** Secrets go into the snapshot sealed as stored: only a sender opens them. */
 function toRoutable(r: DestinationRow): RoutableDestination {
@@ -42,13 +43,14 @@ function toRoutable(r: DestinationRow): RoutableDestination {
       delivery_metadata: r.delivery_metadata,
       // Only once something was canceled: the records of every other destination stay as they were.
       ...(r.cancel_epoch ? { cancel_epoch: r.cancel_epoch } : {}),
+      ...(r.rate_limit ? { rate_limit: r.rate_limit } : {}),
     },
   };
 }
 
 export type NewDestination = Omit<Destination, 'created_at' | 'updated_at' | 'disabled_at'> & { disabled_at?: string | null };
 export type DestinationChanges = Partial<
-  Pick<Destination, 'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at'>
+  Pick<Destination, 'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at' | 'rate_limit'>
 >;
 
 /** How many opened secrets a store keeps by ciphertext (see openSnapshot): about 3 MB of webhook secrets. */
@@ -86,6 +88,7 @@ export class DestinationStore {
       metadata: r.metadata,
       filter: r.filter,
       disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
+      rate_limit: r.rate_limit ?? null,
       created_at: r.created_at.toISOString(),
       updated_at: r.updated_at.toISOString(),
     };
@@ -130,6 +133,7 @@ export class DestinationStore {
         metadata: d.metadata ? JSON.stringify(d.metadata) : null,
         filter: d.filter ? JSON.stringify(d.filter) : null,
         disabled_at: d.disabled_at ?? null,
+        rate_limit: d.rate_limit ? JSON.stringify(d.rate_limit) : null,
       })
       .returning('*');
     return this.toDestination(row as DestinationRow);
@@ -212,6 +216,7 @@ export class DestinationStore {
     if (changes.metadata !== undefined) patch.metadata = changes.metadata ? JSON.stringify(changes.metadata) : null;
     if (changes.filter !== undefined) patch.filter = changes.filter ? JSON.stringify(changes.filter) : null;
     if (changes.disabled_at !== undefined) patch.disabled_at = changes.disabled_at;
+    if (changes.rate_limit !== undefined) patch.rate_limit = changes.rate_limit ? JSON.stringify(changes.rate_limit) : null;
     const [row] = await this.db('destinations').where({ tenant_id: tenantId, id }).update(patch).returning('*');
     return row ? this.toDestination(row as DestinationRow) : null;
   }

@@ -15,14 +15,14 @@ const DELIVERY_KEY = '(tenant_id, event_id, destination_id, created_at)';
 
 const INSERT_EVENTS = `
   INSERT INTO events (tenant_id, id, topic, time, metadata, data, payload_bytes, eligible_for_retry, destination_id,
-                      received_at, matched_destination_ids, skipped_destination_ids)
+                      received_at, matched_destination_ids, skipped_destination_ids, deliver_at)
   SELECT tenant_id, id, topic, time, metadata::jsonb, data::jsonb,
          -- What listings count against API_PAGE_MAX_BYTES (migration 005): the bytes of the JSON as published.
          octet_length(data::text) + coalesce(octet_length(metadata::text), 0),
-         eligible_for_retry, destination_id, received_at, matched_destination_ids, skipped_destination_ids
+         eligible_for_retry, destination_id, received_at, matched_destination_ids, skipped_destination_ids, deliver_at
   FROM json_to_recordset(?::json) AS r(tenant_id text, id text, topic text, time timestamptz, metadata json, data json,
        eligible_for_retry boolean, destination_id text, received_at timestamptz, matched_destination_ids text[],
-       skipped_destination_ids text[])
+       skipped_destination_ids text[], deliver_at timestamptz)
   ON CONFLICT DO NOTHING
   RETURNING tenant_id, topic, received_at`;
 
@@ -132,6 +132,7 @@ export class PipelineStore {
       received_at: e.received_at ?? e.time,
       matched_destination_ids,
       skipped_destination_ids,
+      deliver_at: e.deliver_at ?? null,
     }));
     const rows = records.flatMap(({ event: e, matched_destination_ids, skipped_destination_ids }) => [
       ...matched_destination_ids.map((d) => deliveryRow(e, d, 'pending')),

@@ -1,0 +1,50 @@
+// POST .../events/{event_id}/cancel: a scheduled event (publish with deliver_at or delay_seconds)
+// canceled before it is due. Its deliveries still come due in the retry tiers; the sender finds the
+// cancellation then and records one final `canceled` attempt each (response_data.reason
+// "event_canceled") instead of a request. Listings show the deliveries canceled at once.
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '@switchyard/shared/errors.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { TenantCheck } from './deps.ts';
+import { answers } from '../openapi.ts';
+import { existingTenant, idParam, type TenantReq } from './common.ts';
+
+export interface ScheduleRouteDeps {
+  tenants: TenantCheck;
+  db: Knex;
+}
+
+export function scheduleRoutes(deps: ScheduleRouteDeps) {
+  return async (app: FastifyInstance) => {
+    app.post<{ Params: { tenant_id?: string; event_id?: string } }>(
+      '/events/:event_id/cancel',
+      {
+        schema: {
+          tags: ['events'],
+          summary: 'Cancel a scheduled event before it is due',
+          description:
+            'Each delivery of the event ends as one final attempt with status canceled (response_data.reason "event_canceled") when it comes due, instead of a request. 409 EVENT_NOT_SCHEDULED once the event is due (or was never scheduled). Canceling again is a no-op.',
+          params: { type: 'object', properties: { tenant_id: idParam, event_id: idParam } },
+          response: answers({ 200: 'Success' }, [409]),
+        },
+      },
+      async (req) => {
+        const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
+        const eventId = req.params.event_id ?? '';
+        const row = (await deps.db('events').where({ tenant_id: tenantId, id: eventId }).first('deliver_at', 'received_at')) as
+          | { deliver_at: Date | null; received_at: Date }
+          | undefined;
+        if (!row) throw new AppError('EVENT_NOT_FOUND');
+        if (!row.deliver_at || row.deliver_at.getTime() <= Date.now()) throw new AppError('EVENT_NOT_SCHEDULED');
+        await deps.db.transaction(async (tx) => {
+          await tx('event_cancellations').insert({ tenant_id: tenantId, event_id: eventId }).onConflict(['tenant_id', 'event_id']).ignore();
+          // Shown canceled at once; the senders' canceled attempts confirm it when the deliveries come due.
+          await tx('deliveries')
+            .where({ tenant_id: tenantId, event_id: eventId, created_at: row.received_at, status: 'pending' })
+            .update({ status: 'canceled' });
+        });
+        return { success: true };
+      },
+    );
+  };
+}

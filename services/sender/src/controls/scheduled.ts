@@ -1,0 +1,28 @@
+/**
+ * Scheduled events canceled before they were due (POST .../events/{id}/cancel). Their deliveries
+ * still come due in the retry tiers; before delivering one, the sender asks here, and a canceled
+ * one ends as a `canceled` attempt (response_data.reason "event_canceled") instead of a request.
+ * Only deliveries of scheduled events are looked up (one primary-key read when each comes due), and
+ * never a manual retry (a person asked for that one). One released up to 250 ms before it is due
+ * (as the retry tiers release) waits here for the rest: a scheduled event is never delivered early.
+ */
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import { metrics } from '@switchyard/shared/metrics.ts';
+import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
+
+export function createCancellations(db: Knex) {
+  return {
+    /** True when `delivery` is of a scheduled event that was canceled. Throws when the database cannot be read (our fault: retried). */
+    async canceled(delivery: DeliveryRecord): Promise<boolean> {
+      if (!delivery.event.deliver_at || delivery.manual) return false;
+      metrics.scheduledDeliveries.inc({ type: delivery.destination.type, stage: 'due' });
+      // The retry tiers release what is due within 250 ms: never deliver a scheduled event early.
+      const early = Date.parse(delivery.event.deliver_at) - Date.now();
+      if (early > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(early, 1000)));
+      const row = await db('event_cancellations')
+        .where({ tenant_id: delivery.event.tenant_id, event_id: delivery.event.id })
+        .first('event_id');
+      return row !== undefined;
+    },
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * Delivery controls common to every destination type, beside its config and credentials: declared
+ * once here as JSON Schema, which validates create and PATCH bodies (the gateway), documents them
+ * (OpenAPI) and is served with each type's schema by /destination-types (the portal's settings).
+ *
+ * `rate_limit`: the most deliveries a second and/or a minute the senders start to one destination.
+ * Enforced by the sender that owns the destination's delivery partition (services/sender/src/controls/
+ * rate-limit.ts; docs/architecture.md, "Rate limits").
+ */
+
+/** Largest rate limits accepted: beyond them a limit would be no limit (and spacing below a millisecond). */
+export const RATE_LIMIT_MAX_PER_SECOND = 10_000;
+export const RATE_LIMIT_MAX_PER_MINUTE = 600_000;
+
+/** `rate_limit` as input and as answered: at least one of the two; null (PATCH) removes it. */
+export const rateLimitSchema = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  minProperties: 1,
+  description:
+    'The most deliveries the senders start to this destination per second and/or per minute; excess deliveries wait (no attempt is counted). Null or absent: no limit.',
+  properties: {
+    per_second: { type: 'integer', minimum: 1, maximum: RATE_LIMIT_MAX_PER_SECOND, description: 'Deliveries per second at most.' },
+    per_minute: { type: 'integer', minimum: 1, maximum: RATE_LIMIT_MAX_PER_MINUTE, description: 'Deliveries per minute at most.' },
+  },
+} as const;
+
+/** The controls every type accepts, as /destination-types serves them (`controls`). */
+export const DELIVERY_CONTROLS = {
+  rate_limit: rateLimitSchema,
+} as const;

@@ -1,0 +1,136 @@
+// Delivery controls end to end: a rate-limited destination offered five times its limit. Every
+// service its own process on the real broker and Postgres; with SWITCHYARD_E2E_MODE=embedded
+// (test/embedded/e2e-controls.test.ts), one embedded process instead.
+import t from 'tap';
+import {
+  apiClient,
+  createTestDatabase,
+  e2eMode,
+  freePort,
+  startReceiver,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
+
+/** The most requests of `times` (ms, any order) that fall in one window of `windowMs` (half-open). */
+export function maxInWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  let from = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    while ((sorted[i] as number) - (sorted[from] as number) >= windowMs) from++;
+    best = Math.max(best, i - from + 1);
+  }
+  return best;
+}
+
+/** Waits until `count()` reaches `n`, failing only when it stops growing for `stuckMs` (bounded by progress). */
+async function untilCount(what: string, count: () => number, n: number, stuckMs = 60_000): Promise<void> {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const c = count();
+    if (c >= n) return;
+    if (c !== last) {
+      last = c;
+      since = Date.now();
+    } else if (Date.now() - since > stuckMs) throw new Error(`${what}: stuck at ${c} of ${n}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+t.test('rate limit: five times the limit offered, the limit held, the other destination unaffected', async (t) => {
+  const port = await freePort();
+  const env = testEnv({
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'user.created',
+    KAFKA_PARTITIONS: '2',
+    SENDER_TYPES: 'webhook',
+  });
+  await startService(t, 'attempts', env);
+  const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const rx = await startReceiver(t);
+  const LIMIT = 10;
+  const SECONDS = 3;
+  const N = LIMIT * 5 * SECONDS;
+
+  await api('PUT', '/api/v1/tenants/rl');
+  const create = async (path: string, extra: Record<string, unknown>) => {
+    const r = await api<{ id: string; rate_limit?: unknown }>('POST', '/api/v1/tenants/rl/destinations', {
+      type: 'webhook',
+      topics: '*',
+      config: { url: `${rx.url}${path}` },
+      ...extra,
+    });
+    if (r.status !== 201) throw new Error(`create destination answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const limited = await create('/limited', { rate_limit: { per_second: LIMIT } });
+  t.same(limited.rate_limit, { per_second: LIMIT });
+  await create('/free', {});
+
+  // Five times the limit, a batch a second.
+  for (let s = 0; s < SECONDS; s++) {
+    const events = Array.from({ length: LIMIT * 5 }, (_, i) => ({
+      tenant_id: 'rl',
+      topic: 'user.created',
+      data: { n: s * LIMIT * 5 + i },
+    }));
+    const r = await api<{ results: Array<{ status: number }> }>('POST', '/api/v1/publish/batch', { events });
+    t.equal(r.status, 200);
+    t.ok(
+      r.body.results.every((x) => x.status === 202),
+      'every event accepted',
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const at = (path: string) => rx.requests.filter((r) => r.url === path);
+  const distinct = (path: string) => new Set(at(path).map((r) => (JSON.parse(r.body) as { n: number }).n)).size;
+
+  await untilCount('the unlimited destination', () => distinct('/free'), N);
+  t.equal(distinct('/free'), N, 'the other destination of the tenant got every event');
+  await untilCount('the limited destination', () => distinct('/limited'), N);
+  t.equal(distinct('/limited'), N, 'nothing lost: every event reached the limited destination');
+  const most = maxInWindow(
+    at('/limited').map((r) => r.at),
+    1000,
+  );
+  t.ok(most <= LIMIT, `at most ${LIMIT} arrivals in any one-second window (saw ${most})`);
+  t.ok(
+    maxInWindow(
+      at('/free').map((r) => r.at),
+      1000,
+    ) > LIMIT,
+    'the unlimited destination is not held to it',
+  );
+
+  // Waiting is not an attempt: each event of the limited destination has one attempt, its first.
+  await waitFor('the attempts of the limited destination stored', async () => {
+    let count = 0;
+    let next: string | null = '';
+    while (next !== null) {
+      const page: { models: Array<{ attempt_number: number; status: string }>; pagination: { next: string | null } } = (
+        await api<{ models: Array<{ attempt_number: number; status: string }>; pagination: { next: string | null } }>(
+          'GET',
+          `/api/v1/tenants/rl/attempts?destination_id=${limited.id}&limit=100${next ? `&next=${next}` : ''}`,
+        )
+      ).body;
+      if (page.models.some((a) => a.attempt_number !== 1 || a.status !== 'success')) throw new Error('an attempt was not a first success');
+      count += page.models.length;
+      next = page.pagination.next;
+    }
+    return count === N;
+  });
+  t.pass('one successful first attempt per event; waiting counted no attempt');
+
+  // The sender's series: its own ops port, or the one process's /metrics (embedded mode).
+  const metricsUrl =
+    e2eMode() === 'embedded'
+      ? `http://127.0.0.1:${port}/metrics`
+      : `http://127.0.0.1:${await waitFor('the sender ops port', () => Number(/"metrics_port":(\d+)/.exec(sender.output())?.[1]) || undefined)}/metrics`;
+  const metrics = await (await fetch(metricsUrl)).text();
+  t.match(metrics, /switchyard_rate_limited_deliveries_total\{type="webhook",outcome="(waited|parked)"\} [1-9]/, 'waits are counted');
+});
