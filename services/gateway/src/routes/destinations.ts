@@ -20,7 +20,7 @@ import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantR
 import { verifyGatewayToken } from '../gateway-token.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
-import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import { orderedSchema, rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
 import type { RateLimit } from '@switchyard/shared/model/index.ts';
 
 const topicsSchema = {
@@ -53,6 +53,7 @@ export const createBody = {
     metadata: stringMap,
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     rate_limit: rateLimitSchema,
+    ordered: orderedSchema,
   },
 } as const;
 
@@ -69,6 +70,7 @@ export const patchBody = {
     metadata: stringMapPatch,
     // Replaced whole; null removes it.
     rate_limit: rateLimitSchema,
+    ordered: orderedSchema,
   },
 } as const;
 
@@ -83,6 +85,7 @@ interface CreateBody {
   metadata?: Record<string, string>;
   disabled_at?: string | null;
   rate_limit?: RateLimit | null;
+  ordered?: boolean;
 }
 
 interface PatchBody {
@@ -94,6 +97,7 @@ interface PatchBody {
   delivery_metadata?: Record<string, string | null> | null;
   metadata?: Record<string, string | null> | null;
   rate_limit?: RateLimit | null;
+  ordered?: boolean;
 }
 
 const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
@@ -191,6 +195,7 @@ export function destinationRoutes(ctx: Ctx) {
           filter,
           disabled_at: body.disabled_at ?? null,
           rate_limit: body.rate_limit ?? null,
+          ordered: body.ordered ?? false,
         });
         // A destination deleted and created again under its id must not stay canceled in a sender.
         await ctx.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
@@ -203,6 +208,42 @@ export function destinationRoutes(ctx: Ctx) {
       '/destinations/:destination_id',
       { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
       async (req: TenantReq) => destinationView(await load(req)),
+    );
+
+    // An ordered destination's blocking delivery and the deliveries waiting behind it (services/sender/src/controls/ordered.ts).
+    app.get(
+      '/destinations/:destination_id/order',
+      {
+        schema: {
+          tags,
+          summary: 'The delivery blocking an ordered destination and how many wait behind it',
+          params: destParams,
+          response: answers({ 200: 'DestinationOrder' }),
+        },
+      },
+      async (req: TenantReq) => {
+        const d = await load(req);
+        const row = d.ordered
+          ? ((await ctx
+              .db('ordered_blocks')
+              .where({ tenant_id: d.tenant_id, destination_id: d.id })
+              .first('event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since')) as
+              | { event_id: string; attempt_number: number; next_attempt_at: Date; waiting: number; since: Date }
+              | undefined)
+          : undefined;
+        return {
+          ordered: d.ordered === true,
+          blocked: row
+            ? {
+                event_id: row.event_id,
+                attempt_number: row.attempt_number,
+                next_attempt_at: new Date(row.next_attempt_at).toISOString(),
+                waiting: row.waiting,
+                since: new Date(row.since).toISOString(),
+              }
+            : null,
+        };
+      },
     );
 
     app.patch<{ Body: PatchBody }>(
@@ -257,6 +298,7 @@ export function destinationRoutes(ctx: Ctx) {
           metadata: merged(existing.metadata, body.metadata),
           delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
           ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
+          ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
         });
         if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
         await ctx.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
