@@ -20,6 +20,7 @@ import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
+import { createOrderedBlocks, createOrderedDelivery, isOrdered } from './controls/ordered.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -145,6 +146,15 @@ export async function start(rt: Runtime): Promise<Service> {
     },
     timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
   });
+  // Ordered destinations: one delivery at a time, a failed one retried in place (controls/ordered.ts).
+  const closing = new AbortController();
+  const inOrder = createOrderedDelivery({
+    handle,
+    waiting: (d) => deliveryConsumers.get(d.destination.type)?.queued(d.destination.id) ?? 0,
+    blocks: createOrderedBlocks(rt.db),
+    signal: closing.signal,
+  });
+  const deliver = (d: DeliveryRecord, trace?: Record<string, string>) => (isOrdered(d) && !d.manual ? inOrder(d, trace) : handle(d, trace));
 
   for (const type of types) {
     const consumer = await rt.bus.consume<DeliveryRecord>({
@@ -163,6 +173,7 @@ export async function start(rt: Runtime): Promise<Service> {
       // after about as long as the destination has been stalled, and longer each time it finds the
       // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
+      orderedKey: (record) => isOrdered(record.value),
       async handle(record) {
         if (await rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
         // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
@@ -176,8 +187,8 @@ export async function start(rt: Runtime): Promise<Service> {
         });
         // The retry this attempt may schedule is a child of its span: one trace across the tiers.
         const { attempt, outcome, write } = span
-          ? await endOnError(span, handle(record.value, span.headers()))
-          : await handle(record.value);
+          ? await endOnError(span, deliver(record.value, span.headers()))
+          : await deliver(record.value);
         if (span) {
           attemptHeaders.set(attempt, span.headers());
           span.set({
@@ -250,6 +261,7 @@ export async function start(rt: Runtime): Promise<Service> {
       clearInterval(sweep);
       clearInterval(presence);
       rateGate.close();
+      closing.abort(new Error('the sender is closing'));
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();
