@@ -4,7 +4,7 @@
 import { createBatcher } from '@switchyard/shared/batcher.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
-import type { BusConsumer, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
+import type { BusConsumer, InRecord, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
@@ -154,7 +154,8 @@ export async function start(rt: Runtime): Promise<Service> {
     blocks: createOrderedBlocks(rt.db),
     signal: closing.signal,
   });
-  const deliver = (d: DeliveryRecord, trace?: Record<string, string>) => (isOrdered(d) && !d.manual ? inOrder(d, trace) : handle(d, trace));
+  const deliver = (r: InRecord<DeliveryRecord>, trace?: Record<string, string>) =>
+    isOrdered(r.value) && !r.value.manual ? inOrder.deliver(r.value, trace, r) : handle(r.value, trace);
 
   for (const type of types) {
     const consumer = await rt.bus.consume<DeliveryRecord>({
@@ -175,6 +176,7 @@ export async function start(rt: Runtime): Promise<Service> {
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
       orderedKey: (record) => isOrdered(record.value),
       async handle(record) {
+        if (await inOrder.skip(record.value, record)) return async () => {};
         if (await rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
         // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
         const span = tracing?.span('deliver', 'consumer', record.headers, {
@@ -186,9 +188,7 @@ export async function start(rt: Runtime): Promise<Service> {
           'switchyard.destination_type': type,
         });
         // The retry this attempt may schedule is a child of its span: one trace across the tiers.
-        const { attempt, outcome, write } = span
-          ? await endOnError(span, deliver(record.value, span.headers()))
-          : await deliver(record.value);
+        const { attempt, outcome, write } = span ? await endOnError(span, deliver(record, span.headers())) : await deliver(record);
         if (span) {
           attemptHeaders.set(attempt, span.headers());
           span.set({

@@ -17,6 +17,13 @@
  * attempt number, its next try and how many deliveries wait behind it (refreshed every
  * REFRESH_MS while it waits): the gateway answers it (GET .../destinations/{id}/order).
  *
+ * A crash also makes the records after the last committed offset come again, some of them delivered
+ * already. Each ordered delivery that ends writes its record's offset (`ordered_positions`) before
+ * the next one starts; a record at or below it is skipped (`skip`), so the receiver never sees an
+ * earlier event again behind a later one. Only the delivery that ended as the process died may come
+ * twice (right after itself, in order). The position is read once per destination per process and
+ * then kept in memory (it only grows); one write per ordered delivery is the cost.
+ *
  * A manual retry of an ordered destination's event is delivered when its turn in the partition comes
  * (behind a blocked delivery, if any), out of the event's original order, and never retried in place.
  */
@@ -44,6 +51,17 @@ export interface OrderedBlocks {
   set(d: DeliveryRecord, attemptNumber: number, next: Date, waiting: number): Promise<void>;
   /** `d` no longer blocks its destination. */
   clear(d: DeliveryRecord): Promise<void>;
+  /** The offset of the last delivery of `d`'s destination that ended, in `topic` and `partition`; null: none known. */
+  position(d: DeliveryRecord, at: Position): Promise<bigint | null>;
+  /** Records that the delivery at `at` ended. */
+  ended(d: DeliveryRecord, at: Position): Promise<void>;
+}
+
+/** Where a delivery record is: its topic, partition and offset. */
+export interface Position {
+  topic: string;
+  partition: number;
+  offset: string;
 }
 
 /** The `ordered_blocks` table (migration 013). */
@@ -67,6 +85,16 @@ export function createOrderedBlocks(db: Knex): OrderedBlocks {
           since: db.raw('CASE WHEN ordered_blocks.event_id = excluded.event_id THEN ordered_blocks.since ELSE now() END'),
           updated_at: db.fn.now(),
         });
+    },
+    async position(d, at) {
+      const row = (await db('ordered_positions').where(where(d)).first('topic', 'partition', 'offset')) as
+        | { topic: string; partition: number; offset: string | number }
+        | undefined;
+      return row && row.topic === at.topic && row.partition === at.partition ? BigInt(row.offset) : null;
+    },
+    async ended(d, at) {
+      const row = { ...where(d), topic: at.topic, partition: at.partition, offset: at.offset };
+      await db('ordered_positions').insert(row).onConflict(['tenant_id', 'destination_id']).merge(row);
     },
     async clear(d) {
       await db('ordered_blocks')
@@ -109,7 +137,23 @@ const sleepFor = (ms: number, signal: AbortSignal) =>
 export function createOrderedDelivery(deps: OrderedDeps) {
   const sleep = deps.sleep ?? sleepFor;
   const now = deps.now ?? Date.now;
-  return async function deliverInOrder(delivery: DeliveryRecord, trace?: Record<string, string>): Promise<Handled> {
+  // Positions known here, by destination (they only grow; a stale one skips less, never more).
+  const positions = new Map<string, { topic: string; partition: number; offset: bigint }>();
+  const keyOf = (d: DeliveryRecord) => `${d.destination.tenant_id}\u0000${d.destination.id}`;
+  /** True for an ordered destination's delivery that already ended before a crash (at or below its position): nothing to do. */
+  const skip = async (d: DeliveryRecord, at: Position): Promise<boolean> => {
+    if (!isOrdered(d) || d.manual) return false;
+    let known = positions.get(keyOf(d));
+    if (!known || known.topic !== at.topic || known.partition !== at.partition) {
+      const offset = await deps.blocks.position(d, at);
+      known = { topic: at.topic, partition: at.partition, offset: offset ?? -1n };
+      positions.set(keyOf(d), known);
+    }
+    return BigInt(at.offset) <= known.offset;
+  };
+  return { skip, deliver: deliverInOrder };
+
+  async function deliverInOrder(delivery: DeliveryRecord, trace: Record<string, string> | undefined, at: Position): Promise<Handled> {
     let d = delivery;
     let blocked = false;
     // Came again after a restart while it was blocking: its tries go on where they were.
@@ -125,6 +169,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       if (deps.signal.aborted) throw new Error('the sender is closing: the ordered delivery is retried after restart');
       const h = await deps.handle(d, trace, true);
       if (!h.next) {
+        // Before the next delivery of the destination starts: after a crash, this one is not made again.
+        await deps.blocks.ended(d, at);
+        positions.set(keyOf(d), { topic: at.topic, partition: at.partition, offset: BigInt(at.offset) });
         if (blocked) await deps.blocks.clear(d);
         return h;
       }
@@ -136,7 +183,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       await waitUntil(h.next.dueAt.getTime(), h.next.delivery, h.attempt.attempt_number);
       d = h.next.delivery;
     }
-  };
+  }
 
   /** Waits until `dueAt`, writing the waiting count again every REFRESH_MS while it changes. */
   async function waitUntil(dueAt: number, d: DeliveryRecord, failedAttempt = d.attempt_number - 1): Promise<void> {

@@ -18,9 +18,20 @@ export async function up(knex: Knex): Promise<void> {
     updated_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, destination_id)
   )`);
+  // Where each ordered destination's deliveries have ended: the offset of the last one in its delivery
+  // partition. After a crash, records up to it come again and are skipped rather than sent out of order.
+  await knex.raw(`CREATE TABLE ordered_positions (
+    tenant_id text NOT NULL,
+    destination_id text NOT NULL,
+    topic text NOT NULL,
+    partition integer NOT NULL,
+    "offset" bigint NOT NULL,
+    PRIMARY KEY (tenant_id, destination_id)
+  )`);
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP TABLE ordered_positions');
   await knex.raw('DROP TABLE ordered_blocks');
   await knex.raw('ALTER TABLE destinations DROP COLUMN ordered');
 }
