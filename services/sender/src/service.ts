@@ -176,7 +176,7 @@ export async function start(rt: Runtime): Promise<Service> {
       onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
       orderedKey: (record) => isOrdered(record.value),
       async handle(record) {
-        if (await inOrder.skip(record.value, record)) return async () => {};
+        if (isOrdered(record.value) && (await inOrder.skip(record.value, record))) return async () => {};
         if (await rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
         // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
         const span = tracing?.span('deliver', 'consumer', record.headers, {
