@@ -50,6 +50,7 @@ const { values: opt } = parseArgs({
   options: {
     scenario: { type: 'string' },
     embedded: { type: 'boolean', default: false },
+    cluster: { type: 'boolean', default: false },
     'idle-seconds': { type: 'string' },
     duration: { type: 'string' },
     quick: { type: 'boolean', default: false },
@@ -107,6 +108,8 @@ if (opt.help) {
   --duration S       seconds of load per phase (default 60; 10 with --quick)
   --embedded         run embedded mode (npm start: every service in one process on the embedded log and
                      PGlite) instead of the four services with Kafka and Postgres; webhook scenarios only
+  --cluster          the services on a Kafka cluster of three brokers and a controller (infra/kafka/cluster.sh),
+                     topics with replication factor 3 and min.insync.replicas 2, instead of one broker
   --idle-seconds S   seconds the idle phase measures, after 5 s of settling (default 20; 10 with --quick)
   --quick            smoke run: 10 s phases, 5 s ceiling, shorter drains
   --via MODE         http (one event per request, default), batch (POST /publish/batch), kafka (producer to the events topic)
@@ -150,6 +153,8 @@ interface BenchOptions extends PhaseOptions, PhaseShape {
   /** --scenario as given (or its default), for the label. */
   scenarioArg: string;
   embedded: boolean;
+  /** --cluster: three brokers for the services. */
+  cluster: boolean;
   brokerWarmupS: number;
   /** Length of the bare ceiling runs at the start and the end. */
   ceilingMs: number;
@@ -185,7 +190,10 @@ function benchOptions(opt: RawOptions): BenchOptions {
     if (via === 'kafka') throw new Error('--embedded has no Kafka to publish to: --via http or batch');
     if (opt['pg-statements']) throw new Error('--embedded has no Postgres server: --pg-statements does not apply');
     if (opt.baseline) throw new Error("--baseline runs embedded mode's default scenarios itself, after the stack's: leave out --embedded");
+    if (opt.cluster) throw new Error('--embedded has no Kafka: --cluster does not apply');
   }
+  // The baseline is one broker's figures, compared run to run.
+  if (opt.cluster && opt.baseline) throw new Error('--baseline records a single broker: leave out --cluster');
   // V8 flags such as --optimize-for-size or --heap-growing-percent are refused in NODE_OPTIONS (the
   // services would exit at start), so an experiment with them needs the command line.
   const nodeFlags = opt['node-flag'];
@@ -218,6 +226,7 @@ function benchOptions(opt: RawOptions): BenchOptions {
     scenarios,
     scenarioArg,
     embedded,
+    cluster: opt.cluster,
     brokerWarmupS,
     ceilingMs,
     ceilingConcurrency: Number(opt['ceiling-concurrency']),
@@ -227,7 +236,8 @@ function benchOptions(opt: RawOptions): BenchOptions {
     source: opt.source,
     keepLogs: opt['keep-logs'],
     label:
-      opt.label ?? `${date}-${embedded ? 'embedded-' : ''}${scenarioArg === 'all' ? 'all' : scenarios.join('-')}${quick ? '-quick' : ''}`,
+      opt.label ??
+      `${date}-${embedded ? 'embedded-' : ''}${opt.cluster ? 'cluster-' : ''}${scenarioArg === 'all' ? 'all' : scenarios.join('-')}${quick ? '-quick' : ''}`,
     outDir: opt.out,
     baseline: opt.baseline,
   };
@@ -310,8 +320,8 @@ async function main(): Promise<void> {
   let infra: Infra | null = null;
   if (o.embedded) log('embedded mode: one process per phase on its own log and PGlite; no Kafka, no Postgres');
   else {
-    log('starting Kafka and Postgres on free ports');
-    infra = await startInfra(log, { pgStatements: o.pgStatements });
+    log(`starting Kafka${o.cluster ? ' (a cluster of three brokers)' : ''} and Postgres on free ports`);
+    infra = await startInfra(log, { pgStatements: o.pgStatements, cluster: o.cluster });
     process.env.DATABASE_URL = infra.databaseUrl;
     process.env.KAFKA_BROKERS = infra.kafkaBrokers;
   }

@@ -36,7 +36,11 @@ export async function attemptsConsumed(gatewayUrl: string): Promise<number> {
 
 /** Records written to each topic of a deployment (sum over partitions of high - low watermark). */
 export async function topicRecords(brokers: string, prefix: string): Promise<Record<string, number>> {
-  const admin = new kafkajs.Kafka({ clientId: 'switchyard-bench-admin', brokers: [brokers], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  const admin = new kafkajs.Kafka({
+    clientId: 'switchyard-bench-admin',
+    brokers: brokers.split(','),
+    logLevel: kafkajs.logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   try {
     const out: Record<string, number> = {};

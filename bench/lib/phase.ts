@@ -153,7 +153,7 @@ function startPhaseLoad(
     gatewayUrl: dep.gatewayUrl,
     apiKey: dep.apiKey,
     ...(ctx.infra
-      ? { kafka: { brokers: [ctx.infra.kafkaBrokers], topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 } }
+      ? { kafka: { brokers: ctx.infra.kafkaBrokers.split(','), topicPrefix: dep.env.KAFKA_TOPIC_PREFIX as string, partitions: 12 } }
       : {}),
     pick: (n) => ({ tenant_id: built.tenants[n % built.tenants.length] as string, topic: 'bench.event' }),
     ...(o.ratePerSec !== null ? { ratePerSec: o.ratePerSec } : {}),

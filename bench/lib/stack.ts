@@ -1,6 +1,8 @@
 // The benchmark's own stack: a throwaway Kafka broker and Postgres on free loopback ports (as
 // infra/test.sh starts them), and the four services as separate processes on a fresh database and
-// topic prefix per scenario phase.
+// topic prefix per scenario phase. With `cluster`, the services' Kafka is a three-broker cluster
+// (infra/kafka/cluster.sh) instead; the single broker still serves the kafka destination type's
+// SASL listener.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +26,10 @@ function sh(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 export interface Infra {
+  /** The services' bootstrap list: one broker, or the cluster's three (comma-separated). */
   kafkaBrokers: string;
+  /** Three brokers (`--cluster`): topics with replication factor 3 and min.insync.replicas 2. */
+  cluster: boolean;
   /** The broker's SASL_PLAINTEXT listener (user switchyard:switchyard-secret), for kafka destinations. */
   kafkaSaslBrokers: string;
   databaseUrl: string;
@@ -35,9 +40,10 @@ export interface Infra {
 
 /**
  * Starts Kafka and Postgres on free ports in a temporary directory; `stop` removes both.
- * `pgStatements`: Postgres with pg_stat_statements loaded (pg.sh's PG_STAT_STATEMENTS).
+ * `pgStatements`: Postgres with pg_stat_statements loaded (pg.sh's PG_STAT_STATEMENTS); `cluster`:
+ * the services' Kafka is a cluster of three brokers and a controller (infra/kafka/cluster.sh).
  */
-export async function startInfra(log: (s: string) => void, o: { pgStatements?: boolean } = {}): Promise<Infra> {
+export async function startInfra(log: (s: string) => void, o: { pgStatements?: boolean; cluster?: boolean } = {}): Promise<Infra> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench.'));
   chmodSync(dir, 0o755); // the Postgres server runs as the postgres user when we are root
   const env = {
@@ -51,18 +57,27 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
     PG_DATA_DIR: join(dir, 'pg'),
     PG_FAST: '1',
     ...(o.pgStatements ? { PG_STAT_STATEMENTS: '1' } : {}),
+    KAFKA_CLUSTER_DIR: join(dir, 'kafka-cluster'),
+    KAFKA_CLUSTER_CONTROLLER_PORT: String(await freePort()),
+    KAFKA_CLUSTER_PORTS: [await freePort(), await freePort(), await freePort()].join(','),
   };
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await Promise.allSettled([sh(['infra/kafka/kafka.sh', 'stop'], env), sh(['infra/postgres/pg.sh', 'stop'], env)]);
+    await Promise.allSettled([
+      sh(['infra/kafka/kafka.sh', 'stop'], env),
+      sh(['infra/postgres/pg.sh', 'stop'], env),
+      ...(o.cluster ? [sh(['infra/kafka/cluster.sh', 'stop'], env)] : []),
+    ]);
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     const [pgOut, kafkaOut] = await Promise.all([sh(['infra/postgres/pg.sh', 'start'], env), sh(['infra/kafka/kafka.sh', 'start'], env)]);
     log(pgOut.split('\n').at(-1) ?? '');
     log(kafkaOut.split('\n').at(-1) ?? '');
+    // After the single broker: both fetch the same Kafka jars on a fresh clone.
+    if (o.cluster) log((await sh(['infra/kafka/cluster.sh', 'start'], env)).split('\n').at(-1) ?? '');
   } catch (err) {
     await stop();
     throw err;
@@ -74,13 +89,18 @@ export async function startInfra(log: (s: string) => void, o: { pgStatements?: b
       return 0;
     }
   };
+  const clusterPorts = env.KAFKA_CLUSTER_PORTS.split(',');
   return {
-    kafkaBrokers: `127.0.0.1:${env.KAFKA_PORT}`,
+    kafkaBrokers: o.cluster ? clusterPorts.map((p) => `127.0.0.1:${p}`).join(',') : `127.0.0.1:${env.KAFKA_PORT}`,
+    cluster: o.cluster ?? false,
     kafkaSaslBrokers: `127.0.0.1:${env.KAFKA_SASL_PORT}`,
     databaseUrl: `postgres://postgres@127.0.0.1:${env.PG_PORT}/switchyard`,
+    // The brokers the services use (with --cluster, also its controller, node 0).
     kafkaPids: () => {
-      const p = pidFile(join(env.KAFKA_DATA_DIR, 'broker.pid'));
-      return p ? [p] : [];
+      const files = o.cluster
+        ? [0, 1, 2, 3].map((n) => join(env.KAFKA_CLUSTER_DIR, `node-${n}`, 'pid'))
+        : [join(env.KAFKA_DATA_DIR, 'broker.pid')];
+      return files.map(pidFile).filter((p) => p > 0);
     },
     postgresPids: () => {
       const p = pidFile(join(env.PG_DATA_DIR, 'postmaster.pid'));
@@ -141,7 +161,13 @@ export interface DeployOptions {
 export async function deploy(o: DeployOptions): Promise<Deployment> {
   const teardowns: Array<() => unknown> = [];
   const databaseUrl = await createTestDatabase({ teardown: (fn) => teardowns.push(fn) });
-  const env = { DATABASE_URL: databaseUrl, KAFKA_BROKERS: o.infra.kafkaBrokers, KAFKA_TOPIC_PREFIX: `${uniqueName('bench')}.` };
+  const env = {
+    DATABASE_URL: databaseUrl,
+    KAFKA_BROKERS: o.infra.kafkaBrokers,
+    KAFKA_TOPIC_PREFIX: `${uniqueName('bench')}.`,
+    // A cluster's production settings (docs/operations.md, "Production topology"); testEnv's are a single broker's.
+    ...(o.infra.cluster ? { KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' } : {}),
+  };
   return launched(o, env, teardowns, async (launch) => {
     // Migrations first, here, so the four services start together without queueing on the lock.
     const db = createDb({ url: databaseUrl, poolMax: 1 });

@@ -202,7 +202,7 @@ export async function startTypePeer(
     case 'kafka': {
       const admin = new kafkajs.Kafka({
         clientId: 'switchyard-bench-types',
-        brokers: [o.kafkaBrokers],
+        brokers: o.kafkaBrokers.split(','),
         logLevel: kafkajs.logLevel.NOTHING,
       }).admin();
       await admin.connect();

@@ -13,4 +13,5 @@ export function uuidv7(now: number = Date.now()): string {
   const t = now.toString(16).padStart(12, '0');
   return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${randomUUID().slice(15)}`;
 }
+/** The id of a new record (a UUIDv7), by what it is for. @alias */
 export const newId = uuidv7;

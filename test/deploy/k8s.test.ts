@@ -134,6 +134,8 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
         `${target} scales on its groups' lag`,
       );
       t.ok(so.spec.maxReplicaCount <= Number(config.data?.KAFKA_PARTITIONS), 'no more replicas than partitions');
+      // docs/operations.md ("Production topology"): two members of each group at least.
+      t.ok(so.spec.minReplicaCount >= 2, `${so.metadata.name}: two replicas at least, so a crash only moves partitions`);
     }
     t.ok(objects.some((o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef.name === 'switchyard-gateway'));
   });

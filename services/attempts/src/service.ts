@@ -6,11 +6,12 @@ import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from './health-store.ts';
 import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
-import type { BusConsumer, InRecord } from '@switchyard/shared/bus/index.ts';
+import type { BusConsumer, BusProducer, InRecord } from '@switchyard/shared/bus/index.ts';
 import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
+import type { Logger } from '@switchyard/shared/log.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { createAlerts } from './alerts.ts';
 import { writeIsolating } from './isolate.ts';
@@ -63,14 +64,14 @@ async function traced(tracing: Tracing, records: InRecord<AttemptRecord>[], stor
   for (const s of spans) s.end();
 }
 
-export async function start(rt: Runtime): Promise<Service> {
-  const consumers: BusConsumer[] = [];
+/**
+ * Alerts on consecutive failures (alerts.ts): operator events to their topic, the table (listable
+ * through the API) and the optional callback, and auto-disabling a destination when configured.
+ */
+function createOperatorAlerts(rt: Runtime, producer: BusProducer) {
   const { config, logger } = rt;
-  const store = new PipelineStore(rt.db);
-  const health = new HealthStore(rt.db);
   const operations = new OperationsStore(rt.db);
-  const producer = await rt.bus.producer();
-  const onHealth = createAlerts({
+  return createAlerts({
     threshold: config.ALERT_CONSECUTIVE_FAILURE_COUNT,
     autoDisable: config.ALERT_AUTO_DISABLE_DESTINATION,
     async disable(tenantId, destinationId) {
@@ -99,9 +100,13 @@ export async function start(rt: Runtime): Promise<Service> {
     callback: config.OPERATOR_CALLBACK_URL ? { url: config.OPERATOR_CALLBACK_URL, secret: config.OPERATOR_CALLBACK_SECRET } : undefined,
     log: logger,
   });
+}
 
-  // A record that can never be stored goes here with the reason, so its partition moves on
-  // (docs/architecture.md, "Poison records").
+/**
+ * A record that can never be stored goes to the dead-letter topic with the reason, so its
+ * partition moves on (docs/architecture.md, "Poison records").
+ */
+function createDeadLetters(producer: BusProducer, logger: Logger) {
   let deadLetters = 0;
   async function deadLetter(r: InRecord<unknown>, reason: string) {
     await producer.send(TOPIC.storeDeadLetter, [
@@ -117,6 +122,7 @@ export async function start(rt: Runtime): Promise<Service> {
       'record cannot be stored',
     );
   }
+  /** The records `why` finds nothing wrong with; the others are dead-lettered. */
   async function takeMalformed<T>(records: InRecord<T>[], why: (r: InRecord<T>) => string | null): Promise<InRecord<T>[]> {
     const ok: InRecord<T>[] = [];
     for (const r of records) {
@@ -126,7 +132,16 @@ export async function start(rt: Runtime): Promise<Service> {
     }
     return ok;
   }
-  let closing = false;
+  return { deadLetter, takeMalformed };
+}
+
+/**
+ * Read-your-write for include=event: an attempt is stored only once its event row is (the router
+ * sends the routed event before the delivery, so it is at most a batch of the other consumer
+ * away). Bounded, so an event that can never arrive (its partition dropped by retention) does not
+ * hold attempts back for long; on shutdown (`closing`) the batch is stored as it is.
+ */
+function createEventWait(store: PipelineStore, logger: Logger, closing: () => boolean) {
   // Events this instance stored lately: their attempts need no look-up (the common case; another
   // instance's events, or any after a restart, are looked up in the table).
   const stored = new Set<string>();
@@ -134,53 +149,63 @@ export async function start(rt: Runtime): Promise<Service> {
     stored.add(key);
     if (stored.size > RECENT_EVENTS_MAX) stored.delete(stored.values().next().value as string);
   };
-  /**
-   * Read-your-write for include=event: an attempt is stored only once its event row is (the router
-   * sends the routed event before the delivery, so it is at most a batch of the other consumer
-   * away). Bounded, so an event that can never arrive (its partition dropped by retention) does not
-   * hold attempts back for long; on shutdown the batch is stored as it is.
-   */
   const eventsStored = async (attempts: AttemptRecord[]) => {
     const deadline = Date.now() + EVENT_WAIT_MS;
     const unknown = attempts.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
     let waiting = await store.missingEvents(unknown);
-    for (let pause = 5; waiting.length && !closing && Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
+    for (let pause = 5; waiting.length && !closing() && Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
       await new Promise((r) => setTimeout(r, pause));
       waiting = await store.missingEvents(waiting);
     }
-    if (waiting.length && !closing) {
+    if (waiting.length && !closing()) {
       logger.warn({ attempts: waiting.length, event_id: waiting[0]?.event_id }, 'attempts stored before their events');
       // Given up once: later attempts of these events (a deleted tenant's, say) do not wait again.
       for (const a of waiting) remember(`${a.tenant_id}\u0000${a.event_id}`);
     }
   };
+  return { remember, eventsStored };
+}
 
-  // Behind, each consumer holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's
-  // 10 MiB default took the service to 235 MB catching up (docs/performance.md, "Fetch limits per
-  // consumer").
-  consumers.push(
-    await rt.bus.consume<RoutedRecord>({
-      groupId: 'attempts-routed',
-      topics: [TOPIC.routed],
-      batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
-      fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
-      async handleBatch(records) {
-        await writeIsolating(await takeMalformed(records, malformedRouted), {
-          write: async (rs) => {
-            await store.storeRouted(rs.map((r) => r.value));
-            for (const r of rs) remember(`${r.value.event.tenant_id}\u0000${r.value.event.id}`);
-            return [];
-          },
-          deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
-        });
-      },
-    }),
-  );
-  // The attempts topic's batches: stored, then destination health updated from what was added.
+interface StoreDeps {
+  rt: Runtime;
+  store: PipelineStore;
+  letters: ReturnType<typeof createDeadLetters>;
+  events: ReturnType<typeof createEventWait>;
+  onHealth: ReturnType<typeof createAlerts>;
+}
+
+/**
+ * The routed topic's batches: events and their deliveries stored. Behind, each of the two consumers
+ * holds about one fetch of records decoded at once (fetchMaxBytes); kafkajs's 10 MiB default took
+ * the service to 235 MB catching up (docs/performance.md, "Fetch limits per consumer").
+ */
+function consumeRouted({ rt, store, letters, events }: StoreDeps): Promise<BusConsumer> {
+  return rt.bus.consume<RoutedRecord>({
+    groupId: 'attempts-routed',
+    topics: [TOPIC.routed],
+    batchWaitMs: rt.config.ATTEMPTS_BATCH_WAIT_MS,
+    fetchMaxBytes: rt.config.ATTEMPTS_FETCH_MAX_BYTES,
+    async handleBatch(records) {
+      await writeIsolating(await letters.takeMalformed(records, malformedRouted), {
+        write: async (rs) => {
+          await store.storeRouted(rs.map((r) => r.value));
+          for (const r of rs) events.remember(`${r.value.event.tenant_id}\u0000${r.value.event.id}`);
+          return [];
+        },
+        deadLetter: (r, reason) => letters.deadLetter(r as InRecord<unknown>, reason),
+      });
+    },
+  });
+}
+
+/** The attempts topic's batches: stored, then destination health updated from what was added. */
+function consumeAttempts({ rt, store, letters, events, onHealth }: StoreDeps): Promise<BusConsumer> {
+  const { config } = rt;
+  const health = new HealthStore(rt.db);
   async function storeAttempts(records: InRecord<AttemptRecord>[]): Promise<void> {
-    const valid = await takeMalformed(records, malformedAttempt);
-    // Read-your-write: an attempt is stored only once its event row is (eventsStored).
-    await eventsStored(valid.map((r) => r.value));
+    const valid = await letters.takeMalformed(records, malformedAttempt);
+    // Read-your-write: an attempt is stored only once its event row is (createEventWait).
+    await events.eventsStored(valid.map((r) => r.value));
     const added = await writeIsolating(valid, {
       write: (rs) => store.storeAttempts(rs.map((r) => r.value)),
       // An attempt is the record of a delivery that happened: when even its escaped response
@@ -191,22 +216,34 @@ export async function start(rt: Runtime): Promise<Service> {
         const status = typeof rd.status === 'number' ? { status: rd.status } : {};
         return [{ ...r, value: { ...r.value, response_data: { ...status, body: null, unstorable: true } } }];
       },
-      deadLetter: (r, reason) => deadLetter(r as InRecord<unknown>, reason),
+      deadLetter: (r, reason) => letters.deadLetter(r as InRecord<unknown>, reason),
     });
     await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
   }
-  consumers.push(
-    await rt.bus.consume<AttemptRecord>({
-      groupId: 'attempts',
-      topics: [TOPIC.attempts],
-      batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
-      fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
-      async handleBatch(records) {
-        if (rt.tracing) return traced(rt.tracing, records, storeAttempts);
-        return storeAttempts(records);
-      },
-    }),
-  );
+  return rt.bus.consume<AttemptRecord>({
+    groupId: 'attempts',
+    topics: [TOPIC.attempts],
+    batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
+    fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,
+    async handleBatch(records) {
+      if (rt.tracing) return traced(rt.tracing, records, storeAttempts);
+      return storeAttempts(records);
+    },
+  });
+}
+
+export async function start(rt: Runtime): Promise<Service> {
+  const consumers: BusConsumer[] = [];
+  const { config, logger } = rt;
+  const store = new PipelineStore(rt.db);
+  const producer = await rt.bus.producer();
+  const onHealth = createOperatorAlerts(rt, producer);
+  const letters = createDeadLetters(producer, logger);
+  let closing = false;
+  const events = createEventWait(store, logger, () => closing);
+  const deps: StoreDeps = { rt, store, letters, events, onHealth };
+  consumers.push(await consumeRouted(deps));
+  consumers.push(await consumeAttempts(deps));
   // Time partitions of events, deliveries and attempts: created ahead, dropped after RETENTION_DAYS.
   const partitions = startPartitionMaintenance(rt.db, {
     retentionDays: config.RETENTION_DAYS,

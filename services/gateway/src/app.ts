@@ -12,7 +12,7 @@ import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
-import { type Announce, createAnnouncer } from './destination-changes.ts';
+import { createAnnouncer } from './destination-changes.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import cors from '@fastify/cors';
@@ -38,6 +38,9 @@ import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
 import { RESERVED_TENANT_IDS, tenantListRoutes, tenantRoutes, tenantUpsertBody } from './routes/tenants.ts';
+import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
+import { QueryStore } from './queries/store.ts';
+import './routes/deps.ts'; // the request's `principal` and the app's `routeTable`
 
 export interface GatewayDeps {
   db: Knex;
@@ -54,39 +57,12 @@ export interface GatewayDeps {
   readLag?: ReadLag;
 }
 
-/** Everything a route handler needs, built once per app. */
-export interface Ctx {
-  config: Config;
-  publish: ReturnType<typeof createPublisher>;
-  routing: RoutingCache;
-  auth: Auth;
-  tenants: TenantStore;
-  destinations: DestinationStore;
-  producer: BusProducer;
-  db: Knex;
-  /** Tells the senders a destination changed (after it is stored). */
-  announce: Announce;
-  /** Starts erasing deleted tenants' data now (in the background). */
-  erasure: { kick(): void };
-  readiness: () => Promise<Readiness>;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: Principal;
-  }
-  interface FastifyInstance {
-    /** Every route registered, for the OpenAPI coverage test. */
-    routeTable: { method: string; url: string }[];
-  }
-}
-
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** Builds the gateway app; main.ts alone listens and handles signals, tests use app.inject(). */
-export async function build(config: Config, deps: GatewayDeps): Promise<FastifyInstance> {
+/** The Fastify instance with what every route shares: errors, guards, metrics, models, JSON only. */
+function createApp(config: Config, logger: Logger): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // No per-request lines from fastify (set through its log controller: the top-level option is deprecated).
     logController: new LogController({ disableRequestLogging: true }),
@@ -134,40 +110,16 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     for (const method of [r.method].flat()) routeTable.push({ method, url: r.url });
   });
 
-  const tenants = new TenantStore(deps.db);
-  const destinations = new DestinationStore(deps.db, deps.cipher);
-  const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
-  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
-  const erasure = startTenantErasure(deps.db, { log: deps.logger });
-  app.addHook('onClose', () => erasure.stop());
-  const ctx: Ctx = {
-    config,
-    auth: createAuth(config.API_KEY, config.API_JWT_SECRET),
-    tenants,
-    destinations,
-    producer: deps.producer,
-    db: deps.db,
-    readiness: deps.readiness ?? (() => readiness({ db: deps.db, bus: {} as Bus })),
-    routing,
-    announce: createAnnouncer(deps.producer, deps.logger),
-    erasure,
-    publish: summarisePublishes(
-      app,
-      deps.logger,
-      countPublishes(
-        createPublisher({
-          producer: deps.producer,
-          eventIds: new EventIdStore(deps.db),
-          routing,
-          log: deps.logger,
-          lingerMs: config.PUBLISH_LINGER_MS,
-          timeoutMs: config.PUBLISH_TIMEOUT_MS,
-          tracing: deps.tracing ?? null,
-        }),
-      ),
-    ),
-  };
+  return app;
+}
 
+/** CORS, authentication (the request's `principal`), the admission bound and the body budget, registered in this order. */
+async function registerAccess(
+  app: FastifyInstance,
+  config: Config,
+  auth: Auth,
+  deps: Pick<GatewayDeps, 'readLag' | 'logger'>,
+): Promise<void> {
   // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
   // cookies). Registered before authentication so that preflight requests, which carry no
   // credential, are answered here.
@@ -185,7 +137,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   app.addHook('onRequest', async (req: FastifyRequest) => {
     if (req.routeOptions.config && (req.routeOptions.config as { public?: boolean }).public) return;
     if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
-    req.principal = await ctx.auth.authenticate(req.headers.authorization);
+    req.principal = await auth.authenticate(req.headers.authorization);
   });
 
   // Publishing refused while the delivery backlog is over PUBLISH_MAX_BACKLOG (admission.ts).
@@ -198,7 +150,10 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     bodyTimeoutMs: config.API_BODY_TIMEOUT_MS,
     bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
   });
+}
 
+/** The OpenAPI document (fastify swagger), served at /api/v1/openapi.json. */
+async function registerDocs(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -219,6 +174,39 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     ...documentTransforms(config),
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+}
+
+/** Builds the gateway app; main.ts alone listens and handles signals, tests use app.inject(). */
+export async function build(config: Config, deps: GatewayDeps): Promise<FastifyInstance> {
+  const app = createApp(config, deps.logger);
+  const { db, producer } = deps;
+  const tenants = new TenantStore(deps.db);
+  const destinations = new DestinationStore(deps.db, deps.cipher);
+  const routing = new RoutingCache(destinations, config.ROUTING_CACHE_TTL_MS);
+  // Kicked by a tenant's deletion; the attempts service also runs it every minute.
+  const erasure = startTenantErasure(deps.db, { log: deps.logger });
+  app.addHook('onClose', () => erasure.stop());
+  const auth = createAuth(config.API_KEY, config.API_JWT_SECRET);
+  const announce = createAnnouncer(deps.producer, deps.logger);
+  const queries = new QueryStore(deps.db, config.API_PAGE_MAX_BYTES);
+  const publish = summarisePublishes(
+    app,
+    deps.logger,
+    countPublishes(
+      createPublisher({
+        producer,
+        eventIds: new EventIdStore(db),
+        routing,
+        log: deps.logger,
+        lingerMs: config.PUBLISH_LINGER_MS,
+        timeoutMs: config.PUBLISH_TIMEOUT_MS,
+        tracing: deps.tracing ?? null,
+      }),
+    ),
+  );
+
+  await registerAccess(app, config, auth, deps);
+  await registerDocs(app, config);
 
   // Any change to a tenant's state drops this instance's routing view of it before the answer goes
   // out, so a publish accepted after the answer sees the change.
@@ -231,21 +219,24 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   });
 
   await app.register(portalRoutes(config, deps.portalDir));
-  await app.register(healthRoutes(ctx));
-  await app.register(retryRoutes(ctx));
-  await app.register(publishRoutes(ctx), { prefix: '/api/v1' });
-  await app.register(schemaRoutes(ctx), { prefix: '/api/v1' });
-  await app.register(tenantListRoutes(ctx), { prefix: '/api/v1' });
+  // Each route module gets only the parts it uses (its `...RouteDeps`).
+  await app.register(healthRoutes({ db, readiness: deps.readiness ?? (() => readiness({ db, bus: {} as Bus })) }));
+  await app.register(retryRoutes({ db, destinations, producer }));
+  await app.register(publishRoutes({ topics: config.TOPICS, publish }), { prefix: '/api/v1' });
+  await app.register(schemaRoutes({ topics: config.TOPICS }), { prefix: '/api/v1' });
+  await app.register(tenantListRoutes({ tenants }), { prefix: '/api/v1' });
+  const baseUrl = config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`;
+  const operations = new OperationsStore(db);
   // Both path forms of interface.md serve the same handlers, and with a tenant token the tenant
   // segment may be left out altogether.
   for (const prefix of TENANT_PREFIXES) {
-    await app.register(tenantRoutes(ctx), { prefix });
-    await app.register(destinationRoutes(ctx), { prefix });
-    await app.register(attemptRoutes(ctx), { prefix });
-    await app.register(eventRoutes(ctx), { prefix });
-    await app.register(replayRoutes(ctx), { prefix });
-    await app.register(scheduleRoutes(ctx), { prefix });
-    await app.register(operationsRoutes(ctx), { prefix });
+    await app.register(tenantRoutes({ tenants, db, announce, erasure, auth, baseUrl }), { prefix });
+    await app.register(destinationRoutes({ tenants, destinations, announce, config, db }), { prefix });
+    await app.register(attemptRoutes({ tenants, destinations, queries }), { prefix });
+    await app.register(eventRoutes({ tenants, queries, db }), { prefix });
+    await app.register(replayRoutes({ tenants, destinations, db, producer, announce }), { prefix });
+    await app.register(scheduleRoutes({ tenants, db }), { prefix });
+    await app.register(operationsRoutes({ tenants, operations, queries }), { prefix });
   }
   return app;
 }

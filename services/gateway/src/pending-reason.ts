@@ -4,6 +4,7 @@
 // a type not marked for 90 s counts as not running. The listings scoped to one destination then say
 // so beside the `pending` status rather than leaving it silent.
 import type { Knex } from '@switchyard/shared/db/index.ts';
+import { SenderPresenceStore } from '@switchyard/shared/db/stores/sender-presence.ts';
 
 /** A type not marked for this long has no sender running (three marks missed). */
 export const SENDER_PRESENCE_STALE_MS = 90_000;
@@ -16,11 +17,12 @@ export interface PendingReason {
 }
 
 export function createPendingReasons(db: Knex) {
+  const presence = new SenderPresenceStore(db);
   let cached: { at: number; running: Set<string> } | null = null;
   const running = async (): Promise<Set<string>> => {
     if (cached && Date.now() - cached.at < CACHE_MS) return cached.running;
-    const rows = (await db('sender_presence').where('seen_at', '>', new Date(Date.now() - SENDER_PRESENCE_STALE_MS))) as { type: string }[];
-    cached = { at: Date.now(), running: new Set(rows.map((r) => r.type)) };
+    const seen = await presence.seenSince(new Date(Date.now() - SENDER_PRESENCE_STALE_MS));
+    cached = { at: Date.now(), running: seen };
     return cached.running;
   };
   /** Adds `pending_reason` to the pending items when no sender of the destination's `type` runs. */

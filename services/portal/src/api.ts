@@ -7,7 +7,6 @@ import { type components, createSwitchyardClient, type SwitchyardClient } from '
 
 type Schemas = components['schemas'];
 export type Destination = Schemas['Destination'];
-export type DestinationType = Destination['type'];
 export type TypeSchema = Schemas['DestinationTypeSchema'];
 export type FieldDescriptor = TypeSchema['config_fields'][number];
 export type Attempt = Schemas['Attempt'];

@@ -1,6 +1,6 @@
 /**
  * Coalesces one destination's deliveries into batch requests (SQS SendMessageBatch, Kinesis
- * PutRecords; docs/architecture.md, "Delivery by type"). A client owns one coalescer, so a slow or
+ * PutRecords; docs/destination-types.md). A client owns one coalescer, so a slow or
  * failing destination's batches never hold another destination's deliveries.
  *
  * An entry waits at most `waitMs` for company: the first entry of a batch arms the timer, and the

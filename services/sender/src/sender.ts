@@ -1,5 +1,5 @@
 /**
- * The sender interface every destination type implements (docs/architecture.md, "Delivery by type").
+ * The sender interface every destination type implements (docs/destination-types.md).
  *
  * A type's sender module exports a `TypeSender`: `open` builds a `Client` for one destination from its
  * config and decrypted credentials; the client delivers one event at a time and is closed when the

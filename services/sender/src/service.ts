@@ -2,25 +2,28 @@
 // deliveries through the retry tiers until they are due again; wired to a runtime (main.ts: its own
 // process; services/embedded: every service in one process).
 import { createBatcher } from '@switchyard/shared/batcher.ts';
+import type { Config } from '@switchyard/shared/config/index.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import { SenderPresenceStore } from '@switchyard/shared/db/stores/sender-presence.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
-import type { BusConsumer, InRecord, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
+import type { BusConsumer, BusProducer, InRecord, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
 import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
-import { createLogSummary } from '@switchyard/shared/log-summary.ts';
+import type { Logger } from '@switchyard/shared/log.ts';
+import { createLogSummary, type LogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
-import { createDeliveryHandler } from './handler.ts';
+import { createDeliveryHandler, type Handled } from './handler.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
-import { createRateGate } from './controls/rate-limit.ts';
+import { createRateGate, type RateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
-import { createOrderedBlocks, createOrderedDelivery, isOrdered } from './controls/ordered.ts';
+import { createOrderedBlocks, createOrderedDelivery, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -41,32 +44,31 @@ async function endOnError<T>(span: TraceSpan, p: Promise<T>): Promise<T> {
 
 /** How often clients of deleted, disabled or idle destinations are looked for and closed. */
 const SWEEP_MS = 60_000;
+/** How often this sender marks its types present (pending-reason.ts in the gateway reads them). */
+const PRESENCE_MS = 30_000;
 
-export async function start(rt: Runtime): Promise<Service> {
-  const consumers: BusConsumer[] = [];
-  const { config, logger } = rt;
-  // The configuration admits destination types only; this narrows the type.
-  const types = config.SENDER_TYPES.filter(isDestinationType);
-  // One line per attempt: a failed one at info, a successful or canceled one at debug (a disabled
-  // destination's queued deliveries end canceled by the thousand); at info, a line a minute of how
-  // many there were while attempts are made (docs/operations.md, "Logs").
-  const summary = createLogSummary(logger, 'sender summary', ['attempts', 'succeeded', 'failed', 'canceled']);
-  const counted = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
+type Topic = Parameters<BusProducer['send']>[0];
+type Senders = Partial<Record<DestinationType, ClientCache>>;
+type RetryScheduler = ReturnType<typeof createRetryScheduler>;
 
+/** One client cache per type, all behind one egress agent; refuses a type no sender implements. */
+function createSenders(config: Config, logger: Logger, types: DestinationType[]) {
   // Refused before anything is touched, so deliveries of that type wait for a sender that can.
   for (const t of types) if (!SENDERS[t]) throw new Error(`delivery for type ${t} is not implemented yet`);
   const allow = parseAllowList(config.EGRESS_ALLOW);
   const agent = createEgressAgent({ allow, connectTimeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 });
-  const senders: Partial<Record<DestinationType, ClientCache>> = {};
+  const senders: Senders = {};
   for (const t of types) {
     const make = SENDERS[t] as NonNullable<(typeof SENDERS)[typeof t]>;
     senders[t] = createClientCache(make({ config, allow, dispatcher: agent }), {
       onCloseError: (err) => logger.warn({ type: t, err: (err as Error).message }, 'closing a destination client failed'),
     });
   }
+  return { senders, agent };
+}
 
-  const store = new DestinationStore(rt.db, rt.cipher);
-  // Clients of destinations deleted or disabled since, or idle, are closed; a failed look-up waits for the next round.
+/** Closes clients of destinations deleted or disabled since, or idle; a failed look-up waits for the next round. */
+function startSweep(senders: Senders, store: DestinationStore, logger: Logger): NodeJS.Timeout {
   const sweep = setInterval(() => {
     for (const cache of Object.values(senders)) {
       cache
@@ -75,25 +77,34 @@ export async function start(rt: Runtime): Promise<Service> {
     }
   }, SWEEP_MS);
   sweep.unref();
-  // Each attempt uses its destination as it is now; this instance hears of every change (broadcast),
-  // from before its first delivery on.
+  return sweep;
+}
+
+/**
+ * Each attempt uses its destination as it is now; this instance hears of every change (broadcast),
+ * from before its first delivery on.
+ */
+async function watchDestinations(rt: Runtime, store: DestinationStore) {
   const destinations = new DestinationState({ load: (tenantId, id) => store.routable(tenantId, id), ttlMs: DESTINATION_STATE_TTL_MS });
-  consumers.push(
-    await rt.bus.consume<DestinationChange>({
-      groupId: 'sender-destination-changes',
-      topics: [TOPIC.destinationChanges],
-      broadcast: true,
-      async handle(record) {
-        if (record.value && typeof record.value.tenant_id === 'string') destinations.changed(record.value);
-        else destinations.clear();
-      },
-    }),
-  );
-  const producer = await rt.bus.producer();
-  type Topic = Parameters<typeof producer.send>[0];
-  // Records written while a produce request is in flight go out together in the next one, whatever
-  // their topic (attempts, retry tiers, deliveries): the idempotent producer sends one request at a
-  // time, so one request per record would cap deliveries at one per round trip.
+  const consumer = await rt.bus.consume<DestinationChange>({
+    groupId: 'sender-destination-changes',
+    topics: [TOPIC.destinationChanges],
+    broadcast: true,
+    async handle(record) {
+      if (record.value && typeof record.value.tenant_id === 'string') destinations.changed(record.value);
+      else destinations.clear();
+    },
+  });
+  return { destinations, consumer };
+}
+
+/**
+ * What the sender writes: attempts, retry tiers and deliveries. Records written while a produce
+ * request is in flight go out together in the next one, whatever their topic: the idempotent
+ * producer sends one request at a time, so one request per record would cap deliveries at one per
+ * round trip.
+ */
+function createOutput(producer: BusProducer, tracing: boolean) {
   const batcher = createBatcher(async (items: Array<{ topic: Topic; record: OutRecord }>) => {
     const byTopic = Map.groupBy(items, (i) => i.topic);
     await producer.sendMany([...byTopic].map(([topic, list]) => ({ topic, records: list.map((i) => i.record) })));
@@ -101,25 +112,169 @@ export async function start(rt: Runtime): Promise<Service> {
   }, 1000);
   const produce = (topic: Topic, record: OutRecord): Promise<void> => batcher({ topic, record });
   // Tracing on only: the trace headers of attempts being written, from their delivery's span.
-  const tracing = rt.tracing;
   const attemptHeaders = new WeakMap<AttemptRecord, Record<string, string>>();
   const attemptRecord = (a: AttemptRecord): OutRecord => {
     const headers = tracing && attemptHeaders.get(a);
     return headers ? { key: a.destination_id, value: a, headers } : { key: a.destination_id, value: a };
   };
-  // Trace headers (tracing on only) travel with a delivery through the retry tiers.
-  const send = (topic: Topic, d: DeliveryRecord, headers?: Record<string, string>) =>
-    produce(
-      topic,
-      headers && Object.keys(headers).length ? { key: d.destination.id, value: d, headers } : { key: d.destination.id, value: d },
+  return {
+    attemptHeaders,
+    emitAttempt: (a: AttemptRecord) => produce(TOPIC.attempts, attemptRecord(a)),
+    // Trace headers (tracing on only) travel with a delivery through the retry tiers.
+    send: (topic: Topic, d: DeliveryRecord, headers?: Record<string, string>) =>
+      produce(
+        topic,
+        headers && Object.keys(headers).length ? { key: d.destination.id, value: d, headers } : { key: d.destination.id, value: d },
+      ),
+  };
+}
+
+interface DeliveryDeps {
+  rt: Runtime;
+  handle: (delivery: DeliveryRecord, trace?: Record<string, string>) => Promise<Handled>;
+  scheduler: RetryScheduler;
+  attemptHeaders: WeakMap<AttemptRecord, Record<string, string>>;
+  summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
+  /** Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts). */
+  rateGate: RateGate;
+  /** Ordered destinations: one delivery at a time, a failed one retried in place (controls/ordered.ts). */
+  inOrder: OrderedDelivery;
+}
+
+const COUNTED = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
+
+/**
+ * After an attempt is written: its metrics and summary counts, and its line (a failed one at info,
+ * a successful or canceled one at debug: a disabled destination's queued deliveries end canceled
+ * by the thousand).
+ */
+function recordAttempt(deps: DeliveryDeps, type: DestinationType, { attempt, outcome }: Handled) {
+  const { logger } = deps.rt;
+  observeAttempt(attempt);
+  deps.summary.count('attempts');
+  deps.summary.count(COUNTED[attempt.status]);
+  // Built only when written: at info only a failure writes its line.
+  if (attempt.status === 'failed' || logger.isLevelEnabled('debug'))
+    logger[attempt.status === 'failed' ? 'info' : 'debug'](
+      {
+        attempt_id: attempt.id,
+        event_id: attempt.event_id,
+        tenant_id: attempt.tenant_id,
+        destination_id: attempt.destination_id,
+        type,
+        attempt_number: attempt.attempt_number,
+        manual: attempt.manual,
+        status: attempt.status,
+        code: attempt.code,
+        reason: outcome.response_data?.reason,
+        next_attempt_at: attempt.next_attempt_at,
+        duration_ms: attempt.duration_ms,
+      },
+      'attempt',
     );
+}
+
+/** Delivers one record of `type`; the returned step writes its attempt once the destination's slot is free. */
+async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>) {
+  const tracing = deps.rt.tracing;
+  // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
+  const span = tracing?.span('deliver', 'consumer', record.headers, {
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'process',
+    'messaging.destination.name': TOPIC.deliveries[type].name,
+    'switchyard.event_id': record.value?.event?.id,
+    'switchyard.destination_id': record.key,
+    'switchyard.destination_type': type,
+  });
+  // The retry this attempt may schedule is a child of its span: one trace across the tiers.
+  const run = (trace?: Record<string, string>) =>
+    isOrdered(record.value) && !record.value.manual ? deps.inOrder.deliver(record.value, trace, record) : deps.handle(record.value, trace);
+  const handled = span ? await endOnError(span, run(span.headers())) : await run();
+  const { attempt, write } = handled;
+  if (span) {
+    deps.attemptHeaders.set(attempt, span.headers());
+    span.set({
+      'switchyard.attempt_number': attempt.attempt_number,
+      'switchyard.status': attempt.status,
+      'switchyard.code': attempt.code,
+    });
+    // A failed attempt is the span's failure too (status ERROR), though nothing was thrown.
+    if (attempt.status === 'failed') span.fail(failureMessage(attempt));
+  }
+  // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
+  return async () => {
+    if (span) {
+      await endOnError(span, write());
+      span.end();
+    } else await write();
+    recordAttempt(deps, type, handled);
+  };
+}
+
+/** The consumer of one type's delivery topic, with its per-destination concurrency and health. */
+function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<KeyedConsumer> {
+  const { config, tracing } = deps.rt;
+  return deps.rt.bus.consume<DeliveryRecord>({
+    groupId: `sender-${type}`,
+    topics: [TOPIC.deliveries[type]],
+    concurrency: config.SENDER_CONCURRENCY,
+    maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
+    keyConcurrency: keyConcurrencyOf(type, config.SENDER_CONCURRENCY, config.DESTINATION_CONCURRENCY),
+    keyHealth: {
+      stallMs: config.DESTINATION_STALL_MS,
+      // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.
+      slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
+    },
+    keyBacklog: config.DESTINATION_BACKLOG,
+    // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
+    // after about as long as the destination has been stalled, and longer each time it finds the
+    // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
+    onKeyBacklog: (record, stalledMs) => deps.scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
+    orderedKey: (record) => isOrdered(record.value),
+    async handle(record) {
+      // An ordered destination's delivery that already ended before a crash: not made again.
+      if (isOrdered(record.value) && (await deps.inOrder.skip(record.value, record))) return async () => {};
+      // Not its destination's turn yet: parked until about then, no attempt made.
+      if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
+      return deliverOne(deps, type, record);
+    },
+  });
+}
+
+/**
+ * Tells the gateway which types have a sender, so it can say why a delivery waits (no sender of
+ * its type). Every 30 s; a type not seen for SENDER_PRESENCE_STALE_MS counts as not running.
+ */
+async function startPresence(rt: Runtime, types: DestinationType[]): Promise<NodeJS.Timeout> {
+  const store = new SenderPresenceStore(rt.db);
+  const present = () => store.mark(types).catch((err: unknown) => rt.logger.warn({ err }, 'marking sender presence failed'));
+  await present();
+  const presence = setInterval(() => void present(), PRESENCE_MS);
+  presence.unref();
+  return presence;
+}
+
+export async function start(rt: Runtime): Promise<Service> {
+  const consumers: BusConsumer[] = [];
+  const { config, logger } = rt;
+  // The configuration admits destination types only; this narrows the type.
+  const types = config.SENDER_TYPES.filter(isDestinationType);
+  // At info, a line a minute of how many attempts there were while attempts are made
+  // (docs/operations.md, "Logs"); each attempt's own line is recordAttempt's.
+  const summary = createLogSummary(logger, 'sender summary', ['attempts', 'succeeded', 'failed', 'canceled']);
+  const { senders, agent } = createSenders(config, logger, types);
+  const store = new DestinationStore(rt.db, rt.cipher);
+  const sweep = startSweep(senders, store, logger);
+  const { destinations, consumer: changes } = await watchDestinations(rt, store);
+  consumers.push(changes);
+  const output = createOutput(await rt.bus.producer(), Boolean(rt.tracing));
   // The delivery consumers know which destinations they are parking deliveries of right now; for
   // those the scheduler parks a due delivery again itself. Only where this process consumes the
   // destination's delivery partition: elsewhere the delivery goes through its topic as before.
   const deliveryConsumers = new Map<DestinationType, KeyedConsumer>();
   const scheduler = createRetryScheduler({
-    deliver: (d, headers) => send(TOPIC.deliveries[d.destination.type], d, headers),
-    park: (d, tier, headers) => send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
+    deliver: (d, headers) => output.send(TOPIC.deliveries[d.destination.type], d, headers),
+    park: (d, tier, headers) => output.send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
     stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
   });
   // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
@@ -136,7 +291,7 @@ export async function start(rt: Runtime): Promise<Service> {
       d.event.deliver_at
         ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
         : destinations.current(s),
-    emitAttempt: (a) => produce(TOPIC.attempts, attemptRecord(a)),
+    emitAttempt: output.emitAttempt,
     scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(tierFor(dueAt.getTime() - Date.now()))),
     retry: {
       schedule: config.RETRY_SCHEDULE,
@@ -146,7 +301,6 @@ export async function start(rt: Runtime): Promise<Service> {
     },
     timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
   });
-  // Ordered destinations: one delivery at a time, a failed one retried in place (controls/ordered.ts).
   const closing = new AbortController();
   const inOrder = createOrderedDelivery({
     handle,
@@ -154,82 +308,9 @@ export async function start(rt: Runtime): Promise<Service> {
     blocks: createOrderedBlocks(rt.db),
     signal: closing.signal,
   });
-  const deliver = (r: InRecord<DeliveryRecord>, trace?: Record<string, string>) =>
-    isOrdered(r.value) && !r.value.manual ? inOrder.deliver(r.value, trace, r) : handle(r.value, trace);
-
+  const deliveryDeps: DeliveryDeps = { rt, handle, scheduler, attemptHeaders: output.attemptHeaders, summary, rateGate, inOrder };
   for (const type of types) {
-    const consumer = await rt.bus.consume<DeliveryRecord>({
-      groupId: `sender-${type}`,
-      topics: [TOPIC.deliveries[type]],
-      concurrency: config.SENDER_CONCURRENCY,
-      maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
-      keyConcurrency: keyConcurrencyOf(type, config.SENDER_CONCURRENCY, config.DESTINATION_CONCURRENCY),
-      keyHealth: {
-        stallMs: config.DESTINATION_STALL_MS,
-        // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.
-        slowMs: config.DELIVERY_TIMEOUT_SECONDS * 1000 * 0.9,
-      },
-      keyBacklog: config.DESTINATION_BACKLOG,
-      // Not an attempt: the delivery comes back through one retry tier with its number unchanged,
-      // after about as long as the destination has been stalled, and longer each time it finds the
-      // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
-      onKeyBacklog: (record, stalledMs) => scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
-      orderedKey: (record) => isOrdered(record.value),
-      async handle(record) {
-        if (isOrdered(record.value) && (await inOrder.skip(record.value, record))) return async () => {};
-        if (await rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
-        // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
-        const span = tracing?.span('deliver', 'consumer', record.headers, {
-          'messaging.system': 'kafka',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': TOPIC.deliveries[type].name,
-          'switchyard.event_id': record.value?.event?.id,
-          'switchyard.destination_id': record.key,
-          'switchyard.destination_type': type,
-        });
-        // The retry this attempt may schedule is a child of its span: one trace across the tiers.
-        const { attempt, outcome, write } = span ? await endOnError(span, deliver(record, span.headers())) : await deliver(record);
-        if (span) {
-          attemptHeaders.set(attempt, span.headers());
-          span.set({
-            'switchyard.attempt_number': attempt.attempt_number,
-            'switchyard.status': attempt.status,
-            'switchyard.code': attempt.code,
-          });
-          // A failed attempt is the span's failure too (status ERROR), though nothing was thrown.
-          if (attempt.status === 'failed') span.fail(failureMessage(attempt));
-        }
-        // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
-        return async () => {
-          if (span) {
-            await endOnError(span, write());
-            span.end();
-          } else await write();
-          observeAttempt(attempt);
-          summary.count('attempts');
-          summary.count(counted[attempt.status]);
-          // Built only when written: at info only a failure writes its line.
-          if (attempt.status === 'failed' || logger.isLevelEnabled('debug'))
-            logger[attempt.status === 'failed' ? 'info' : 'debug'](
-              {
-                attempt_id: attempt.id,
-                event_id: attempt.event_id,
-                tenant_id: attempt.tenant_id,
-                destination_id: attempt.destination_id,
-                type,
-                attempt_number: attempt.attempt_number,
-                manual: attempt.manual,
-                status: attempt.status,
-                code: attempt.code,
-                reason: outcome.response_data?.reason,
-                next_attempt_at: attempt.next_attempt_at,
-                duration_ms: attempt.duration_ms,
-              },
-              'attempt',
-            );
-        };
-      },
-    });
+    const consumer = await consumeDeliveries(deliveryDeps, type);
     deliveryConsumers.set(type, consumer);
     consumers.push(consumer);
   }
@@ -239,21 +320,10 @@ export async function start(rt: Runtime): Promise<Service> {
       groupId: 'retry-scheduler',
       topics: TOPIC.retries,
       delayMs: (t) => (RETRY_TIERS_SECONDS[TOPIC.retries.indexOf(t as (typeof TOPIC.retries)[number])] ?? 0) * 1000,
-      handle: (record) => scheduler.release(record.value, tracing ? record.headers : undefined),
+      handle: (record) => scheduler.release(record.value, rt.tracing ? record.headers : undefined),
     }),
   );
-  // Tells the gateway which types have a sender, so it can say why a delivery waits (no sender of
-  // its type). Every 30 s; a type not seen for SENDER_PRESENCE_STALE_MS counts as not running.
-  const present = () =>
-    rt
-      .db('sender_presence')
-      .insert(types.map((type) => ({ type, seen_at: rt.db.fn.now() })))
-      .onConflict('type')
-      .merge(['seen_at'])
-      .catch((err: unknown) => logger.warn({ err }, 'marking sender presence failed'));
-  await present();
-  const presence = setInterval(() => void present(), 30_000);
-  presence.unref();
+  const presence = await startPresence(rt, types);
   logger.info({ types }, 'sender consuming');
   return {
     async close() {

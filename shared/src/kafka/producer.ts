@@ -5,9 +5,21 @@ import { createSerial } from '../batcher.ts';
 import type { BusProducer, TopicRecords } from '../bus/index.ts';
 import { jsonOf } from '../bus/record-codec.ts';
 import type { KafkaContext } from './client.ts';
+import { acknowledged } from './kafkajs/acked.ts';
 import { createPartitioner } from './partitioner.ts';
 
 const { CompressionTypes } = kafkajs;
+
+/** How many times a write is sent while kafkajs resolves it with records no broker acknowledged. */
+const UNSENT_ROUNDS = 5;
+
+/** The records of a write that no broker acknowledged, by topic (kafkajs/acked.ts). */
+function unacknowledged<M extends object>(topicMessages: Array<{ topic: string; messages: M[] }>): Array<{ topic: string; messages: M[] }> {
+  return topicMessages.flatMap(({ topic, messages }) => {
+    const left = messages.filter((m) => !acknowledged(m));
+    return left.length ? [{ topic, messages: left }] : [];
+  });
+}
 
 /**
  * Consecutive groups of messages whose encoded size stays under `budget` (a larger one alone),
@@ -84,16 +96,30 @@ export async function createProducer(ctx: KafkaContext): Promise<BusProducer> {
         }));
         // Only the request waits its turn: other sends serialise their records meanwhile.
         await oneAtATime(async () => {
-          if (closed) throw new Error('the producer is closed');
-          current ??= await open();
-          const producer = current;
-          try {
-            await producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
-          } catch (err) {
+          let left = topicMessages;
+          for (let round = 1; ; round++) {
+            if (closed) throw new Error('the producer is closed');
+            current ??= await open();
+            const producer = current;
+            try {
+              await producer.sendBatch({ topicMessages: left, acks: -1, compression: CompressionTypes.None });
+            } catch (err) {
+              current = null;
+              producer.disconnect().catch(() => undefined);
+              ctx.opts.log.warn({ err }, 'a Kafka write failed; the next one starts a new producer');
+              throw err;
+            }
+            // kafkajs may resolve a send across a leader change without having sent the records of
+            // the partitions that moved (kafkajs/acked.ts): those go again, with a new producer, as
+            // the old one's sequence numbers for those partitions may no longer be the broker's.
+            left = unacknowledged(left);
+            if (!left.length) return;
             current = null;
             producer.disconnect().catch(() => undefined);
-            ctx.opts.log.warn({ err }, 'a Kafka write failed; the next one starts a new producer');
-            throw err;
+            const records = left.reduce((a, t) => a + t.messages.length, 0);
+            if (round >= UNSENT_ROUNDS)
+              throw new Error(`${records} record(s) of a Kafka write were acknowledged by no broker after ${round} sends`);
+            ctx.opts.log.warn({ records, round }, 'a Kafka write left records no broker acknowledged; sending them again');
           }
         });
       }

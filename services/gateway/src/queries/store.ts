@@ -1,7 +1,8 @@
 /**
- * Every read query over events, deliveries and attempts (the write side is the pipeline's), for the
- * gateway's routes: attempts.ts and events.ts hold the queries, sql.ts how they are built and paged
- * (keyset, with shared/src/db/paging.ts's cursors), views.ts what they return. The store throws no
+ * Every read query over events, deliveries and attempts (the write side is the pipeline's), and the
+ * metrics API's counts, for the gateway's routes: attempts.ts, events.ts and metrics.ts hold the
+ * queries, sql.ts how they are built and paged (keyset, with shared/src/db/paging.ts's cursors),
+ * views.ts what they return. The store throws no
  * HTTP errors: a route checks the paging parameters first (pageProblems) and maps a null (nothing
  * visible) to its 404.
  */
@@ -9,6 +10,7 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { ListPage, Page } from '@switchyard/shared/db/paging.ts';
 import { eventAttempts, getAttempt, listAttempts } from './attempts.ts';
 import { eventsOf, getEvent, listEvents } from './events.ts';
+import { type AttemptDimension, attemptCounts, type CountPoint, type CountQuery, eventCounts } from './metrics.ts';
 import { type Q, run } from './sql.ts';
 import type { AttemptFilter, AttemptView, EmbeddedEvent, EventFilter, EventView, Tenants } from './views.ts';
 
@@ -50,5 +52,13 @@ export class QueryStore {
 
   getEvent(tenants: Tenants, eventId: string, destinationId?: string): Promise<EventView | null> {
     return getEvent(this.q, tenants, eventId, destinationId);
+  }
+
+  attemptCounts(query: CountQuery<AttemptDimension>): Promise<CountPoint[]> {
+    return attemptCounts(this.q, query);
+  }
+
+  eventCounts(query: CountQuery<'topic'>): Promise<CountPoint[]> {
+    return eventCounts(this.q, query);
   }
 }

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
-import { QueryStore } from '../queries/store.ts';
+import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import type { QueryStore } from '../queries/store.ts';
 import { ATTEMPT_STATUSES, type AttemptStatus, type AttemptView, type Tenants, type TimeRange } from '../queries/views.ts';
 import { requireTenantAccess } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { TenantCheck } from './deps.ts';
 import { destinationView } from '../destination-view.ts';
 import { existingDestination, existingTenant, idParam, multi, type TenantReq } from './common.ts';
 import { answers } from '../openapi.ts';
@@ -170,13 +171,13 @@ const includeDocs = manyQueryDocs(
  * token's own; without one, a tenant token reads its own tenant and the admin key reads every
  * tenant, narrowed by the `tenant_id` query parameter when given.
  */
-export async function readableTenants(ctx: Ctx, req: FastifyRequest): Promise<Tenants> {
+export async function readableTenants(tenants: TenantCheck, req: FastifyRequest): Promise<Tenants> {
   const r = req as TenantReq;
-  if (r.params.tenant_id !== undefined) return [await existingTenant(ctx, r)];
+  if (r.params.tenant_id !== undefined) return [await existingTenant(tenants, r)];
   const asked = multi(req.query as Query, 'tenant_id');
   if (req.principal.kind === 'tenant') {
     for (const t of asked ?? []) requireTenantAccess(req.principal, t);
-    return [await existingTenant(ctx, r)];
+    return [await existingTenant(tenants, r)];
   }
   return asked ?? null;
 }
@@ -192,7 +193,7 @@ function embedOf(include: Set<Include>): 'event' | 'event.data' | undefined {
  * been listed with `embedOf(include)`, which ends it at the byte bound before any payload is loaded.
  */
 export async function expandAttempts(
-  ctx: Ctx,
+  destinations: Pick<DestinationStore, 'get'>,
   queries: QueryStore,
   attempts: AttemptView[],
   include: Set<Include>,
@@ -212,7 +213,7 @@ export async function expandAttempts(
     for (const a of attempts) {
       const k = `${a.tenant_id}\u0000${a.destination_id}`;
       if (views.has(k)) continue;
-      const d = await ctx.destinations.get(a.tenant_id, a.destination_id);
+      const d = await destinations.get(a.tenant_id, a.destination_id);
       views.set(k, d ? destinationView(d) : null);
     }
     out.forEach((o, i) => {
@@ -253,109 +254,126 @@ const includeQuery = { type: 'object', properties: { include: includeDocs } } as
 
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; attempt_id?: string }; Querystring: Query }>;
 
-export function attemptRoutes(ctx: Ctx) {
-  const queries = new QueryStore(ctx.db, ctx.config.API_PAGE_MAX_BYTES);
+export interface AttemptRouteDeps {
+  tenants: TenantCheck;
+  /** For include=destination. */
+  destinations: Pick<DestinationStore, 'get'>;
+  queries: QueryStore;
+}
 
-  function listParams(q: Query) {
-    const p = new Problems();
-    const page = parsePage(q, p, 'att');
-    const time = parseTime(q, p);
-    const statuses = parseStatuses(q, p);
-    const include = parseInclude(q, p);
-    p.throwIfAny();
-    return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
-  }
+/** The filters, page and includes of an attempt listing; 422 naming every bad parameter. */
+function listParams(q: Query) {
+  const p = new Problems();
+  const page = parsePage(q, p, 'att');
+  const time = parseTime(q, p);
+  const statuses = parseStatuses(q, p);
+  const include = parseInclude(q, p);
+  p.throwIfAny();
+  return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
+}
 
+/** The attempts of one destination: listed and one. */
+function destinationAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
+  const { queries } = deps;
+  app.get(
+    '/destinations/:destination_id/attempts',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'List the attempts of a destination, newest first, cursor-paged',
+        params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
+        querystring: attemptListQuery,
+        response: answers({ 200: 'AttemptPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, include, ...f } = listParams(req.query);
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
+        embed: embedOf(include),
+      });
+      return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
+    },
+  );
+
+  app.get(
+    '/destinations/:destination_id/attempts/:attempt_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'Get one attempt of a destination',
+        params: attemptIdParams,
+        querystring: includeQuery,
+        response: answers({ 200: 'Attempt' }),
+      },
+    },
+    async (req: Req) => {
+      const p = new Problems();
+      const include = parseInclude(req.query, p);
+      p.throwIfAny();
+      const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
+      const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
+      if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+      return (await expandAttempts(deps.destinations, queries, [a], include))[0];
+    },
+  );
+}
+
+/** The attempts of the tenant in the path or token (or, admin key, of every tenant): listed and one. */
+function tenantAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
+  const { queries } = deps;
+  app.get(
+    '/attempts',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary:
+          'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
+        params: { type: 'object', properties: { tenant_id: idParam } },
+        querystring: adminAttemptListQuery,
+        response: answers({ 200: 'AttemptPage' }),
+      },
+    },
+    async (req: Req) => {
+      const { page, include, ...f } = listParams(req.query);
+      const tenants = await readableTenants(deps.tenants, req);
+      const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
+        embed: embedOf(include),
+      });
+      return { models: await expandAttempts(deps.destinations, queries, res.models, include), pagination: res.pagination };
+    },
+  );
+
+  app.get(
+    '/attempts/:attempt_id',
+    {
+      ...documentedOnly,
+      schema: {
+        tags: ['attempts'],
+        summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
+        params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
+        querystring: includeQuery,
+        response: answers({ 200: 'Attempt' }),
+      },
+    },
+    async (req: Req) => {
+      const p = new Problems();
+      const include = parseInclude(req.query, p);
+      p.throwIfAny();
+      const tenants = await readableTenants(deps.tenants, req);
+      const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants });
+      if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
+      return (await expandAttempts(deps.destinations, queries, [a], include))[0];
+    },
+  );
+}
+
+export function attemptRoutes(deps: AttemptRouteDeps) {
   return async (app: FastifyInstance) => {
-    app.get(
-      '/destinations/:destination_id/attempts',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'List the attempts of a destination, newest first, cursor-paged',
-          params: { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } },
-          querystring: attemptListQuery,
-          response: answers({ 200: 'AttemptPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, include, ...f } = listParams(req.query);
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
-          embed: embedOf(include),
-        });
-        return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
-      },
-    );
-
-    app.get(
-      '/destinations/:destination_id/attempts/:attempt_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'Get one attempt of a destination',
-          params: attemptIdParams,
-          querystring: includeQuery,
-          response: answers({ 200: 'Attempt' }),
-        },
-      },
-      async (req: Req) => {
-        const p = new Problems();
-        const include = parseInclude(req.query, p);
-        p.throwIfAny();
-        const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
-        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants: [tenantId], destinationId });
-        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
-        return (await expandAttempts(ctx, queries, [a], include))[0];
-      },
-    );
-
-    app.get(
-      '/attempts',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary:
-            'List attempts, newest first, cursor-paged: of the tenant in the path or token, or (admin key, no tenant in the path) of every tenant',
-          params: { type: 'object', properties: { tenant_id: idParam } },
-          querystring: adminAttemptListQuery,
-          response: answers({ 200: 'AttemptPage' }),
-        },
-      },
-      async (req: Req) => {
-        const { page, include, ...f } = listParams(req.query);
-        const tenants = await readableTenants(ctx, req);
-        const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
-          embed: embedOf(include),
-        });
-        return { models: await expandAttempts(ctx, queries, res.models, include), pagination: res.pagination };
-      },
-    );
-
-    app.get(
-      '/attempts/:attempt_id',
-      {
-        ...documentedOnly,
-        schema: {
-          tags: ['attempts'],
-          summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
-          params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
-          querystring: includeQuery,
-          response: answers({ 200: 'Attempt' }),
-        },
-      },
-      async (req: Req) => {
-        const p = new Problems();
-        const include = parseInclude(req.query, p);
-        p.throwIfAny();
-        const tenants = await readableTenants(ctx, req);
-        const a = await queries.getAttempt(req.params.attempt_id ?? '', { tenants });
-        if (!a) throw new AppError('ATTEMPT_NOT_FOUND');
-        return (await expandAttempts(ctx, queries, [a], include))[0];
-      },
-    );
+    destinationAttemptRoutes(app, deps);
+    tenantAttemptRoutes(app, deps);
   };
 }

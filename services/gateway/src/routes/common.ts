@@ -3,7 +3,7 @@ import type { QueryStore } from '../queries/store.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { requireTenantAccess } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { TenantCheck } from './deps.ts';
 
 /** Tenant-scoped routes are served under three prefixes: both path forms, and none (tenant from the token). */
 export const TENANT_PREFIXES = ['/api/v1/tenants/:tenant_id', '/api/v1/:tenant_id', '/api/v1'] as const;
@@ -34,9 +34,9 @@ export function tenantOf(req: TenantReq): string {
 }
 
 /** As tenantOf, and the tenant must exist. */
-export async function existingTenant(ctx: Ctx, req: TenantReq): Promise<string> {
+export async function existingTenant(tenants: TenantCheck, req: TenantReq): Promise<string> {
   const id = tenantOf(req);
-  if (!(await ctx.tenants.exists(id))) throw new AppError('TENANT_NOT_FOUND');
+  if (!(await tenants.exists(id))) throw new AppError('TENANT_NOT_FOUND');
   return id;
 }
 

@@ -3,9 +3,13 @@ import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import { mergePatch } from '../merge-patch.ts';
-import { DESTINATION_TYPES, type DestinationType, type JsonObject } from '@switchyard/shared/model/index.ts';
+import { DESTINATION_TYPES, type Destination, type DestinationType, type JsonObject } from '@switchyard/shared/model/index.ts';
 import { canonicalType, INPUT_TYPE_NAMES, REGISTRY, TYPE_ALIASES } from '@switchyard/shared/destinations/registry.ts';
-import type { Ctx } from '../app.ts';
+import type { Config } from '@switchyard/shared/config/index.ts';
+import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import type { Announce } from '../destination-changes.ts';
+import type { Principal } from '../auth.ts';
+import type { TenantCheck } from './deps.ts';
 import {
   checkCredentialRights,
   checkDeliveryMetadata,
@@ -21,6 +25,7 @@ import { verifyGatewayToken } from '../gateway-token.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
 import { orderedSchema, rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { RateLimit } from '@switchyard/shared/model/index.ts';
 
 const topicsSchema = {
@@ -103,234 +108,276 @@ interface PatchBody {
 const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
 const tags = ['destinations'];
 
-export function destinationRoutes(ctx: Ctx) {
-  const load = async (req: TenantReq) => {
-    const tenantId = await existingTenant(ctx, req);
-    const d = await ctx.destinations.get(tenantId, req.params.destination_id ?? '');
-    if (!d) throw new AppError('DESTINATION_NOT_FOUND');
-    return d;
-  };
-  const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
+export interface DestinationRouteDeps {
+  tenants: TenantCheck;
+  destinations: Pick<DestinationStore, 'get' | 'list' | 'count' | 'create' | 'update' | 'delete'>;
+  /** Tells the senders a destination changed (after it is stored). */
+  announce: Announce;
+  /** The settings a destination is checked against. */
+  config: Pick<Config, 'WEBHOOK_HEADER_PREFIX' | 'API_TYPE_NAMES' | 'TOPICS' | 'EVENT_GATEWAY_VERIFY_URL' | 'MAX_DESTINATIONS_PER_TENANT'>;
+  /** Reads `ordered_blocks`, which the senders write (GET .../order). */
+  db: Knex;
+}
 
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Record<string, unknown> }>(
-      '/destinations',
-      {
-        ...documentedOnly,
-        schema: {
-          tags,
-          summary: 'List destinations (not paged); filter by type and topics',
-          querystring: {
-            type: 'object',
-            additionalProperties: true,
-            properties: {
-              type: manyQueryDocs('Destinations of these types (aliases accepted).', INPUT_TYPE_NAMES),
-              topics: manyQueryDocs('Destinations subscribed to any of these topics.'),
-            },
+const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
+
+/** The tenant's destination of params.destination_id; 404 when the tenant or it does not exist. */
+async function load(deps: DestinationRouteDeps, req: TenantReq) {
+  const tenantId = await existingTenant(deps.tenants, req);
+  const d = await deps.destinations.get(tenantId, req.params.destination_id ?? '');
+  if (!d) throw new AppError('DESTINATION_NOT_FOUND');
+  return d;
+}
+
+/** Checks a destination's config, credentials, filter, delivery metadata and topics, into `problems`. */
+function checkInput(
+  deps: DestinationRouteDeps,
+  type: DestinationType,
+  input: { config: Record<string, unknown>; credentials: Record<string, unknown>; filter: JsonObject | null },
+  body: { delivery_metadata?: Record<string, string | null> | null | undefined; topics?: string | string[] | undefined },
+  problems: Problem[],
+): string[] | undefined {
+  checkDestination(type, input, problems, deps.config.WEBHOOK_HEADER_PREFIX, { peerCompatible: deps.config.API_TYPE_NAMES === 'outpost' });
+  checkDeliveryMetadata(body.delivery_metadata, problems);
+  return body.topics === undefined ? undefined : normalizeTopics(body.topics, deps.config.TOPICS, problems);
+}
+
+/** Checked with the event gateway when EVENT_GATEWAY_VERIFY_URL is set; only once the rest is valid. */
+async function verifyToken(deps: DestinationRouteDeps, token: unknown) {
+  fail([await verifyGatewayToken(deps.config.EVENT_GATEWAY_VERIFY_URL, token)].filter((p) => p !== null));
+}
+
+/** POST /destinations: validates and stores a new destination, then announces it. */
+async function createDestination(deps: DestinationRouteDeps, tenantId: string, req: CreateBody, principal: Principal) {
+  const body = { ...req, type: canonicalType(req.type) as DestinationType };
+  const def = REGISTRY[body.type];
+  const problems: Problem[] = [];
+  if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
+  if ((body.credentials === undefined || body.credentials === null) && !def.credentialsOptional) {
+    problems.push({ path: 'body.credentials', message: 'is required' });
+  }
+  checkCredentialRights(body.type, body.credentials, principal, problems);
+  const config = body.config ?? {};
+  const credentials = initialCredentials(body.type, body.credentials ?? {});
+  const filter = orNullIfEmpty(body.filter);
+  const topics = checkInput(deps, body.type, { config, credentials, filter }, body, problems) as string[];
+  fail(problems);
+  if (body.type === 'gateway') await verifyToken(deps, credentials.token);
+  const max = deps.config.MAX_DESTINATIONS_PER_TENANT;
+  if ((await deps.destinations.count(tenantId)) >= max) {
+    throw new AppError('DESTINATION_LIMIT_REACHED', `A tenant may have at most ${max} destinations.`);
+  }
+  const id = body.id || newId();
+  if (await deps.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
+  const created = await deps.destinations.create({
+    id,
+    tenant_id: tenantId,
+    type: body.type,
+    topics,
+    config,
+    credentials,
+    delivery_metadata: orNullIfEmpty(body.delivery_metadata),
+    metadata: orNullIfEmpty(body.metadata),
+    filter,
+    disabled_at: body.disabled_at ?? null,
+    rate_limit: body.rate_limit ?? null,
+    ordered: body.ordered ?? false,
+  });
+  // A destination deleted and created again under its id must not stay canceled in a sender.
+  await deps.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
+  return created;
+}
+
+/** PATCH /destinations/{id}: merges the patch into the stored destination, checks and stores it, announces it. */
+async function patchDestination(deps: DestinationRouteDeps, existing: Destination, body: PatchBody, principal: Principal) {
+  const problems: Problem[] = [];
+  if (body.type !== undefined && canonicalType(body.type) !== existing.type)
+    problems.push({ path: 'body.type', message: 'cannot be changed' });
+  checkCredentialRights(existing.type, body.credentials, principal, problems);
+  // RFC 7396 at the body's root: a member set to null is removed. A removed config is {} (its
+  // required fields are then reported); credentials null changes nothing (interface.md lets a
+  // patch send it, and removing them would drop or silently regenerate the signing secret).
+  const config =
+    body.config === undefined
+      ? existing.config
+      : body.config === null
+        ? {}
+        : (mergePatch(existing.config, body.config) as Record<string, unknown>);
+  const credentials = body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
+  // The filter is replaced whole; {} or null clears it.
+  const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
+  const topics = checkInput(deps, existing.type, { config, credentials, filter }, body, problems) ?? existing.topics;
+  fail(problems);
+  if (existing.type === 'gateway' && body.credentials !== undefined && credentials.token !== existing.credentials.token) {
+    await verifyToken(deps, credentials.token);
+  }
+  const merged = <T>(current: T | null, patch: unknown) =>
+    patch === undefined ? current : patch === null ? null : orNullIfEmpty(mergePatch(current ?? {}, patch) as T & object);
+  const updated = await deps.destinations.update(existing.tenant_id, existing.id, {
+    topics,
+    config,
+    credentials,
+    filter,
+    metadata: merged(existing.metadata, body.metadata),
+    delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
+    ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
+    ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
+  });
+  if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
+  await deps.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
+  return updated;
+}
+
+/** GET /destinations: the tenant's destinations, filtered by type and topics. */
+function listRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
+  app.get<{ Querystring: Record<string, unknown> }>(
+    '/destinations',
+    {
+      ...documentedOnly,
+      schema: {
+        tags,
+        summary: 'List destinations (not paged); filter by type and topics',
+        querystring: {
+          type: 'object',
+          additionalProperties: true,
+          properties: {
+            type: manyQueryDocs('Destinations of these types (aliases accepted).', INPUT_TYPE_NAMES),
+            topics: manyQueryDocs('Destinations subscribed to any of these topics.'),
           },
-          response: answers({ 200: 'DestinationList' }),
         },
+        response: answers({ 200: 'DestinationList' }),
       },
-      async (req) => {
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const problems: Problem[] = [];
-        const type = multi(req.query, 'type')?.map((t) => {
-          const canonical = canonicalType(t);
-          if (!canonical) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
-          return canonical ?? t;
-        });
-        fail(problems);
-        const topics = multi(req.query, 'topics');
-        return (await ctx.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) =>
-          destinationView(d),
-        );
-      },
-    );
+    },
+    async (req) => {
+      const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
+      const problems: Problem[] = [];
+      const type = multi(req.query, 'type')?.map((t) => {
+        const canonical = canonicalType(t);
+        if (!canonical) problems.push({ path: 'query.type', message: `"${t}" is not a destination type` });
+        return canonical ?? t;
+      });
+      fail(problems);
+      const topics = multi(req.query, 'topics');
+      return (await deps.destinations.list(tenantId, { ...(type ? { type } : {}), ...(topics ? { topics } : {}) })).map((d) =>
+        destinationView(d),
+      );
+    },
+  );
+}
 
-    app.post<{ Body: CreateBody }>(
-      '/destinations',
-      {
-        config: { stringMaps: { members: ['metadata', 'delivery_metadata'] } },
-        schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
-      },
-      async (req, reply) => {
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const body = { ...req.body, type: canonicalType(req.body.type) as DestinationType };
-        const def = REGISTRY[body.type];
-        const problems: Problem[] = [];
-        if (body.config === undefined && !def.configOptional) problems.push({ path: 'body.config', message: 'is required' });
-        if ((body.credentials === undefined || body.credentials === null) && !def.credentialsOptional) {
-          problems.push({ path: 'body.credentials', message: 'is required' });
-        }
-        checkCredentialRights(body.type, body.credentials, req.principal, problems);
-        const config = body.config ?? {};
-        const credentials = initialCredentials(body.type, body.credentials ?? {});
-        const filter = orNullIfEmpty(body.filter);
-        checkDestination(body.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX, {
-          peerCompatible: ctx.config.API_TYPE_NAMES === 'outpost',
-        });
-        checkDeliveryMetadata(body.delivery_metadata, problems);
-        const topics = normalizeTopics(body.topics, ctx.config.TOPICS, problems);
-        fail(problems);
-        // Checked with the event gateway when EVENT_GATEWAY_VERIFY_URL is set; only once the rest is valid.
-        if (body.type === 'gateway')
-          fail([await verifyGatewayToken(ctx.config.EVENT_GATEWAY_VERIFY_URL, credentials.token)].filter((p) => p !== null));
-        if ((await ctx.destinations.count(tenantId)) >= ctx.config.MAX_DESTINATIONS_PER_TENANT) {
-          throw new AppError(
-            'DESTINATION_LIMIT_REACHED',
-            `A tenant may have at most ${ctx.config.MAX_DESTINATIONS_PER_TENANT} destinations.`,
-          );
-        }
-        const id = body.id || newId();
-        if (await ctx.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
-        const created = await ctx.destinations.create({
-          id,
-          tenant_id: tenantId,
-          type: body.type,
-          topics,
-          config,
-          credentials,
-          delivery_metadata: orNullIfEmpty(body.delivery_metadata),
-          metadata: orNullIfEmpty(body.metadata),
-          filter,
-          disabled_at: body.disabled_at ?? null,
-          rate_limit: body.rate_limit ?? null,
-          ordered: body.ordered ?? false,
-        });
-        // A destination deleted and created again under its id must not stay canceled in a sender.
-        await ctx.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
-        reply.status(201);
-        return destinationView(created);
-      },
-    );
+/** POST, PATCH and DELETE of one destination. */
+function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
+  app.post<{ Body: CreateBody }>(
+    '/destinations',
+    {
+      config: { stringMaps: { members: ['metadata', 'delivery_metadata'] } },
+      schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
+    },
+    async (req, reply) => {
+      const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
+      const created = await createDestination(deps, tenantId, req.body, req.principal);
+      reply.status(201);
+      return destinationView(created);
+    },
+  );
 
-    app.get(
-      '/destinations/:destination_id',
-      { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
-      async (req: TenantReq) => destinationView(await load(req)),
-    );
-
-    // An ordered destination's blocking delivery and the deliveries waiting behind it (services/sender/src/controls/ordered.ts).
-    app.get(
-      '/destinations/:destination_id/order',
-      {
-        schema: {
-          tags,
-          summary: 'The delivery blocking an ordered destination and how many wait behind it',
-          params: destParams,
-          response: answers({ 200: 'DestinationOrder' }),
-        },
+  app.patch<{ Body: PatchBody }>(
+    '/destinations/:destination_id',
+    {
+      config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
+      schema: {
+        tags,
+        summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)',
+        params: destParams,
+        body: ref('DestinationUpdate'),
+        response: answers({ 200: 'Destination' }),
       },
+    },
+    async (req) => {
+      const existing = await load(deps, req as unknown as TenantReq);
+      return destinationView(await patchDestination(deps, existing, req.body, req.principal));
+    },
+  );
+
+  app.delete(
+    '/destinations/:destination_id',
+    { schema: { tags, summary: 'Delete a destination', params: destParams, response: answers({ 200: 'Success' }) } },
+    async (req: TenantReq) => {
+      const d = await load(deps, req);
+      await deps.destinations.delete(d.tenant_id, d.id);
+      await deps.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: 'deleted' });
+      return { success: true };
+    },
+  );
+}
+
+/** GET /destinations/{id}/order: an ordered destination's blocking delivery and the deliveries waiting behind it (services/sender/src/controls/ordered.ts). */
+function orderRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
+  app.get(
+    '/destinations/:destination_id/order',
+    {
+      schema: {
+        tags,
+        summary: 'The delivery blocking an ordered destination and how many wait behind it',
+        params: destParams,
+        response: answers({ 200: 'DestinationOrder' }),
+      },
+    },
+    async (req: TenantReq) => {
+      const d = await load(deps, req);
+      const row = d.ordered
+        ? ((await deps
+            .db('ordered_blocks')
+            .where({ tenant_id: d.tenant_id, destination_id: d.id })
+            .first('event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since')) as
+            | { event_id: string; attempt_number: number; next_attempt_at: Date; waiting: number; since: Date }
+            | undefined)
+        : undefined;
+      return {
+        ordered: d.ordered === true,
+        blocked: row
+          ? {
+              event_id: row.event_id,
+              attempt_number: row.attempt_number,
+              next_attempt_at: new Date(row.next_attempt_at).toISOString(),
+              waiting: row.waiting,
+              since: new Date(row.since).toISOString(),
+            }
+          : null,
+      };
+    },
+  );
+}
+
+/** PUT /destinations/{id}/enable and /disable; a destination already so is answered as it is. */
+function toggleRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
+  for (const action of ['enable', 'disable'] as const) {
+    app.put(
+      `/destinations/:destination_id/${action}`,
+      { schema: { tags, summary: `${action} a destination`, params: destParams, response: answers({ 200: 'Destination' }) } },
       async (req: TenantReq) => {
-        const d = await load(req);
-        const row = d.ordered
-          ? ((await ctx
-              .db('ordered_blocks')
-              .where({ tenant_id: d.tenant_id, destination_id: d.id })
-              .first('event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since')) as
-              | { event_id: string; attempt_number: number; next_attempt_at: Date; waiting: number; since: Date }
-              | undefined)
-          : undefined;
-        return {
-          ordered: d.ordered === true,
-          blocked: row
-            ? {
-                event_id: row.event_id,
-                attempt_number: row.attempt_number,
-                next_attempt_at: new Date(row.next_attempt_at).toISOString(),
-                waiting: row.waiting,
-                since: new Date(row.since).toISOString(),
-              }
-            : null,
-        };
-      },
-    );
-
-    app.patch<{ Body: PatchBody }>(
-      '/destinations/:destination_id',
-      {
-        config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
-        schema: {
-          tags,
-          summary:
-            'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)',
-          params: destParams,
-          body: ref('DestinationUpdate'),
-          response: answers({ 200: 'Destination' }),
-        },
-      },
-      async (req) => {
-        const existing = await load(req as unknown as TenantReq);
-        const body = req.body;
-        const problems: Problem[] = [];
-        if (body.type !== undefined && canonicalType(body.type) !== existing.type)
-          problems.push({ path: 'body.type', message: 'cannot be changed' });
-        checkCredentialRights(existing.type, body.credentials, req.principal, problems);
-        // RFC 7396 at the body's root: a member set to null is removed. A removed config is {} (its
-        // required fields are then reported); credentials null changes nothing (interface.md lets a
-        // patch send it, and removing them would drop or silently regenerate the signing secret).
-        const config =
-          body.config === undefined
-            ? existing.config
-            : body.config === null
-              ? {}
-              : (mergePatch(existing.config, body.config) as Record<string, unknown>);
-        const credentials =
-          body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
-        // The filter is replaced whole; {} or null clears it.
-        const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
-        checkDestination(existing.type, { config, credentials, filter }, problems, ctx.config.WEBHOOK_HEADER_PREFIX, {
-          peerCompatible: ctx.config.API_TYPE_NAMES === 'outpost',
-        });
-        checkDeliveryMetadata(body.delivery_metadata, problems);
-        const topics = body.topics === undefined ? existing.topics : normalizeTopics(body.topics, ctx.config.TOPICS, problems);
-        fail(problems);
-        if (existing.type === 'gateway' && body.credentials !== undefined && credentials.token !== existing.credentials.token) {
-          fail([await verifyGatewayToken(ctx.config.EVENT_GATEWAY_VERIFY_URL, credentials.token)].filter((p) => p !== null));
-        }
-        const merged = <T>(current: T | null, patch: unknown) =>
-          patch === undefined ? current : patch === null ? null : orNullIfEmpty(mergePatch(current ?? {}, patch) as T & object);
-        const updated = await ctx.destinations.update(existing.tenant_id, existing.id, {
-          topics,
-          config,
-          credentials,
-          filter,
-          metadata: merged(existing.metadata, body.metadata),
-          delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
-          ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
-          ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
-        });
+        const d = await load(deps, req);
+        const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
+        const updated = wanted === d.disabled_at ? d : await deps.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
         if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
-        await ctx.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
+        if (updated !== d)
+          await deps.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: action === 'enable' ? 'enabled' : 'disabled' });
         return destinationView(updated);
       },
     );
+  }
+}
 
-    app.delete(
+export function destinationRoutes(deps: DestinationRouteDeps) {
+  return async (app: FastifyInstance) => {
+    listRoute(app, deps);
+    writeRoutes(app, deps);
+    app.get(
       '/destinations/:destination_id',
-      { schema: { tags, summary: 'Delete a destination', params: destParams, response: answers({ 200: 'Success' }) } },
-      async (req: TenantReq) => {
-        const d = await load(req);
-        await ctx.destinations.delete(d.tenant_id, d.id);
-        await ctx.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: 'deleted' });
-        return { success: true };
-      },
+      { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
+      async (req: TenantReq) => destinationView(await load(deps, req)),
     );
-
-    for (const action of ['enable', 'disable'] as const) {
-      app.put(
-        `/destinations/:destination_id/${action}`,
-        { schema: { tags, summary: `${action} a destination`, params: destParams, response: answers({ 200: 'Destination' }) } },
-        async (req: TenantReq) => {
-          const d = await load(req);
-          const wanted = action === 'enable' ? null : (d.disabled_at ?? new Date().toISOString());
-          const updated = wanted === d.disabled_at ? d : await ctx.destinations.update(d.tenant_id, d.id, { disabled_at: wanted });
-          if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
-          if (updated !== d)
-            await ctx.announce({ tenant_id: d.tenant_id, destination_id: d.id, change: action === 'enable' ? 'enabled' : 'disabled' });
-          return destinationView(updated);
-        },
-      );
-    }
+    orderRoute(app, deps);
+    toggleRoutes(app, deps);
   };
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { exposition } from '@switchyard/shared/metrics.ts';
-import type { Ctx } from '../app.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { Readiness } from '@switchyard/shared/ops.ts';
 import { answers, ref } from '../openapi.ts';
 
 // Probes and metrics need no credential and are operations' endpoints, not API operations: left out
@@ -8,12 +9,18 @@ import { answers, ref } from '../openapi.ts';
 // They need no credential (shared/src/ops.ts says what each answers). /metrics carries
 // no tenant or destination ids; a deployment that exposes the API publicly should still keep it
 // from the internet at its ingress (docs/operations.md).
-export function healthRoutes(ctx: Ctx) {
+export interface HealthRouteDeps {
+  /** Answers /healthz's `select 1`. */
+  db: Knex;
+  readiness: () => Promise<Readiness>;
+}
+
+export function healthRoutes(deps: HealthRouteDeps) {
   return async (app: FastifyInstance) => {
     const handler = async (_req: unknown, reply: { status(n: number): unknown }) => {
       const checks: Record<string, 'ok' | 'failed'> = {};
       try {
-        await ctx.db.raw('select 1');
+        await deps.db.raw('select 1');
         checks.postgres = 'ok';
       } catch {
         checks.postgres = 'failed';
@@ -54,7 +61,7 @@ export function healthRoutes(ctx: Ctx) {
         },
       },
       async (_req, reply) => {
-        const r = await ctx.readiness();
+        const r = await deps.readiness();
         reply.status(r.ready ? 200 : 503);
         return { status: r.ready ? 'ready' : 'not_ready', checks: r.checks };
       },

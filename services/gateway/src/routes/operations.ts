@@ -1,20 +1,19 @@
-// What operators watch, through the API: a destination's health (consecutive failures, last success
-// and failure, why it is disabled) and the operator events (alerts, auto-disables) the attempts
-// service raises, which otherwise reach only the operator-events topic and the optional callback.
-// Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, operator
-// events of every tenant.
+// What operators watch, through the API:
+// - GET .../destinations/{id}/health: a destination's health (consecutive failures, last success
+//   and failure, why it is disabled);
+// - GET .../metrics/attempts and .../metrics/events: attempts and events received per time bucket
+//   (minute, hour, day), counts and rates, split and filtered by their dimensions (queries/metrics.ts);
+// - GET .../operator-events: the operator events (alerts, auto-disables) the attempts service
+//   raises, which otherwise reach only the operator-events topic and the optional callback.
+// Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, metrics and
+// operator events of every tenant (metrics narrowed by `tenant_id`).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import {
-  ATTEMPT_DIMENSIONS,
-  BUCKETS,
-  type Bucket,
-  type CountQuery,
-  minuteByDestination,
-  OperationsStore,
-} from '@switchyard/shared/db/stores/operations.ts';
+import type { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { requireTenantAccess } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import { ATTEMPT_DIMENSIONS, BUCKETS, type Bucket, type CountQuery, minuteByDestination } from '../queries/metrics.ts';
+import type { QueryStore } from '../queries/store.ts';
+import type { TenantCheck } from './deps.ts';
 import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
 import { answers } from '../openapi.ts';
@@ -101,8 +100,62 @@ const countsResponse = {
 
 type ListReq = FastifyRequest<{ Params: { tenant_id?: string }; Querystring: Record<string, unknown> }>;
 
-export function operationsRoutes(ctx: Ctx) {
-  const store = new OperationsStore(ctx.db);
+/** A metrics route's handler: checks the range, bucket and dimensions asked for, then counts with `run`. */
+const countsOf =
+  <D extends string>(tenants: TenantCheck, dimensions: readonly D[], run: (q: CountQuery<D>) => Promise<unknown[]>) =>
+  async (req: ListReq) => {
+    const q = req.query;
+    const p = req.principal;
+    const pathTenant = req.params.tenant_id ?? (p.kind === 'tenant' ? p.tenantId : null);
+    let tenantIds: string[] | null = null;
+    if (pathTenant !== null) {
+      requireTenantAccess(p, pathTenant);
+      await existingTenant(tenants, req as TenantReq);
+      tenantIds = [pathTenant];
+    } else {
+      tenantIds = multi(q, 'tenant_id') ?? null;
+    }
+    const problems: Array<{ path: string; message: string }> = [];
+    const end = typeof q.end === 'string' ? new Date(q.end) : new Date();
+    const start = typeof q.start === 'string' ? new Date(q.start) : new Date(end.getTime() - 86_400_000);
+    const bucket = (q.bucket ?? 'hour') as Bucket;
+    if (!(start < end)) problems.push({ path: 'query.start', message: 'must be before end' });
+    if ((end.getTime() - start.getTime()) / 1000 / BUCKETS[bucket] > METRICS_MAX_BUCKETS)
+      problems.push({
+        path: 'query.bucket',
+        message: `the range holds more than ${METRICS_MAX_BUCKETS} ${bucket} buckets: use a wider bucket`,
+      });
+    const groupBy = (multi(q, 'group_by') ?? []) as D[];
+    for (const g of groupBy)
+      if (!dimensions.includes(g)) problems.push({ path: 'query.group_by', message: `"${g}" is not one of ${dimensions.join(', ')}` });
+    const filters = Object.fromEntries(dimensions.map((d) => [d, multi(q, d)])) as Partial<Record<D, string[]>>;
+    if (minuteByDestination({ bucket, filters, groupBy }))
+      problems.push({
+        path: 'query.bucket',
+        message: 'minute buckets are not kept per destination: use bucket=hour to filter or group by destination_id',
+      });
+    if (problems.length) throw AppError.validation(problems);
+    const series = (await run({ tenantIds, start, end, bucket, filters, groupBy: [...new Set(groupBy)] })) as Array<{ count: number }>;
+    return {
+      bucket,
+      start: start.toISOString(),
+      end: end.toISOString(),
+      group_by: groupBy,
+      total: series.reduce((a, s) => a + s.count, 0),
+      series,
+    };
+  };
+
+export interface OperationsRouteDeps {
+  tenants: TenantCheck;
+  /** Destination health and operator events. */
+  operations: Pick<OperationsStore, 'health' | 'listEvents'>;
+  /** The metrics counts. */
+  queries: Pick<QueryStore, 'attemptCounts' | 'eventCounts'>;
+}
+
+export function operationsRoutes(deps: OperationsRouteDeps) {
+  const { operations: store, queries } = deps;
   return async (app: FastifyInstance) => {
     app.get(
       '/destinations/:destination_id/health',
@@ -115,57 +168,12 @@ export function operationsRoutes(ctx: Ctx) {
         },
       },
       async (req: TenantReq) => {
-        const tenantId = await existingTenant(ctx, req);
+        const tenantId = await existingTenant(deps.tenants, req);
         const health = await store.health(tenantId, req.params.destination_id ?? '');
         if (!health) throw new AppError('DESTINATION_NOT_FOUND');
         return health;
       },
     );
-
-    const countsOf =
-      <D extends string>(dimensions: readonly D[], run: (q: CountQuery<D>) => Promise<unknown[]>) =>
-      async (req: ListReq) => {
-        const q = req.query;
-        const p = req.principal;
-        const pathTenant = req.params.tenant_id ?? (p.kind === 'tenant' ? p.tenantId : null);
-        let tenantIds: string[] | null = null;
-        if (pathTenant !== null) {
-          requireTenantAccess(p, pathTenant);
-          await existingTenant(ctx, req as TenantReq);
-          tenantIds = [pathTenant];
-        } else {
-          tenantIds = multi(q, 'tenant_id') ?? null;
-        }
-        const problems: Array<{ path: string; message: string }> = [];
-        const end = typeof q.end === 'string' ? new Date(q.end) : new Date();
-        const start = typeof q.start === 'string' ? new Date(q.start) : new Date(end.getTime() - 86_400_000);
-        const bucket = (q.bucket ?? 'hour') as Bucket;
-        if (!(start < end)) problems.push({ path: 'query.start', message: 'must be before end' });
-        if ((end.getTime() - start.getTime()) / 1000 / BUCKETS[bucket] > METRICS_MAX_BUCKETS)
-          problems.push({
-            path: 'query.bucket',
-            message: `the range holds more than ${METRICS_MAX_BUCKETS} ${bucket} buckets: use a wider bucket`,
-          });
-        const groupBy = (multi(q, 'group_by') ?? []) as D[];
-        for (const g of groupBy)
-          if (!dimensions.includes(g)) problems.push({ path: 'query.group_by', message: `"${g}" is not one of ${dimensions.join(', ')}` });
-        const filters = Object.fromEntries(dimensions.map((d) => [d, multi(q, d)])) as Partial<Record<D, string[]>>;
-        if (minuteByDestination({ bucket, filters, groupBy }))
-          problems.push({
-            path: 'query.bucket',
-            message: 'minute buckets are not kept per destination: use bucket=hour to filter or group by destination_id',
-          });
-        if (problems.length) throw AppError.validation(problems);
-        const series = (await run({ tenantIds, start, end, bucket, filters, groupBy: [...new Set(groupBy)] })) as Array<{ count: number }>;
-        return {
-          bucket,
-          start: start.toISOString(),
-          end: end.toISOString(),
-          group_by: groupBy,
-          total: series.reduce((a, s) => a + s.count, 0),
-          series,
-        };
-      };
 
     app.get(
       '/metrics/attempts',
@@ -178,7 +186,7 @@ export function operationsRoutes(ctx: Ctx) {
           response: answers({ 200: 'MetricCounts' }),
         },
       },
-      countsOf(ATTEMPT_DIMENSIONS, (q) => store.attemptCounts(q)),
+      countsOf(deps.tenants, ATTEMPT_DIMENSIONS, (q) => queries.attemptCounts(q)),
     );
     app.get(
       '/metrics/events',
@@ -191,7 +199,7 @@ export function operationsRoutes(ctx: Ctx) {
           response: answers({ 200: 'MetricCounts' }),
         },
       },
-      countsOf(['topic'] as const, (q) => store.eventCounts(q)),
+      countsOf(deps.tenants, ['topic'] as const, (q) => queries.eventCounts(q)),
     );
 
     app.get(
@@ -210,7 +218,7 @@ export function operationsRoutes(ctx: Ctx) {
         const tenantId = req.params.tenant_id ?? (p.kind === 'tenant' ? p.tenantId : null);
         if (tenantId !== null) {
           requireTenantAccess(p, tenantId);
-          await existingTenant(ctx, req as TenantReq);
+          await existingTenant(deps.tenants, req as TenantReq);
         }
         const destinationId = typeof req.query.destination_id === 'string' ? req.query.destination_id : undefined;
         return store.listEvents(tenantId, { type: multi(req.query, 'type'), destinationId }, pageRequest(req.query, 'op'));

@@ -7,7 +7,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireAdmin } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { PublishResult } from '../publisher.ts';
 import { toAppError } from '../errors.ts';
 import { idParam } from './common.ts';
 import { answers, ref } from '../openapi.ts';
@@ -67,7 +67,14 @@ const itemAjv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: t
 addFormats.default(itemAjv);
 const validateItem = itemAjv.compile(publishBodySchema);
 
-export function publishRoutes(ctx: Ctx) {
+export interface PublishRouteDeps {
+  /** TOPICS: what a published event's topic must match. */
+  topics: readonly string[];
+  /** Publishes one event (publisher.ts); `callerId`: the id came with the request. */
+  publish: (event: EventRecord, callerId: boolean) => Promise<PublishResult>;
+}
+
+export function publishRoutes(deps: PublishRouteDeps) {
   const toEvent = (body: PublishBody, deliverAt?: string): EventRecord => ({
     id: body.id ?? newId(),
     tenant_id: body.tenant_id,
@@ -80,7 +87,7 @@ export function publishRoutes(ctx: Ctx) {
     ...(deliverAt ? { deliver_at: deliverAt } : {}),
   });
   const checkTopic = (topic: string, path: string): Problem[] => {
-    const allowed = ctx.config.TOPICS;
+    const allowed = deps.topics;
     // A published topic is concrete: it must match TOPICS and hold no wildcard itself.
     return !topic.includes('*') && matchesTopic(allowed, topic) ? [] : [{ path, message: `"${topic}" is not a configured topic` }];
   };
@@ -102,7 +109,7 @@ export function publishRoutes(ctx: Ctx) {
         const problems = [...checkTopic(req.body.topic, 'body.topic'), ...schedule.problems];
         if (problems.length) throw AppError.validation(problems);
         const result = {
-          ...(await ctx.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined)),
+          ...(await deps.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined)),
           ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
         };
         reply.status(202);
@@ -145,7 +152,7 @@ export function publishRoutes(ctx: Ctx) {
               if (problems.length) throw AppError.validation(problems);
               return {
                 status: 202,
-                ...(await ctx.publish(toEvent(body, schedule.deliver_at), body.id !== undefined)),
+                ...(await deps.publish(toEvent(body, schedule.deliver_at), body.id !== undefined)),
                 ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
               };
             } catch (err) {

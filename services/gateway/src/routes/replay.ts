@@ -7,12 +7,14 @@
 //   again: one manual attempt each, through the delivery topics, to the destination as it is now.
 //   Bounded (`limit`, at most 1,000 a call) and paged (`next`: pass it as `cursor`).
 import type { FastifyInstance } from 'fastify';
-import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
+import type { DestinationStore, RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { TopicRecords } from '@switchyard/shared/bus/index.ts';
+import type { BusProducer, TopicRecords } from '@switchyard/shared/bus/index.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord, EventRecord } from '@switchyard/shared/model/index.ts';
-import type { Ctx } from '../app.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { Announce } from '../destination-changes.ts';
+import type { TenantCheck } from './deps.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
 
@@ -83,7 +85,101 @@ function decodeCursor(c: string): [string, string, string] {
   throw AppError.validation([{ path: 'body.cursor', message: 'is not a cursor this endpoint returned' }]);
 }
 
-export function replayRoutes(ctx: Ctx) {
+/** One page of the tenant's replayable deliveries (of `only` when given), after `b.cursor`; `next` when more follow. */
+async function replayablePage(db: Knex, tenantId: string, b: ReplayBody, only: RoutableDestination | null) {
+  const since = new Date(b.since);
+  const until = b.until ? new Date(b.until) : new Date();
+  const statuses = b.status ?? ['failed'];
+  const limit = b.limit ?? 100;
+  const q = db('deliveries as d')
+    .where('d.tenant_id', tenantId)
+    .whereIn('d.status', statuses)
+    .where('d.created_at', '>=', since)
+    .where('d.created_at', '<', until)
+    // A failed delivery still being retried is not replayed: only once its last attempt was final.
+    .where((w) =>
+      w
+        .whereNot('d.status', 'failed')
+        .orWhereExists((e) =>
+          e
+            .select(db.raw('1'))
+            .from('attempts as a')
+            .whereRaw('a.event_id = d.event_id AND a.tenant_id = d.tenant_id AND a.destination_id = d.destination_id')
+            .whereRaw('a.final AND a.time >= d.last_attempt_at'),
+        ),
+    )
+    .orderBy([{ column: 'd.created_at' }, { column: 'd.event_id' }, { column: 'd.destination_id' }])
+    .limit(limit + 1)
+    .select(['d.tenant_id', 'd.event_id', 'd.destination_id', 'd.created_at', 'd.attempts']);
+  if (only) q.andWhere('d.destination_id', only.id);
+  if (b.cursor) {
+    const [at, eventId, destinationId] = decodeCursor(b.cursor);
+    q.andWhereRaw('(d.created_at, d.event_id, d.destination_id) > (?::timestamptz, ?, ?)', [at, eventId, destinationId]);
+  }
+  const rows = (await q) as DeliveryRow[];
+  const page = rows.slice(0, limit);
+  const next = rows.length > limit ? encodeCursor(page.at(-1) as DeliveryRow) : null;
+  return { page, next };
+}
+
+/** The stored events of a page of deliveries, by id (an event dropped by retention is missing). */
+async function pageEvents(db: Knex, tenantId: string, page: DeliveryRow[]): Promise<Map<string, EventRecord>> {
+  const events = new Map<string, EventRecord>();
+  if (page.length) {
+    const keys = [...new Map(page.map((r) => [r.event_id, r])).values()];
+    const found = (await db('events')
+      .where('tenant_id', tenantId)
+      .whereIn(
+        ['id', 'received_at'],
+        keys.map((r) => [r.event_id, r.created_at]),
+      )) as Array<Record<string, unknown>>;
+    for (const e of found)
+      events.set(String(e.id), {
+        id: String(e.id),
+        tenant_id: tenantId,
+        topic: String(e.topic),
+        time: (e.time as Date).toISOString(),
+        eligible_for_retry: Boolean(e.eligible_for_retry),
+        metadata: (e.metadata as EventRecord['metadata']) ?? null,
+        data: e.data as EventRecord['data'],
+        destination_id: (e.destination_id as string | null) ?? null,
+        received_at: (e.received_at as Date).toISOString(),
+      });
+  }
+  return events;
+}
+
+/** The page's deliveries made again, one manual attempt each, batched by delivery topic. */
+function replayBatches(page: DeliveryRow[], events: Map<string, EventRecord>, destinations: Map<string, RoutableDestination | null>) {
+  const batches = new Map<string, TopicRecords>();
+  let replayed = 0;
+  for (const r of page) {
+    const d = destinations.get(r.destination_id);
+    const event = events.get(r.event_id);
+    if (!d || d.disabled_at || !event) continue;
+    const delivery: DeliveryRecord = { event, destination: d.snapshot, attempt_number: r.attempts + 1, manual: true };
+    const topic = TOPIC.deliveries[d.snapshot.type];
+    let batch = batches.get(topic.name);
+    if (!batch) {
+      batch = { topic, records: [] };
+      batches.set(topic.name, batch);
+    }
+    batch.records.push({ key: d.id, value: delivery });
+    replayed++;
+  }
+  return { batches, replayed };
+}
+
+export interface ReplayRouteDeps {
+  tenants: TenantCheck;
+  destinations: Pick<DestinationStore, 'routable' | 'cancelPending'>;
+  /** Reads the deliveries to replay. */
+  db: Knex;
+  producer: BusProducer;
+  announce: Announce;
+}
+
+export function replayRoutes(deps: ReplayRouteDeps) {
   return async (app: FastifyInstance) => {
     app.post(
       '/destinations/:destination_id/cancel',
@@ -98,11 +194,11 @@ export function replayRoutes(ctx: Ctx) {
         },
       },
       async (req: TenantReq, reply) => {
-        const tenantId = await existingTenant(ctx, req);
+        const tenantId = await existingTenant(deps.tenants, req);
         const destinationId = req.params.destination_id ?? '';
-        const epoch = await ctx.destinations.cancelPending(tenantId, destinationId);
+        const epoch = await deps.destinations.cancelPending(tenantId, destinationId);
         if (epoch === null) throw new AppError('DESTINATION_NOT_FOUND');
-        await ctx.announce({ tenant_id: tenantId, destination_id: destinationId, change: 'updated' });
+        await deps.announce({ tenant_id: tenantId, destination_id: destinationId, change: 'updated' });
         reply.status(202);
         return { success: true };
       },
@@ -121,92 +217,22 @@ export function replayRoutes(ctx: Ctx) {
         },
       },
       async (req, reply) => {
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
         const b = req.body;
-        const since = new Date(b.since);
-        const until = b.until ? new Date(b.until) : new Date();
-        const statuses = b.status ?? ['failed'];
-        const limit = b.limit ?? 100;
         let only: RoutableDestination | null = null;
         if (b.destination_id !== undefined) {
-          only = await ctx.destinations.routable(tenantId, b.destination_id);
+          only = await deps.destinations.routable(tenantId, b.destination_id);
           if (!only) throw new AppError('DESTINATION_NOT_FOUND');
           if (only.disabled_at) throw new AppError('DESTINATION_DISABLED', 'The destination is disabled; enable it before replaying.');
         }
-        const q = ctx
-          .db('deliveries as d')
-          .where('d.tenant_id', tenantId)
-          .whereIn('d.status', statuses)
-          .where('d.created_at', '>=', since)
-          .where('d.created_at', '<', until)
-          // A failed delivery still being retried is not replayed: only once its last attempt was final.
-          .where((w) =>
-            w
-              .whereNot('d.status', 'failed')
-              .orWhereExists((e) =>
-                e
-                  .select(ctx.db.raw('1'))
-                  .from('attempts as a')
-                  .whereRaw('a.event_id = d.event_id AND a.tenant_id = d.tenant_id AND a.destination_id = d.destination_id')
-                  .whereRaw('a.final AND a.time >= d.last_attempt_at'),
-              ),
-          )
-          .orderBy([{ column: 'd.created_at' }, { column: 'd.event_id' }, { column: 'd.destination_id' }])
-          .limit(limit + 1)
-          .select(['d.tenant_id', 'd.event_id', 'd.destination_id', 'd.created_at', 'd.attempts']);
-        if (only) q.andWhere('d.destination_id', only.id);
-        if (b.cursor) {
-          const [at, eventId, destinationId] = decodeCursor(b.cursor);
-          q.andWhereRaw('(d.created_at, d.event_id, d.destination_id) > (?::timestamptz, ?, ?)', [at, eventId, destinationId]);
-        }
-        const rows = (await q) as DeliveryRow[];
-        const page = rows.slice(0, limit);
-        const next = rows.length > limit ? encodeCursor(page.at(-1) as DeliveryRow) : null;
-
-        const events = new Map<string, EventRecord>();
-        if (page.length) {
-          const keys = [...new Map(page.map((r) => [r.event_id, r])).values()];
-          const found = (await ctx
-            .db('events')
-            .where('tenant_id', tenantId)
-            .whereIn(
-              ['id', 'received_at'],
-              keys.map((r) => [r.event_id, r.created_at]),
-            )) as Array<Record<string, unknown>>;
-          for (const e of found)
-            events.set(String(e.id), {
-              id: String(e.id),
-              tenant_id: tenantId,
-              topic: String(e.topic),
-              time: (e.time as Date).toISOString(),
-              eligible_for_retry: Boolean(e.eligible_for_retry),
-              metadata: (e.metadata as EventRecord['metadata']) ?? null,
-              data: e.data as EventRecord['data'],
-              destination_id: (e.destination_id as string | null) ?? null,
-              received_at: (e.received_at as Date).toISOString(),
-            });
-        }
+        const { page, next } = await replayablePage(deps.db, tenantId, b, only);
+        const events = await pageEvents(deps.db, tenantId, page);
         const destinations = new Map<string, RoutableDestination | null>(only ? [[only.id, only]] : []);
         for (const id of new Set(page.map((r) => r.destination_id)))
-          if (!destinations.has(id)) destinations.set(id, await ctx.destinations.routable(tenantId, id));
+          if (!destinations.has(id)) destinations.set(id, await deps.destinations.routable(tenantId, id));
 
-        const batches = new Map<string, TopicRecords>();
-        let replayed = 0;
-        for (const r of page) {
-          const d = destinations.get(r.destination_id);
-          const event = events.get(r.event_id);
-          if (!d || d.disabled_at || !event) continue;
-          const delivery: DeliveryRecord = { event, destination: d.snapshot, attempt_number: r.attempts + 1, manual: true };
-          const topic = TOPIC.deliveries[d.snapshot.type];
-          let batch = batches.get(topic.name);
-          if (!batch) {
-            batch = { topic, records: [] };
-            batches.set(topic.name, batch);
-          }
-          batch.records.push({ key: d.id, value: delivery });
-          replayed++;
-        }
-        if (batches.size) await ctx.producer.sendMany([...batches.values()]);
+        const { batches, replayed } = replayBatches(page, events, destinations);
+        if (batches.size) await deps.producer.sendMany([...batches.values()]);
         reply.status(202);
         return { replayed, not_replayed: page.length - replayed, next };
       },

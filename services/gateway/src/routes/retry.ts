@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
-import type { Ctx } from '../app.ts';
+import type { BusProducer } from '@switchyard/shared/bus/index.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
 
@@ -21,12 +23,19 @@ export const retryBody = {
  * Manual retry: a new attempt of one event to one destination, with manual: true and the next
  * attempt number. It goes through the destination's delivery topic like any delivery.
  */
-export function retryRoutes(ctx: Ctx) {
+export interface RetryRouteDeps {
+  /** Reads the event and its last attempt number. */
+  db: Knex;
+  destinations: Pick<DestinationStore, 'routable'>;
+  producer: BusProducer;
+}
+
+export function retryRoutes(deps: RetryRouteDeps) {
   async function retry(tenantId: string | undefined, eventId: string, destinationId: string, principal: TenantReq['principal']) {
     const scope = principal.kind === 'tenant' ? principal.tenantId : tenantId;
     if (principal.kind === 'tenant' && tenantId && tenantId !== principal.tenantId)
       throw new AppError('FORBIDDEN', 'The token does not grant access to this tenant.');
-    const q = ctx.db('events').where({ id: eventId });
+    const q = deps.db('events').where({ id: eventId });
     if (scope) q.andWhere({ tenant_id: scope });
     const rows = (await q.limit(2)) as Array<Record<string, unknown>>;
     const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : undefined);
@@ -36,10 +45,10 @@ export function retryRoutes(ctx: Ctx) {
         rows.length > 1 ? 'Several tenants have this event id; name tenant_id.' : undefined,
       );
     const tenant = String(row.tenant_id);
-    const destination = await ctx.destinations.routable(tenant, destinationId);
+    const destination = await deps.destinations.routable(tenant, destinationId);
     if (!destination) throw new AppError('DESTINATION_NOT_FOUND');
     if (destination.disabled_at) throw new AppError('DESTINATION_DISABLED', 'The destination is disabled; enable it before retrying.');
-    const last = (await ctx
+    const last = (await deps
       .db('attempts')
       .where({ tenant_id: tenant, event_id: eventId, destination_id: destinationId })
       .max({ n: 'attempt_number' })
@@ -55,7 +64,7 @@ export function retryRoutes(ctx: Ctx) {
       destination_id: (row.destination_id as string | null) ?? null,
       received_at: (row.received_at as Date).toISOString(),
     };
-    await ctx.producer.send(TOPIC.deliveries[destination.snapshot.type], [
+    await deps.producer.send(TOPIC.deliveries[destination.snapshot.type], [
       {
         key: destination.id,
         value: { event, destination: destination.snapshot, attempt_number: (last?.n ?? 0) + 1, manual: true },

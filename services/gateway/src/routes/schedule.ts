@@ -4,11 +4,17 @@
 // "event_canceled") instead of a request. Listings show the deliveries canceled at once.
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
-import type { Ctx } from '../app.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import type { TenantCheck } from './deps.ts';
 import { answers } from '../openapi.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
 
-export function scheduleRoutes(ctx: Ctx) {
+export interface ScheduleRouteDeps {
+  tenants: TenantCheck;
+  db: Knex;
+}
+
+export function scheduleRoutes(deps: ScheduleRouteDeps) {
   return async (app: FastifyInstance) => {
     app.post<{ Params: { tenant_id?: string; event_id?: string } }>(
       '/events/:event_id/cancel',
@@ -23,14 +29,14 @@ export function scheduleRoutes(ctx: Ctx) {
         },
       },
       async (req) => {
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
+        const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
         const eventId = req.params.event_id ?? '';
-        const row = (await ctx.db('events').where({ tenant_id: tenantId, id: eventId }).first('deliver_at', 'received_at')) as
+        const row = (await deps.db('events').where({ tenant_id: tenantId, id: eventId }).first('deliver_at', 'received_at')) as
           | { deliver_at: Date | null; received_at: Date }
           | undefined;
         if (!row) throw new AppError('EVENT_NOT_FOUND');
         if (!row.deliver_at || row.deliver_at.getTime() <= Date.now()) throw new AppError('EVENT_NOT_SCHEDULED');
-        await ctx.db.transaction(async (tx) => {
+        await deps.db.transaction(async (tx) => {
           await tx('event_cancellations').insert({ tenant_id: tenantId, event_id: eventId }).onConflict(['tenant_id', 'event_id']).ignore();
           // Shown canceled at once; the senders' canceled attempts confirm it when the deliveries come due.
           await tx('deliveries')

@@ -1,11 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { canonicalType, REGISTRY, typeSchema } from '@switchyard/shared/destinations/registry.ts';
-import type { Ctx } from '../app.ts';
 import { answers } from '../openapi.ts';
 
 /** Destination type schemas and topics: the same registry data that validates destinations. */
-export function schemaRoutes(ctx: Ctx) {
+export interface SchemaRouteDeps {
+  /** TOPICS, answered by GET /topics. */
+  topics: readonly string[];
+}
+
+export function schemaRoutes(deps: SchemaRouteDeps) {
   return async (app: FastifyInstance) => {
     const tags = ['schemas'];
     const all = Object.values(REGISTRY).map(typeSchema);
@@ -28,7 +32,7 @@ export function schemaRoutes(ctx: Ctx) {
       );
     }
     app.get('/topics', { schema: { tags, summary: 'The configured topics', response: answers({ 200: 'Topics' }) } }, async () => [
-      ...ctx.config.TOPICS,
+      ...deps.topics,
     ]);
   };
 }

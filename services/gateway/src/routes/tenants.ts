@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { finishErasure } from '@switchyard/shared/db/erasure.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { requireAdmin } from '../auth.ts';
-import type { Ctx } from '../app.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import { type Auth, requireAdmin } from '../auth.ts';
+import type { Announce } from '../destination-changes.ts';
+import type { TenantStore } from '../tenant-store.ts';
+import type { Erasure } from './deps.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
 import { existingTenant, idParam, stringMap, type TenantReq, tenantOf } from './common.ts';
 import { answers, ref } from '../openapi.ts';
@@ -41,100 +44,116 @@ export const tenantUpsertBody = {
   properties: { metadata: stringMap },
 } as const;
 
-export function tenantRoutes(ctx: Ctx) {
+export interface TenantRouteDeps {
+  tenants: Pick<TenantStore, 'exists' | 'upsert' | 'get' | 'delete'>;
+  /** Finishes a recreated tenant's erasure before it is stored again. */
+  db: Knex;
+  announce: Announce;
+  erasure: Erasure;
+  auth: Pick<Auth, 'issueTenantToken'>;
+  /** Where the API is reached from outside (API_BASE_URL, else API_HOST:API_PORT): the portal URL's origin. */
+  baseUrl: string;
+}
+
+/** PUT, GET and DELETE of the tenant itself. */
+function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
+  app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
+    '',
+    {
+      config: { stringMaps: { members: ['metadata'] } },
+      schema: {
+        tags: ['tenants'],
+        summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
+        params: { type: 'object', properties: { tenant_id: idParam } },
+        body: ref('TenantUpsert'),
+        response: answers({ 200: 'Tenant', 201: 'Tenant' }),
+      },
+    },
+    async (req, reply) => {
+      requireAdmin(req.principal);
+      const id = req.params.tenant_id;
+      if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
+      if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
+      // A tenant created again under a deleted one's id starts empty: what is left of the old one goes first.
+      if (!(await finishErasure(deps.db, id, ERASE_IN_REQUEST_MS))) {
+        void reply.header('retry-after', '5');
+        throw new AppError('SERVICE_UNAVAILABLE', 'A deleted tenant of this id is still being erased; retry shortly.');
+      }
+      const { tenant, created } = await deps.tenants.upsert(id, req.body?.metadata);
+      reply.status(created ? 201 : 200);
+      return tenant;
+    },
+  );
+
+  app.get('', { schema: { tags: ['tenants'], summary: 'Get a tenant', response: answers({ 200: 'Tenant' }) } }, async (req: TenantReq) => {
+    const tenant = await deps.tenants.get(tenantOf(req));
+    if (!tenant) throw new AppError('TENANT_NOT_FOUND');
+    return tenant;
+  });
+
+  app.delete(
+    '',
+    {
+      schema: {
+        tags: ['tenants'],
+        summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
+        response: answers({ 200: 'Success' }),
+      },
+    },
+    async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      const tenantId = tenantOf(req);
+      if (!(await deps.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
+      await deps.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
+      deps.erasure.kick();
+      return { success: true };
+    },
+  );
+}
+
+/** A tenant token, and a portal URL carrying one (admin only). */
+function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
+  app.get(
+    '/token',
+    { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
+    async (req: TenantReq) => {
+      requireAdmin(req.principal);
+      const tenantId = await existingTenant(deps.tenants, req);
+      return { token: await deps.auth.issueTenantToken(tenantId), tenant_id: tenantId };
+    },
+  );
+
+  app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
+    '/portal',
+    {
+      schema: {
+        tags: ['tenants'],
+        summary: 'A portal URL carrying a tenant token (admin only)',
+        querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
+        response: answers({ 200: 'PortalRedirect' }),
+      },
+    },
+    async (req) => {
+      requireAdmin(req.principal);
+      const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
+      const url = new URL('/portal', deps.baseUrl);
+      url.searchParams.set('token', await deps.auth.issueTenantToken(tenantId));
+      url.searchParams.set('tenant_id', tenantId);
+      if (req.query.theme) url.searchParams.set('theme', req.query.theme);
+      return { redirect_url: url.toString(), tenant_id: tenantId };
+    },
+  );
+}
+
+export function tenantRoutes(deps: TenantRouteDeps) {
   return async (app: FastifyInstance) => {
-    app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
-      '',
-      {
-        config: { stringMaps: { members: ['metadata'] } },
-        schema: {
-          tags: ['tenants'],
-          summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
-          params: { type: 'object', properties: { tenant_id: idParam } },
-          body: ref('TenantUpsert'),
-          response: answers({ 200: 'Tenant', 201: 'Tenant' }),
-        },
-      },
-      async (req, reply) => {
-        requireAdmin(req.principal);
-        const id = req.params.tenant_id;
-        if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
-        if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
-        // A tenant created again under a deleted one's id starts empty: what is left of the old one goes first.
-        if (!(await finishErasure(ctx.db, id, ERASE_IN_REQUEST_MS))) {
-          void reply.header('retry-after', '5');
-          throw new AppError('SERVICE_UNAVAILABLE', 'A deleted tenant of this id is still being erased; retry shortly.');
-        }
-        const { tenant, created } = await ctx.tenants.upsert(id, req.body?.metadata);
-        reply.status(created ? 201 : 200);
-        return tenant;
-      },
-    );
-
-    app.get(
-      '',
-      { schema: { tags: ['tenants'], summary: 'Get a tenant', response: answers({ 200: 'Tenant' }) } },
-      async (req: TenantReq) => {
-        const tenant = await ctx.tenants.get(tenantOf(req));
-        if (!tenant) throw new AppError('TENANT_NOT_FOUND');
-        return tenant;
-      },
-    );
-
-    app.delete(
-      '',
-      {
-        schema: {
-          tags: ['tenants'],
-          summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
-          response: answers({ 200: 'Success' }),
-        },
-      },
-      async (req: TenantReq) => {
-        requireAdmin(req.principal);
-        const tenantId = tenantOf(req);
-        if (!(await ctx.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
-        await ctx.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
-        ctx.erasure.kick();
-        return { success: true };
-      },
-    );
-
-    app.get(
-      '/token',
-      { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
-      async (req: TenantReq) => {
-        requireAdmin(req.principal);
-        const tenantId = await existingTenant(ctx, req);
-        return { token: await ctx.auth.issueTenantToken(tenantId), tenant_id: tenantId };
-      },
-    );
-
-    app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
-      '/portal',
-      {
-        schema: {
-          tags: ['tenants'],
-          summary: 'A portal URL carrying a tenant token (admin only)',
-          querystring: { type: 'object', properties: { theme: { type: 'string', enum: ['light', 'dark'] } } },
-          response: answers({ 200: 'PortalRedirect' }),
-        },
-      },
-      async (req) => {
-        requireAdmin(req.principal);
-        const tenantId = await existingTenant(ctx, req as unknown as TenantReq);
-        const url = new URL('/portal', ctx.config.API_BASE_URL || `http://${ctx.config.API_HOST}:${ctx.config.API_PORT}`);
-        url.searchParams.set('token', await ctx.auth.issueTenantToken(tenantId));
-        url.searchParams.set('tenant_id', tenantId);
-        if (req.query.theme) url.searchParams.set('theme', req.query.theme);
-        return { redirect_url: url.toString(), tenant_id: tenantId };
-      },
-    );
+    tenantRecordRoutes(app, deps);
+    tenantAccessRoutes(app, deps);
   };
 }
 
 /** GET /api/v1/tenants: every tenant, cursor-paged (admin only). */
-export function tenantListRoutes(ctx: Ctx) {
+export function tenantListRoutes(deps: { tenants: Pick<TenantStore, 'list'> }) {
   return async (app: FastifyInstance) => {
     app.get<{ Querystring: Record<string, string> }>(
       '/tenants',
@@ -148,7 +167,7 @@ export function tenantListRoutes(ctx: Ctx) {
       },
       async (req) => {
         requireAdmin(req.principal);
-        return ctx.tenants.list(pageRequest(req.query, 'ten'));
+        return deps.tenants.list(pageRequest(req.query, 'ten'));
       },
     );
   };

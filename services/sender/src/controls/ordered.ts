@@ -130,6 +130,8 @@ const sleepFor = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
+export type OrderedDelivery = ReturnType<typeof createOrderedDelivery>;
+
 /**
  * An ordered destination's delivery, tried until it ends (see above); resolves to its final try, which
  * the caller writes as usual. Throws (our fault: the record stays uncommitted) when closing stops it.

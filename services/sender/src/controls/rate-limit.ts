@@ -147,6 +147,8 @@ export interface RateGateDeps {
  * destination without a limit), or true once it was parked for later instead (then nothing else
  * is done with the record). A deleted or disabled destination passes: the handler records it canceled.
  */
+export type RateGate = ReturnType<typeof createRateGate>;
+
 export function createRateGate(deps: RateGateDeps) {
   const limiter = deps.limiter ?? new RateLimiter();
   const sweep = setInterval(() => limiter.sweep(120_000), 60_000);

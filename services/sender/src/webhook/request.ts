@@ -10,20 +10,12 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 export { generateWebhookSecret } from '@switchyard/shared/destinations/types/webhook.ts';
 import { isHeaderName, isHeaderValue, isPrefixed, RESERVED_HEADERS } from '@switchyard/shared/destinations/webhook-headers.ts';
-export {
-  CUSTOM_HEADER_NAME_MAX,
-  CUSTOM_HEADER_VALUE_MAX,
-  isHeaderName,
-  isHeaderValue,
-  RESERVED_HEADERS,
-  validateCustomHeaders,
-} from '@switchyard/shared/destinations/webhook-headers.ts';
+export { RESERVED_HEADERS, validateCustomHeaders } from '@switchyard/shared/destinations/webhook-headers.ts';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 
 export type SignatureMode = 'standard' | 'compatible';
 
-export { DEFAULT_HEADER_PREFIX } from '@switchyard/shared/destinations/webhook-headers.ts';
 export const USER_AGENT = 'Switchyard/0.1';
 export const SECRET_PREFIX = 'whsec_';
 

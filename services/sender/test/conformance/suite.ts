@@ -2,7 +2,7 @@
  * The sender conformance suite: what every destination type must do, run against a real peer of the
  * type (an emulator speaking the real protocol, started on loopback by the fixture). One fixture per
  * type, in test/conformance/<type>.test.ts, calls `conformance(fixture)`; see
- * /docs/architecture.md "Delivery by type" for how to add a type.
+ * /docs/destination-types.md for how to add a type.
  *
  * Every case goes through the client cache (clients.ts), as the delivery handler does:
  * - success: the body and the metadata arrive exactly as contract-details.md "How each type delivers" says;

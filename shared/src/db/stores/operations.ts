@@ -28,35 +28,10 @@ interface HealthRow {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export const BUCKETS = { minute: 60, hour: 3600, day: 86400 } as const;
-export type Bucket = keyof typeof BUCKETS;
-export const ATTEMPT_DIMENSIONS = ['topic', 'destination_id', 'status', 'code'] as const;
-export type AttemptDimension = (typeof ATTEMPT_DIMENSIONS)[number];
-
-/** Minute buckets are counted per tenant, topic, status and code: not by destination. */
-export const minuteByDestination = (q: { bucket: Bucket; filters: Record<string, unknown>; groupBy: string[] }) =>
-  q.bucket === 'minute' && (q.groupBy.includes('destination_id') || Boolean(q.filters.destination_id));
-
-export interface CountQuery<D extends string> {
-  /** null: every tenant (admin). */
-  tenantIds: string[] | null;
-  start: Date;
-  end: Date;
-  bucket: Bucket;
-  /** Only rows whose dimension is one of these values. */
-  filters: Partial<Record<D, string[]>>;
-  groupBy: D[];
-}
-
-export interface CountPoint {
-  time: string;
-  count: number;
-  /** Per second over the bucket. */
-  rate: number;
-  [dimension: string]: string | number;
-}
-
-/** Operator events (alerts, auto-disables) and destination health, for the API and the attempts service. */
+/**
+ * Operator events (alerts, auto-disables) and destination health, for the API and the attempts
+ * service (the metrics API's counts are the gateway's: services/gateway/src/queries/metrics.ts).
+ */
 export class OperationsStore {
   private readonly db: Knex;
   constructor(db: Knex) {
@@ -123,37 +98,6 @@ export class OperationsStore {
       models: res.models.map((r) => ({ ...r, time: new Date(r.time).toISOString() })),
       pagination: res.pagination,
     };
-  }
-
-  /** Attempts per time bucket (from the per-minute counts), by the dimensions asked for. */
-  attemptCounts(q: CountQuery<AttemptDimension>): Promise<CountPoint[]> {
-    // Minute buckets come from the per-minute counts, which have no destination (minuteByDestination).
-    return q.bucket === 'minute' ? this.counts('attempt_counts_minute', 'minute', q) : this.counts('attempt_counts_hour', 'hour', q);
-  }
-
-  /** Events received per time bucket, optionally by topic. */
-  eventCounts(q: CountQuery<'topic'>): Promise<CountPoint[]> {
-    return this.counts('event_counts', 'minute', q);
-  }
-
-  private async counts(table: string, column: 'minute' | 'hour', q: CountQuery<string>): Promise<CountPoint[]> {
-    // Dimensions are column names from a fixed list (the route validates them), never caller text.
-    const dims = q.groupBy;
-    const query = this.db(table)
-      .select(this.db.raw(`date_trunc(?, ${column}, ?) AS bucket`, [q.bucket, 'UTC']), ...dims, this.db.raw('sum(count)::bigint AS count'))
-      .where(column, '>=', q.start)
-      .where(column, '<', q.end)
-      .groupByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '))
-      .orderByRaw(['1', ...dims.map((_, i) => String(i + 2))].join(', '));
-    if (q.tenantIds) query.whereIn('tenant_id', q.tenantIds);
-    for (const [dim, values] of Object.entries(q.filters)) if (values?.length) query.whereIn(dim, values);
-    const rows = (await query) as Array<Record<string, unknown> & { bucket: Date; count: number }>;
-    const seconds = BUCKETS[q.bucket];
-    return rows.map((r) => {
-      const point: CountPoint = { time: r.bucket.toISOString(), count: r.count, rate: r.count / seconds };
-      for (const d of dims) point[d] = r[d] as string;
-      return point;
-    });
   }
 
   /** The health of one destination; undefined when it does not exist. */

@@ -8,7 +8,7 @@ export const kinesis: DestinationTypeDef = {
   instructions: [
     '# Amazon Kinesis',
     '',
-    'Each event is one record (PutRecord): by default the JSON `{"metadata": {...}, "data": <event data>}`, where metadata holds `event-id`, `topic`, `timestamp`, the delivery metadata and the event metadata (a deployment may send the data alone).',
+    'Each event is one record, sent in batches (PutRecords, up to 500 records a request): by default the JSON `{"metadata": {...}, "data": <event data>}`, where metadata holds `event-id`, `topic`, `timestamp`, the delivery metadata and the event metadata (a deployment may send the data alone).',
     '',
     '1. Create a data stream.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
@@ -18,7 +18,7 @@ export const kinesis: DestinationTypeDef = {
     '     "Version": "2012-10-17",',
     '     "Statement": [{',
     '       "Effect": "Allow",',
-    '       "Action": "kinesis:PutRecord",',
+    '       "Action": "kinesis:PutRecords",',
     '       "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"',
     '     }]',
     '   }',

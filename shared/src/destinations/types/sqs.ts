@@ -8,7 +8,7 @@ export const sqs: DestinationTypeDef = {
   instructions: [
     '# Amazon SQS',
     '',
-    'Each event is sent as one message: the body is the event `data` as JSON; the metadata (`event-id`, `topic`, `timestamp`, your delivery metadata and the event metadata) is one String message attribute named `metadata`, holding it as JSON.',
+    'Each event is sent as one message (up to 10 in one SendMessageBatch request, which the SendMessage permission below covers): the body is the event `data` as JSON; the metadata (`event-id`, `topic`, `timestamp`, your delivery metadata and the event metadata) is one String message attribute named `metadata`, holding it as JSON.',
     '',
     '1. Create a queue (standard or FIFO) and copy its URL, for example `https://sqs.us-east-1.amazonaws.com/123456789012/orders`.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
