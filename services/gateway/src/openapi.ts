@@ -505,6 +505,7 @@ export const OPERATION_IDS: Record<string, string> = {
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'getTenantDestination',
   'patch /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'updateTenantDestination',
   'delete /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'deleteTenantDestination',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/order': 'getTenantDestinationOrder',
   'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable': 'enableTenantDestination',
   'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/disable': 'disableTenantDestination',
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts': 'listTenantDestinationAttempts',

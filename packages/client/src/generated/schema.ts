@@ -297,7 +297,7 @@ export interface paths {
          * The delivery blocking an ordered destination and how many wait behind it
          * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/order`, `/api/v1/destinations/{destination_id}/order` with a tenant token (the tenant is the token's).
          */
-        get: operations["getTenantsTenantIdDestinationsDestinationIdOrder"];
+        get: operations["getTenantDestinationOrder"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2045,7 +2045,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    getTenantsTenantIdDestinationsDestinationIdOrder: {
+    getTenantDestinationOrder: {
         parameters: {
             query?: never;
             header?: never;
