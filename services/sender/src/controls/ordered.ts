@@ -22,7 +22,9 @@
  * the next one starts; a record at or below it is skipped (`skip`), so the receiver never sees an
  * earlier event again behind a later one. Only the delivery that ended as the process died may come
  * twice (right after itself, in order). The position is read once per destination per process and
- * then kept in memory (it only grows); one write per ordered delivery is the cost.
+ * then kept in memory (it only grows). An ordered delivery costs two round trips to Postgres: its
+ * `ordered_blocks` row read before its first try (a retry in place after our own fault, or a
+ * restart, goes on from it) and its position written once it ends.
  *
  * A manual retry of an ordered destination's event is delivered when its turn in the partition comes
  * (behind a blocked delivery, if any), out of the event's original order, and never retried in place.
