@@ -125,6 +125,12 @@ export const metrics = {
     labelNames: ['type', 'outcome'] as const,
     registers: [registry],
   }),
+  orderedRetries: new client.Counter({
+    name: 'switchyard_ordered_retries_total',
+    help: "Failed tries of an ordered destination's delivery retried in place, by destination type: each one blocks the destination's later deliveries until its retry.",
+    labelNames: ['type'] as const,
+    registers: [registry],
+  }),
   scheduledDeliveries: new client.Counter({
     name: 'switchyard_scheduled_deliveries_total',
     help: 'Deliveries of scheduled events (deliver_at), by destination type and stage: waiting (written to the retry tiers by the router) or due (reached a sender when due). Waiting minus due is the scheduled backlog.',

@@ -182,6 +182,53 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   );
 });
 
+t.test('keyed dispatch: an ordered key runs one record at a time, in order, and is never diverted however stalled', async (t) => {
+  const started: string[] = [];
+  const diverted: string[] = [];
+  const releases = new Map<string, () => void>();
+  const dispatch = createKeyedDispatch<{ key: string; id: string; ordered: boolean }>({
+    concurrency: 10,
+    keyConcurrency: 4,
+    health: { stallMs: 20 },
+    keyBacklog: 0,
+    ordered: (r) => r.ordered,
+    async handle(r) {
+      started.push(r.id);
+      if (r.key === 'ord') await new Promise<void>((res) => releases.set(r.id, res));
+    },
+    async divert(r) {
+      diverted.push(r.id);
+    },
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+  });
+  t.teardown(() => dispatch.close());
+  const finished: Promise<void>[] = [];
+  for (const id of ['a', 'b', 'c']) finished.push((await dispatch.start({ key: 'ord', id, ordered: true }, () => {})).finished);
+  finished.push((await dispatch.start({ key: 'free', id: 'f1', ordered: false }, () => {})).finished);
+  await sleep(80); // long past stallMs: an unordered key would have its queue diverted now
+  t.equal(dispatch.divertsNow('ord'), 0, 'an ordered key is never diverted');
+  finished.push((await dispatch.start({ key: 'ord', id: 'd', ordered: true }, () => {})).finished);
+  t.same(
+    started.filter((id) => id !== 'f1'),
+    ['a'],
+    'one at a time, though the key may run four',
+  );
+  for (const id of ['a', 'b', 'c', 'd']) {
+    await waitUntil(() => releases.has(id));
+    (releases.get(id) as () => void)();
+  }
+  await Promise.all(finished);
+  t.same(
+    started.filter((id) => id !== 'f1'),
+    ['a', 'b', 'c', 'd'],
+    'in arrival order',
+  );
+  t.same(diverted, [], 'nothing diverted');
+});
+
 t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and the record is done only after it", async (t) => {
   const handled: string[] = [];
   const afterRuns: string[] = [];
@@ -350,3 +397,7 @@ t.test('retryInPlace retries with growing waits until it passes, and stops when 
   );
   t.notOk(stopped, 'false once closing interrupts it');
 });
+
+async function waitUntil(ok: () => boolean): Promise<void> {
+  while (!ok()) await sleep(5);
+}

@@ -231,7 +231,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   // segment may be left out altogether.
   for (const prefix of TENANT_PREFIXES) {
     await app.register(tenantRoutes({ tenants, db, announce, erasure, auth, baseUrl }), { prefix });
-    await app.register(destinationRoutes({ tenants, destinations, announce, config }), { prefix });
+    await app.register(destinationRoutes({ tenants, destinations, announce, config, db }), { prefix });
     await app.register(attemptRoutes({ tenants, destinations, queries }), { prefix });
     await app.register(eventRoutes({ tenants, queries, db }), { prefix });
     await app.register(replayRoutes({ tenants, destinations, db, producer, announce }), { prefix });

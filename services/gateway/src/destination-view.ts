@@ -32,6 +32,7 @@ export function destinationView(d: Destination, now: number = Date.now()) {
   if (d.delivery_metadata) view.delivery_metadata = d.delivery_metadata;
   if (d.metadata) view.metadata = d.metadata;
   if (d.rate_limit) view.rate_limit = d.rate_limit;
+  if (d.ordered) view.ordered = true;
   TYPE_NAMED.add(view);
   return view;
 }

@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERRORS } from '@switchyard/shared/errors.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
-import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import { orderedSchema, rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
 import { answeredTypeNames, type TypeNames } from './type-names.ts';
 import { idParam } from './routes/common.ts';
 
@@ -135,9 +135,30 @@ export const MODELS = {
       delivery_metadata: stringMap,
       metadata: stringMap,
       rate_limit: { ...rateLimitSchema, type: 'object', description: 'The destination’s rate limit; absent: none.' },
+      ordered: { ...orderedSchema, description: 'True when the destination’s deliveries are made in order; absent: false.' },
     },
   },
   DestinationList: { type: 'array', items: ref('Destination') },
+  DestinationOrder: {
+    type: 'object',
+    required: ['ordered', 'blocked'],
+    description: 'An ordered destination’s delivery order now: what blocks it, as its sender last wrote it.',
+    properties: {
+      ordered: { type: 'boolean' },
+      blocked: {
+        type: ['object', 'null'],
+        description: 'The delivery retried in place while later ones wait behind it; null: nothing blocks the destination.',
+        required: ['event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since'],
+        properties: {
+          event_id: { type: 'string' },
+          attempt_number: { type: 'integer', description: 'Its last failed attempt.' },
+          next_attempt_at: dateTime,
+          waiting: { type: 'integer', description: 'Deliveries its sender holds waiting behind it (refreshed every few seconds).' },
+          since: { ...dateTime, description: 'When this event started blocking the destination.' },
+        },
+      },
+    },
+  },
   Event: {
     type: 'object',
     required: ['id', 'tenant_id', 'topic', 'time', 'eligible_for_retry', 'metadata'],
@@ -237,8 +258,8 @@ export const MODELS = {
       credential_fields: { type: 'array', items: fieldDescriptor },
       controls: {
         type: 'object',
-        description: 'Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema.',
-        properties: { rate_limit: { type: 'object', additionalProperties: true } },
+        description: 'Delivery controls every destination accepts beside its config (rate_limit, ordered), as JSON Schema.',
+        properties: { rate_limit: { type: 'object', additionalProperties: true }, ordered: { type: 'object', additionalProperties: true } },
         additionalProperties: true,
       },
     },
@@ -266,6 +287,7 @@ export type ModelName =
   | 'Success'
   | 'Destination'
   | 'DestinationList'
+  | 'DestinationOrder'
   | 'DestinationCreate'
   | 'DestinationUpdate'
   | 'Event'
@@ -483,6 +505,7 @@ export const OPERATION_IDS: Record<string, string> = {
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'getTenantDestination',
   'patch /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'updateTenantDestination',
   'delete /api/v1/tenants/{tenant_id}/destinations/{destination_id}': 'deleteTenantDestination',
+  'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/order': 'getTenantDestinationOrder',
   'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable': 'enableTenantDestination',
   'put /api/v1/tenants/{tenant_id}/destinations/{destination_id}/disable': 'disableTenantDestination',
   'get /api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts': 'listTenantDestinationAttempts',

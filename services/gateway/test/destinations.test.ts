@@ -124,7 +124,7 @@ t.test('destinations', async (t) => {
 });
 
 t.test('topics, filters, list filters, patch, enable/disable, delete', async (t) => {
-  const { call } = await buildTestApp(t, { TOPICS: 'user.created,user.deleted,order.paid' });
+  const { call, db } = await buildTestApp(t, { TOPICS: 'user.created,user.deleted,order.paid' });
   await call('PUT', '/api/v1/tenants/acme');
 
   t.test('topics must be configured; * is kept as all', async (t) => {
@@ -234,6 +234,47 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     const schema = (await call('GET', '/api/v1/destination-types/webhook')).body;
     t.equal(schema.controls.rate_limit.properties.per_second.maximum, 10_000);
     t.equal(schema.controls.rate_limit.properties.per_minute.maximum, 600_000);
+  });
+
+  t.test('ordered: set on create or PATCH, validated, served with the type schemas; its blocking delivery answered', async (t) => {
+    const url = '/api/v1/tenants/acme/destinations/ord';
+    let r = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'ord', ordered: true });
+    t.equal(r.status, 201);
+    t.equal(r.body.ordered, true);
+    t.equal((await call('GET', url)).body.ordered, true, 'stored');
+    r = await call('PATCH', url, { topics: ['user.created'] });
+    t.equal(r.body.ordered, true, 'omitted: unchanged');
+    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null }, 'nothing blocks it');
+    // What a sender writes while a delivery of it is retried in place.
+    await db('ordered_blocks').insert({
+      tenant_id: 'acme',
+      destination_id: 'ord',
+      event_id: 'ev1',
+      attempt_number: 2,
+      next_attempt_at: new Date('2030-01-01T00:00:00Z'),
+      waiting: 7,
+    });
+    const order = (await call('GET', `${url}/order`)).body;
+    t.match(order, {
+      ordered: true,
+      blocked: { event_id: 'ev1', attempt_number: 2, next_attempt_at: '2030-01-01T00:00:00.000Z', waiting: 7 },
+    });
+    t.ok(Date.parse(order.blocked.since) > 0, 'since when');
+    r = await call('PATCH', url, { ordered: false });
+    t.equal(r.status, 200);
+    t.notOk('ordered' in r.body, 'false: absent from the view');
+    t.same((await call('GET', `${url}/order`)).body, { ordered: false, blocked: null });
+    for (const bad of ['yes', { on: true }]) {
+      const refused = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, ordered: bad });
+      t.equal(refused.status, 422, `refused: ${JSON.stringify(bad)}`);
+      t.equal((await call('PATCH', url, { ordered: bad })).status, 422);
+    }
+    const token = (await call('GET', '/api/v1/acme/token')).body.token as string;
+    t.equal((await call('PATCH', url, { ordered: true }, token)).body.ordered, true, 'tenant token');
+    t.equal((await call('GET', '/api/v1/tenants/acme/destinations/nope/order')).status, 404);
+    const schema = (await call('GET', '/api/v1/destination-types/webhook')).body;
+    t.equal(schema.controls.ordered.type, 'boolean');
+    await call('DELETE', url);
   });
 
   t.test('PATCH keeps masked credentials sent back unchanged, and rotates webhook secrets', async (t) => {

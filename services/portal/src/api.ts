@@ -86,6 +86,7 @@ export const api = {
         dest(id),
       ),
     ),
+  destinationOrder: (id: string) => data(client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/order', dest(id))),
   deleteDestination: (id: string) => data(client.DELETE('/api/v1/tenants/{tenant_id}/destinations/{destination_id}', dest(id))),
   attempts: (destinationId: string, q: ListQuery): Promise<Page<Attempt>> =>
     data(

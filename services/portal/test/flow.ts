@@ -335,6 +335,18 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     'rate_limit' in (await admin<object>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).body,
     'the limit removed from the form',
   );
+  // Ordered delivery: switched on, shown with its (empty) block after a reload, switched off again.
+  await page.getByLabel('Deliver in publish order').check();
+  await page.getByRole('button', { name: 'Save delivery order' }).click();
+  await page.getByText('Ordered delivery on.').waitFor();
+  t.equal((await admin<{ ordered?: boolean }>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).body.ordered, true, 'ordered saved');
+  await page.reload();
+  t.ok(await page.getByLabel('Deliver in publish order').isChecked(), 'the stored flag is shown');
+  await page.getByText('Nothing is blocking this destination.').waitFor();
+  await page.getByLabel('Deliver in publish order').uncheck();
+  await page.getByRole('button', { name: 'Save delivery order' }).click();
+  await page.getByText('Ordered delivery off.').waitFor();
+  t.notOk('ordered' in (await admin<object>('GET', `/api/v1/tenants/acme/destinations/${dest.id}`)).body, 'ordered switched off');
   await shot(page, 'destination-light', opts.screenshots);
 
   // Disable, then enable again.

@@ -36,15 +36,21 @@ export interface Handled {
    * parked once, and the attempt keeps its id.
    */
   write(): Promise<void>;
+  /**
+   * Handled in place (an ordered destination's delivery): the retry that is due, which `write` did not
+   * schedule; the caller makes it itself at `dueAt`, holding the destination's slot. Null: final.
+   */
+  next?: { delivery: DeliveryRecord; dueAt: Date } | null;
 }
 
 /**
  * Delivers one record and makes its attempt. Throws only for our own faults (a bug), so the record
- * is handled again; a destination's failure is an attempt with status failed.
+ * is handled again; a destination's failure is an attempt with status failed. `inPlace`: a retry
+ * due is answered as `next` instead of going to the retry tiers (controls/ordered.ts).
  */
 export function createDeliveryHandler(deps: HandlerDeps) {
   const now = deps.now ?? (() => new Date());
-  return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>): Promise<Handled> {
+  return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>, inPlace = false): Promise<Handled> {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
@@ -94,10 +100,12 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         : null;
     const dueAt = delay === null ? null : new Date(at.getTime() + delay);
     const attempt = attemptOf(delivery, outcome, at, started, dueAt);
+    const retried = { ...delivery, attempt_number: delivery.attempt_number + 1, manual: false };
+    if (inPlace) return { attempt, outcome, write: () => deps.emitAttempt(attempt), next: dueAt ? { delivery: retried, dueAt } : null };
     let parked = false;
     const write = async () => {
       if (dueAt && !parked) {
-        await deps.scheduleRetry({ ...delivery, attempt_number: delivery.attempt_number + 1, manual: false }, dueAt, trace);
+        await deps.scheduleRetry(retried, dueAt, trace);
         parked = true;
       }
       await deps.emitAttempt(attempt);

@@ -23,6 +23,7 @@ import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate, type RateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
+import { createOrderedBlocks, createOrderedDelivery, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -136,6 +137,8 @@ interface DeliveryDeps {
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
   /** Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts). */
   rateGate: RateGate;
+  /** Ordered destinations: one delivery at a time, a failed one retried in place (controls/ordered.ts). */
+  inOrder: OrderedDelivery;
 }
 
 const COUNTED = { success: 'succeeded', failed: 'failed', canceled: 'canceled' } as const;
@@ -184,7 +187,9 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
     'switchyard.destination_type': type,
   });
   // The retry this attempt may schedule is a child of its span: one trace across the tiers.
-  const handled = span ? await endOnError(span, deps.handle(record.value, span.headers())) : await deps.handle(record.value);
+  const run = (trace?: Record<string, string>) =>
+    isOrdered(record.value) && !record.value.manual ? deps.inOrder.deliver(record.value, trace, record) : deps.handle(record.value, trace);
+  const handled = span ? await endOnError(span, run(span.headers())) : await run();
   const { attempt, write } = handled;
   if (span) {
     deps.attemptHeaders.set(attempt, span.headers());
@@ -225,7 +230,10 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     // after about as long as the destination has been stalled, and longer each time it finds the
     // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
     onKeyBacklog: (record, stalledMs) => deps.scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
+    orderedKey: (record) => isOrdered(record.value),
     async handle(record) {
+      // An ordered destination's delivery that already ended before a crash: not made again.
+      if (isOrdered(record.value) && (await deps.inOrder.skip(record.value, record))) return async () => {};
       // Not its destination's turn yet: parked until about then, no attempt made.
       if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
       return deliverOne(deps, type, record);
@@ -293,7 +301,14 @@ export async function start(rt: Runtime): Promise<Service> {
     },
     timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
   });
-  const deliveryDeps: DeliveryDeps = { rt, handle, scheduler, attemptHeaders: output.attemptHeaders, summary, rateGate };
+  const closing = new AbortController();
+  const inOrder = createOrderedDelivery({
+    handle,
+    waiting: (d) => deliveryConsumers.get(d.destination.type)?.queued(d.destination.id) ?? 0,
+    blocks: createOrderedBlocks(rt.db),
+    signal: closing.signal,
+  });
+  const deliveryDeps: DeliveryDeps = { rt, handle, scheduler, attemptHeaders: output.attemptHeaders, summary, rateGate, inOrder };
   for (const type of types) {
     const consumer = await consumeDeliveries(deliveryDeps, type);
     deliveryConsumers.set(type, consumer);
@@ -316,6 +331,7 @@ export async function start(rt: Runtime): Promise<Service> {
       clearInterval(sweep);
       clearInterval(presence);
       rateGate.close();
+      closing.abort(new Error('the sender is closing'));
       await Promise.all(consumers.map((c) => c.close()));
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();

@@ -80,5 +80,6 @@ export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispat
     ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
     untilDone: retry.untilDone,
     ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),
+    ...(o.orderedKey ? { ordered: o.orderedKey } : {}),
   });
 }

@@ -84,6 +84,11 @@ export interface ConsumeOptions<T> {
    * key cannot fill the partition. `stalledMs` says for how long the key has been stalled.
    */
   onKeyBacklog?(record: InRecord<T>, stalledMs: number): Promise<void>;
+  /**
+   * True for a record whose key keeps its order (an ordered destination's delivery): its key runs
+   * one record at a time in offset order and is never handed to onKeyBacklog.
+   */
+  orderedKey?(record: InRecord<T>): boolean;
   commitIntervalMs?: number;
   fromBeginning?: boolean;
   /**
@@ -142,6 +147,8 @@ export interface KeyedConsumer extends BusConsumer {
    * rather than `handle`; 0 otherwise, and for keys of partitions another instance consumes.
    */
   divertsNow(key: string): number;
+  /** Records of `key` waiting here for its slot (an ordered destination's deliveries behind the one running). */
+  queued(key: string): number;
 }
 
 export interface Bus {

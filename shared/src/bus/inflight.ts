@@ -25,6 +25,8 @@ interface KeyState {
   waiting: Array<(start: boolean) => void>;
   /** Since when the key has been slow, or null. */
   slowSince: number | null;
+  /** An ordered key (pin): one slot, and its waiting tasks are never diverted. */
+  pinned: boolean;
 }
 
 /**
@@ -46,19 +48,27 @@ export class KeyedLimiter {
   private stateOf(key: string): KeyState {
     let s = this.keys.get(key);
     if (!s) {
-      s = { running: 0, starts: [], waiting: [], slowSince: null };
+      s = { running: 0, starts: [], waiting: [], slowSince: null, pinned: false };
       this.keys.set(key, s);
     }
     return s;
   }
 
   private limit(s: KeyState): number {
-    return s.slowSince === null ? this.perKey : 1;
+    return s.slowSince === null && !s.pinned ? this.perKey : 1;
   }
 
   private forget(key: string, s: KeyState): void {
     // A slow key is remembered while idle, so its next burst starts with one slot.
     if (!s.running && !s.waiting.length && s.slowSince === null) this.keys.delete(key);
+  }
+
+  /**
+   * Marks `key` ordered while it has tasks: one runs at a time, the rest wait in arrival order, and
+   * none is ever diverted (that would reorder them). Called before each of its tasks' `run`.
+   */
+  pin(key: string): void {
+    this.stateOf(key).pinned = true;
   }
 
   async run<T>(key: string, task: () => Promise<T>): Promise<T | typeof DIVERTED> {
@@ -112,13 +122,18 @@ export class KeyedLimiter {
     const now = performance.now();
     let n = 0;
     for (const [key, s] of this.keys) {
-      if (s.waiting.length <= keep || !this.stalledFor(key, now)) continue;
+      if (s.pinned || s.waiting.length <= keep || !this.stalledFor(key, now)) continue;
       for (const resolve of s.waiting.splice(keep)) {
         resolve(false);
         n++;
       }
     }
     return n;
+  }
+
+  /** True while `key` is pinned (ordered) and has tasks. */
+  pinned(key: string): boolean {
+    return this.keys.get(key)?.pinned ?? false;
   }
 
   /** True when a task of this key would have to wait for a slot. */
@@ -178,6 +193,11 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
   untilDone(what: () => Promise<void>, record: R): Promise<boolean>;
   /** Bytes of records in flight at most, across partitions (see ByteBudget); unbounded when absent. */
   maxInFlightBytes?: number;
+  /**
+   * True for a record whose key must keep its order: the key runs one record at a time, in arrival
+   * order, and is never diverted (KeyedLimiter.pin).
+   */
+  ordered?(record: R): boolean;
 }
 
 /**
@@ -199,7 +219,7 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
   const budget = new ByteBudget(o.maxInFlightBytes ?? Number.POSITIVE_INFINITY);
   // An idle slow key is not full: its next record is let through to find out whether it recovered.
   const divertsNow = (key: string): number =>
-    divert && limiter.full(key) && limiter.queued(key) >= o.keyBacklog ? limiter.stalledFor(key) : 0;
+    divert && !limiter.pinned(key) && limiter.full(key) && limiter.queued(key) >= o.keyBacklog ? limiter.stalledFor(key) : 0;
   return {
     limiter,
     budget,
@@ -214,7 +234,8 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
      * when closing interrupted it.
      */
     async start(record: R, settled: (done: boolean) => void): Promise<{ finished: Promise<void> }> {
-      if (divertsNow(record.key)) {
+      if (o.ordered?.(record)) limiter.pin(record.key);
+      else if (divertsNow(record.key)) {
         // Handed off (and written) before it counts as done: nothing is lost if we crash here.
         settled(await diverted(record));
         return { finished: Promise.resolve() };

@@ -6,6 +6,10 @@
  * `rate_limit`: the most deliveries a second and/or a minute the senders start to one destination.
  * Enforced by the sender that owns the destination's delivery partition (services/sender/src/controls/
  * rate-limit.ts; docs/architecture.md, "Rate limits").
+ *
+ * `ordered`: the destination's deliveries are made one at a time in the order of the events topic; a
+ * failing one is retried in place and the later ones wait behind it (services/sender/src/controls/
+ * ordered.ts; docs/architecture.md, "Ordered delivery").
  */
 
 /** Largest rate limits accepted: beyond them a limit would be no limit (and spacing below a millisecond). */
@@ -25,7 +29,15 @@ export const rateLimitSchema = {
   },
 } as const;
 
+/** `ordered` as input and as answered: false (the default) delivers concurrently, in no guaranteed order. */
+export const orderedSchema = {
+  type: 'boolean',
+  description:
+    'True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered at once, out of order. Default false.',
+} as const;
+
 /** The controls every type accepts, as /destination-types serves them (`controls`). */
 export const DELIVERY_CONTROLS = {
   rate_limit: rateLimitSchema,
+  ordered: orderedSchema,
 } as const;

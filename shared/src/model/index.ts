@@ -28,6 +28,8 @@ export interface Destination {
   disabled_at: string | null;
   /** The most deliveries a second and/or a minute the senders make to it; null: no limit. */
   rate_limit?: RateLimit | null;
+  /** True: deliveries are made one at a time, in the order of the events topic (absent: false). */
+  ordered?: boolean;
   created_at: string;
   updated_at: string;
 }
@@ -122,6 +124,8 @@ export interface DestinationSnapshot {
   cancel_epoch?: number;
   /** The destination's rate limit (absent: none). */
   rate_limit?: RateLimit;
+  /** True when the destination was ordered as the delivery was routed (absent: false). */
+  ordered?: boolean;
 }
 
 /** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */

@@ -286,6 +286,26 @@ export interface paths {
         patch: operations["updateTenantDestination"];
         trace?: never;
     };
+    "/api/v1/tenants/{tenant_id}/destinations/{destination_id}/order": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The delivery blocking an ordered destination and how many wait behind it
+         * @description Also served at `/api/v1/{tenant_id}/destinations/{destination_id}/order`, `/api/v1/destinations/{destination_id}/order` with a tenant token (the tenant is the token's).
+         */
+        get: operations["getTenantDestinationOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tenants/{tenant_id}/destinations/{destination_id}/enable": {
         parameters: {
             query?: never;
@@ -884,8 +904,29 @@ export interface components {
                 /** @description Deliveries per minute at most. */
                 per_minute?: number;
             };
+            /** @description True when the destination’s deliveries are made in order; absent: false. */
+            ordered?: boolean;
         };
         DestinationList: components["schemas"]["Destination"][];
+        /** @description An ordered destination’s delivery order now: what blocks it, as its sender last wrote it. */
+        DestinationOrder: {
+            ordered: boolean;
+            /** @description The delivery retried in place while later ones wait behind it; null: nothing blocks the destination. */
+            blocked: {
+                event_id: string;
+                /** @description Its last failed attempt. */
+                attempt_number: number;
+                /** Format: date-time */
+                next_attempt_at: string;
+                /** @description Deliveries its sender holds waiting behind it (refreshed every few seconds). */
+                waiting: number;
+                /**
+                 * Format: date-time
+                 * @description When this event started blocking the destination.
+                 */
+                since: string;
+            } | null;
+        };
         Event: {
             id: string;
             tenant_id: string;
@@ -1036,9 +1077,12 @@ export interface components {
                     value: string;
                 }[];
             }[];
-            /** @description Delivery controls every destination accepts beside its config (rate_limit), as JSON Schema. */
+            /** @description Delivery controls every destination accepts beside its config (rate_limit, ordered), as JSON Schema. */
             controls?: {
                 rate_limit?: {
+                    [key: string]: unknown;
+                };
+                ordered?: {
                     [key: string]: unknown;
                 };
             } & {
@@ -1095,6 +1139,8 @@ export interface components {
                 /** @description Deliveries per minute at most. */
                 per_minute?: number;
             } | null;
+            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered at once, out of order. Default false. */
+            ordered?: boolean;
         };
         DestinationUpdate: {
             /**
@@ -1127,6 +1173,8 @@ export interface components {
                 /** @description Deliveries per minute at most. */
                 per_minute?: number;
             } | null;
+            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered at once, out of order. Default false. */
+            ordered?: boolean;
         };
         PublishRequest: {
             id?: string;
@@ -1992,6 +2040,36 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getTenantDestinationOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                tenant_id: string;
+                destination_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An ordered destination’s delivery order now: what blocks it, as its sender last wrote it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationOrder"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -24,7 +24,8 @@ import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantR
 import { verifyGatewayToken } from '../gateway-token.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
-import { rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import { orderedSchema, rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { RateLimit } from '@switchyard/shared/model/index.ts';
 
 const topicsSchema = {
@@ -57,6 +58,7 @@ export const createBody = {
     metadata: stringMap,
     disabled_at: { type: ['string', 'null'], format: 'date-time' },
     rate_limit: rateLimitSchema,
+    ordered: orderedSchema,
   },
 } as const;
 
@@ -73,6 +75,7 @@ export const patchBody = {
     metadata: stringMapPatch,
     // Replaced whole; null removes it.
     rate_limit: rateLimitSchema,
+    ordered: orderedSchema,
   },
 } as const;
 
@@ -87,6 +90,7 @@ interface CreateBody {
   metadata?: Record<string, string>;
   disabled_at?: string | null;
   rate_limit?: RateLimit | null;
+  ordered?: boolean;
 }
 
 interface PatchBody {
@@ -98,6 +102,7 @@ interface PatchBody {
   delivery_metadata?: Record<string, string | null> | null;
   metadata?: Record<string, string | null> | null;
   rate_limit?: RateLimit | null;
+  ordered?: boolean;
 }
 
 const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
@@ -110,6 +115,8 @@ export interface DestinationRouteDeps {
   announce: Announce;
   /** The settings a destination is checked against. */
   config: Pick<Config, 'WEBHOOK_HEADER_PREFIX' | 'API_TYPE_NAMES' | 'TOPICS' | 'EVENT_GATEWAY_VERIFY_URL' | 'MAX_DESTINATIONS_PER_TENANT'>;
+  /** Reads `ordered_blocks`, which the senders write (GET .../order). */
+  db: Knex;
 }
 
 const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
@@ -174,6 +181,7 @@ async function createDestination(deps: DestinationRouteDeps, tenantId: string, r
     filter,
     disabled_at: body.disabled_at ?? null,
     rate_limit: body.rate_limit ?? null,
+    ordered: body.ordered ?? false,
   });
   // A destination deleted and created again under its id must not stay canceled in a sender.
   await deps.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
@@ -213,6 +221,7 @@ async function patchDestination(deps: DestinationRouteDeps, existing: Destinatio
     metadata: merged(existing.metadata, body.metadata),
     delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
     ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
+    ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
   });
   if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
   await deps.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
@@ -302,6 +311,44 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
   );
 }
 
+/** GET /destinations/{id}/order: an ordered destination's blocking delivery and the deliveries waiting behind it (services/sender/src/controls/ordered.ts). */
+function orderRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
+  app.get(
+    '/destinations/:destination_id/order',
+    {
+      schema: {
+        tags,
+        summary: 'The delivery blocking an ordered destination and how many wait behind it',
+        params: destParams,
+        response: answers({ 200: 'DestinationOrder' }),
+      },
+    },
+    async (req: TenantReq) => {
+      const d = await load(deps, req);
+      const row = d.ordered
+        ? ((await deps
+            .db('ordered_blocks')
+            .where({ tenant_id: d.tenant_id, destination_id: d.id })
+            .first('event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since')) as
+            | { event_id: string; attempt_number: number; next_attempt_at: Date; waiting: number; since: Date }
+            | undefined)
+        : undefined;
+      return {
+        ordered: d.ordered === true,
+        blocked: row
+          ? {
+              event_id: row.event_id,
+              attempt_number: row.attempt_number,
+              next_attempt_at: new Date(row.next_attempt_at).toISOString(),
+              waiting: row.waiting,
+              since: new Date(row.since).toISOString(),
+            }
+          : null,
+      };
+    },
+  );
+}
+
 /** PUT /destinations/{id}/enable and /disable; a destination already so is answered as it is. */
 function toggleRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
   for (const action of ['enable', 'disable'] as const) {
@@ -330,6 +377,7 @@ export function destinationRoutes(deps: DestinationRouteDeps) {
       { schema: { tags, summary: 'Get a destination', params: destParams, response: answers({ 200: 'Destination' }) } },
       async (req: TenantReq) => destinationView(await load(deps, req)),
     );
+    orderRoute(app, deps);
     toggleRoutes(app, deps);
   };
 }

@@ -1,6 +1,6 @@
 // The destination's delivery controls (docs/api.md, "Delivery controls"), on its settings page:
 // each saved with a PATCH of its own member, as the other settings forms are.
-import { useMutation } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, type Destination } from '../api.ts';
 import { ErrorMessage, useNotify } from '../components.tsx';
@@ -67,6 +67,61 @@ export function RateLimitForm({ d, onSaved }: { d: Destination; onSaved: (d: Des
           </button>
         </div>
       </form>
+    </section>
+  );
+}
+
+/** `ordered`: one delivery at a time in publish order; while one is retried, what blocks it and how many wait. */
+export function OrderedForm({ d, onSaved }: { d: Destination; onSaved: (d: Destination) => void }) {
+  const [ordered, setOrdered] = useState(d.ordered === true);
+  const notify = useNotify();
+  const save = useMutation({
+    mutationFn: (next: boolean) => api.updateDestination(d.id, { ordered: next }),
+    onSuccess: (next) => {
+      onSaved(next);
+      notify(next.ordered ? 'Ordered delivery on.' : 'Ordered delivery off.');
+    },
+  });
+  // Refreshed while it is shown: a block comes and goes with the destination's retries.
+  const order = useQuery({
+    queryKey: ['destination-order', d.id],
+    queryFn: () => api.destinationOrder(d.id),
+    enabled: d.ordered === true,
+    refetchInterval: 5000,
+  });
+  const blocked = order.data?.blocked;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate(ordered);
+  };
+  return (
+    <section className="card section" aria-labelledby="s-ordered">
+      <h2 id="s-ordered">Delivery order</h2>
+      <form onSubmit={submit} noValidate>
+        <div className="field checkbox">
+          <label>
+            <input type="checkbox" checked={ordered} onChange={(e) => setOrdered(e.target.checked)} aria-describedby="ordered-desc" />
+            Deliver in publish order
+          </label>
+          <p className="help" id="ordered-desc">
+            One delivery at a time, in the order the events were published. While one fails and waits for its retry, the later ones wait
+            behind it; once it succeeds or is given up, the next goes. A manual retry is delivered out of order.
+          </p>
+        </div>
+        <ErrorMessage error={save.error} />
+        <div className="actions">
+          <button type="submit" className="primary" disabled={save.isPending}>
+            Save delivery order
+          </button>
+        </div>
+      </form>
+      {d.ordered ? (
+        <p className="help" role="status">
+          {blocked
+            ? `Blocked by event ${blocked.event_id} (attempt ${blocked.attempt_number} failed; next try ${new Date(blocked.next_attempt_at).toLocaleString()}); ${blocked.waiting} waiting behind it.`
+            : 'Nothing is blocking this destination.'}
+        </p>
+      ) : null}
     </section>
   );
 }

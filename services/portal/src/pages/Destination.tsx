@@ -21,7 +21,7 @@ import {
   useTypeSchema,
 } from '../components.tsx';
 import { editableCredentials, patchObject, problemsOf, toValues, without } from '../forms.ts';
-import { RateLimitForm } from './Controls.tsx';
+import { OrderedForm, RateLimitForm } from './Controls.tsx';
 
 // The deliveries view carries the chart library: loaded when first shown, not with the app.
 const Deliveries = lazy(() => import('./Deliveries.tsx').then((m) => ({ default: m.Deliveries })));
@@ -165,6 +165,7 @@ function Settings({
       <FilterForm d={d} onSaved={onSaved} />
       <MetadataForm d={d} onSaved={onSaved} />
       <RateLimitForm d={d} onSaved={onSaved} />
+      <OrderedForm d={d} onSaved={onSaved} />
       <Section title="Details" id="s-details">
         <dl className="details">
           <dt>ID</dt>

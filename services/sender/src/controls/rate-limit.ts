@@ -71,8 +71,9 @@ export class RateLimiter {
   /**
    * A delivery of destination `key` under `limit`: `go` resolves when it may start (at once without
    * a limit), or `parkMs` says how long to park it for, when its turn is more than HOLD_MS away.
+   * `hold`: never parked, whenever its turn (an ordered destination's: parking would reorder it).
    */
-  admit(key: string, limit: RateLimit | undefined | null): Admission | null {
+  admit(key: string, limit: RateLimit | undefined | null, hold = false): Admission | null {
     const gap = gapOf(limit);
     if (!gap) {
       this.keys.delete(key);
@@ -87,7 +88,7 @@ export class RateLimiter {
     // A changed limit applies from the next turn on.
     s.gap = gap;
     const turn = Math.max(now, s.next, s.lastStart + gap);
-    if (turn - now > this.holdMs) {
+    if (!hold && turn - now > this.holdMs) {
       const parkedTurn = Math.max(turn, s.parkNext);
       s.parkNext = parkedTurn + gap;
       return { parkMs: Math.ceil(parkedTurn - now) };
@@ -158,7 +159,12 @@ export function createRateGate(deps: RateGateDeps) {
       const limit = delivery.destination.rate_limit;
       // A destination that never had a limit costs nothing here; one set since is seen at its next change.
       const state = limit || limiter.knows(keyOf(delivery)) ? await deps.current(delivery.destination) : null;
-      const admission = limiter.admit(keyOf(delivery), state && 'destination' in state ? state.destination.rate_limit : undefined);
+      // An ordered destination's delivery waits for its turn here however long: parked, it would lose its place.
+      const admission = limiter.admit(
+        keyOf(delivery),
+        state && 'destination' in state ? state.destination.rate_limit : undefined,
+        delivery.destination.ordered === true,
+      );
       if (!admission) return false;
       const type = delivery.destination.type;
       if ('go' in admission) {

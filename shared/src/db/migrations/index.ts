@@ -11,6 +11,7 @@ import * as m009 from './009_sender_presence.ts';
 import * as m010 from './010_operations.ts';
 import * as m011 from './011_destination_rate_limit.ts';
 import * as m012 from './012_scheduled_events.ts';
+import * as m013 from './013_destination_ordered.ts';
 
 export interface Migration {
   name: string;
@@ -32,4 +33,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '010_operations', ...m010 },
   { name: '011_destination_rate_limit', ...m011 },
   { name: '012_scheduled_events', ...m012 },
+  { name: '013_destination_ordered', ...m013 },
 ];

@@ -15,6 +15,7 @@ interface DestinationRow {
   disabled_at: Date | null;
   cancel_epoch?: number;
   rate_limit?: RateLimit | null;
+  ordered?: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -28,7 +29,7 @@ function toRoute(r: DestinationRow): DestinationRoute {
 
 /** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
 const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
-const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch', 'rate_limit'];
+const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch', 'rate_limit', 'ordered'];
 
 /** Secrets go into the snapshot sealed as stored: only a sender opens them. */
 function toRoutable(r: DestinationRow): RoutableDestination {
@@ -44,13 +45,17 @@ function toRoutable(r: DestinationRow): RoutableDestination {
       // Only once something was canceled: the records of every other destination stay as they were.
       ...(r.cancel_epoch ? { cancel_epoch: r.cancel_epoch } : {}),
       ...(r.rate_limit ? { rate_limit: r.rate_limit } : {}),
+      ...(r.ordered ? { ordered: true } : {}),
     },
   };
 }
 
 export type NewDestination = Omit<Destination, 'created_at' | 'updated_at' | 'disabled_at'> & { disabled_at?: string | null };
 export type DestinationChanges = Partial<
-  Pick<Destination, 'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at' | 'rate_limit'>
+  Pick<
+    Destination,
+    'topics' | 'config' | 'credentials' | 'delivery_metadata' | 'metadata' | 'filter' | 'disabled_at' | 'rate_limit' | 'ordered'
+  >
 >;
 
 /** How many opened secrets a store keeps by ciphertext (see openSnapshot): about 3 MB of webhook secrets. */
@@ -89,6 +94,7 @@ export class DestinationStore {
       filter: r.filter,
       disabled_at: r.disabled_at ? r.disabled_at.toISOString() : null,
       rate_limit: r.rate_limit ?? null,
+      ordered: r.ordered ?? false,
       created_at: r.created_at.toISOString(),
       updated_at: r.updated_at.toISOString(),
     };
@@ -134,6 +140,7 @@ export class DestinationStore {
         filter: d.filter ? JSON.stringify(d.filter) : null,
         disabled_at: d.disabled_at ?? null,
         rate_limit: d.rate_limit ? JSON.stringify(d.rate_limit) : null,
+        ordered: d.ordered ?? false,
       })
       .returning('*');
     return this.toDestination(row as DestinationRow);
@@ -217,6 +224,7 @@ export class DestinationStore {
     if (changes.filter !== undefined) patch.filter = changes.filter ? JSON.stringify(changes.filter) : null;
     if (changes.disabled_at !== undefined) patch.disabled_at = changes.disabled_at;
     if (changes.rate_limit !== undefined) patch.rate_limit = changes.rate_limit ? JSON.stringify(changes.rate_limit) : null;
+    if (changes.ordered !== undefined) patch.ordered = changes.ordered;
     const [row] = await this.db('destinations').where({ tenant_id: tenantId, id }).update(patch).returning('*');
     return row ? this.toDestination(row as DestinationRow) : null;
   }

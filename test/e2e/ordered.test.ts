@@ -1,0 +1,170 @@
+// Ordered delivery end to end: a receiver failing one event mid-stream, twice, then accepting it (the
+// later events wait behind it, then arrive in order); then failing another until its retries are
+// exhausted, with a kill -9 of the sender while it blocks (the later events still wait, then arrive
+// in order; the skipped one is failed). Every service its own process on the real broker and
+// Postgres; with SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-ordered.test.ts), one embedded
+// process instead (killed and started again).
+import t from 'tap';
+import {
+  apiClient,
+  createTestDatabase,
+  e2eMode,
+  freePort,
+  startReceiver,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
+
+interface Attempt {
+  event_id: string;
+  status: string;
+  attempt_number: number;
+  manual: boolean;
+}
+interface Order {
+  ordered: boolean;
+  blocked: { event_id: string; attempt_number: number; waiting: number } | null;
+}
+
+/** Waits until `count()` reaches `n`, failing only when it stops growing for `stuckMs` (bounded by progress). */
+async function untilCount(what: string, count: () => number, n: number, stuckMs = 90_000): Promise<void> {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const c = count();
+    if (c >= n) return;
+    if (c !== last) {
+      last = c;
+      since = Date.now();
+    } else if (Date.now() - since > stuckMs) throw new Error(`${what}: stuck at ${c} of ${n}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+t.test('ordered destination: later events wait behind a failing one, in order, across a kill -9', async (t) => {
+  const port = await freePort();
+  const env = testEnv({
+    DATABASE_URL: await createTestDatabase(t),
+    API_PORT: String(port),
+    TOPICS: 'user.created',
+    KAFKA_PARTITIONS: '2',
+    SENDER_TYPES: 'webhook',
+    // Two retries, 3 s and 8 s after the failures before them (±10%): long enough to kill the sender meanwhile.
+    RETRY_SCHEDULE: '3,8',
+  });
+  const startAll = async () => {
+    await startService(t, 'attempts', env);
+    const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
+    await startService(t, 'gateway', env);
+    return sender;
+  };
+  let sender = await startAll();
+  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const rx = await startReceiver(t);
+  const nOf = (r: { body: string }) => (JSON.parse(r.body) as { n: number }).n;
+  // n = 3 fails twice, then passes; n = 13 always fails.
+  const tries = new Map<number, number>();
+  rx.respond((r) => {
+    if (r.url !== '/ordered') return { status: 200 };
+    const n = nOf(r);
+    const k = (tries.get(n) ?? 0) + 1;
+    tries.set(n, k);
+    return (n === 3 && k <= 2) || n === 13 ? { status: 503, body: 'not now' } : { status: 200 };
+  });
+
+  await api('PUT', '/api/v1/tenants/ord');
+  const create = async (path: string, extra: Record<string, unknown>) => {
+    const r = await api<{ id: string; ordered?: boolean }>('POST', '/api/v1/tenants/ord/destinations', {
+      type: 'webhook',
+      topics: '*',
+      config: { url: `${rx.url}${path}` },
+      ...extra,
+    });
+    if (r.status !== 201) throw new Error(`create destination answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const ordered = await create('/ordered', { ordered: true });
+  t.equal(ordered.ordered, true);
+  await create('/free', {});
+  const orderUrl = `/api/v1/tenants/ord/destinations/${ordered.id}/order`;
+
+  const ids = new Map<number, string>();
+  const publish = async (from: number, to: number) => {
+    // One at a time, each accepted before the next: the events topic holds them in this order.
+    for (let n = from; n < to; n++) {
+      const r = await api<{ id: string }>('POST', '/api/v1/publish', { tenant_id: 'ord', topic: 'user.created', data: { n } });
+      if (r.status !== 202) throw new Error(`publish answered ${r.status}`);
+      ids.set(n, r.body.id);
+    }
+  };
+  const arrivals = (path: string) => rx.requests.filter((r) => r.url === path).map(nOf);
+  const distinct = (path: string) => new Set(arrivals(path)).size;
+  const inOrder = (seq: number[]) => seq.every((n, i) => i === 0 || n >= (seq[i - 1] as number));
+
+  // Success after two failures: 4..9 wait for 3.
+  await publish(0, 10);
+  await untilCount('the ordered destination, first ten', () => distinct('/ordered'), 10);
+  const first = arrivals('/ordered');
+  t.same(first, [0, 1, 2, 3, 3, 3, 4, 5, 6, 7, 8, 9], 'one at a time, in publish order; 4..9 only after 3 passed');
+  await untilCount('the unordered destination', () => distinct('/free'), 10);
+
+  // Exhaustion: 13 fails until its retries are exhausted; a kill -9 while it blocks.
+  await publish(10, 20);
+  const blocked = await waitFor(
+    'the order endpoint naming the blocking event',
+    async () => {
+      const o = (await api<Order>('GET', orderUrl)).body;
+      return o.blocked?.event_id === ids.get(13) && (o.blocked?.waiting ?? 0) > 0 ? o : null;
+    },
+    120_000,
+  );
+  t.match(blocked, { ordered: true, blocked: { event_id: ids.get(13), attempt_number: 1 } }, 'the blocking event and its attempt');
+  t.ok((blocked.blocked as { waiting: number }).waiting > 0, `deliveries wait behind it (${blocked.blocked?.waiting})`);
+  t.notOk(
+    arrivals('/ordered').some((n) => n > 13),
+    'nothing after 13 arrived while it blocks',
+  );
+  await sender.stop('SIGKILL');
+  // Embedded: the one process, killed and started again; otherwise the sender alone.
+  sender = e2eMode() === 'embedded' ? await startAll() : await startService(t, 'sender', env);
+
+  await untilCount('the ordered destination, all twenty', () => distinct('/ordered'), 20);
+  const all = arrivals('/ordered');
+  t.ok(inOrder(all), `in publish order across the kill (${all.join(',')})`);
+  t.equal(all.filter((n) => n === 13).length >= 3, true, '13 was tried at least three times (the first attempt and two retries)');
+  const lastOf13 = all.lastIndexOf(13);
+  t.ok(
+    all.slice(0, lastOf13).every((n) => n <= 13),
+    '14..19 only after 13 was given up',
+  );
+
+  // The skipped event is visible as failed, its retries exhausted; the others succeeded.
+  const attemptsOf = async (n: number) =>
+    (await api<{ models: Attempt[] }>('GET', `/api/v1/tenants/ord/destinations/${ordered.id}/attempts?event_id=${ids.get(n)}&limit=100`))
+      .body.models;
+  const failed = await waitFor('the attempts of 13 stored', async () => {
+    const a = await attemptsOf(13);
+    return a.some((x) => x.attempt_number >= 3) ? a : null;
+  });
+  t.ok(
+    failed.every((a) => a.status === 'failed'),
+    'every attempt of 13 failed',
+  );
+  t.ok(
+    failed.some((a) => a.attempt_number === 3),
+    'its last retry recorded as attempt 3',
+  );
+  const three = await waitFor('the attempts of 3 stored', async () => {
+    const a = await attemptsOf(3);
+    return a.length >= 3 ? a : null;
+  });
+  t.same(three.map((a) => `${a.attempt_number}:${a.status}`).sort(), ['1:failed', '2:failed', '3:success'], 'one attempt per try of 3');
+  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null }, 'nothing blocks it any more');
+
+  // A manual retry of an old event is delivered again, out of order.
+  const before = rx.requests.length;
+  t.equal((await api('POST', `/api/v1/tenants/ord/destination/${ordered.id}/events/${ids.get(1)}/retry`)).status, 202);
+  await waitFor('the manual retry delivered', () => rx.requests.slice(before).some((r) => r.url === '/ordered' && nOf(r) === 1));
+  t.pass('the manual retry of event 1 arrived after 19');
+});
