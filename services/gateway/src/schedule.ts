@@ -1,6 +1,6 @@
 // Scheduled events: publish (one or a batch) with `deliver_at` (RFC 3339) or `delay_seconds`. The
 // event is accepted, stored and listed at once (status `scheduled`); its deliveries wait in the
-// retry tiers until then (docs/architecture.md, "Scheduled events").
+// retry tiers until then (docs/delivery-controls.md, "Scheduled events").
 import type { Problem } from '@switchyard/shared/errors.ts';
 
 /** How far ahead an event may be scheduled: the retry tiers hold it, and Kafka keeps records 7 days by default. */

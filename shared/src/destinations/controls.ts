@@ -5,11 +5,11 @@
  *
  * `rate_limit`: the most deliveries a second and/or a minute the senders start to one destination.
  * Enforced by the sender that owns the destination's delivery partition (services/sender/src/controls/
- * rate-limit.ts; docs/architecture.md, "Rate limits").
+ * rate-limit.ts; docs/delivery-controls.md, "Rate limits").
  *
  * `ordered`: the destination's deliveries are made one at a time in the order of the events topic; a
  * failing one is retried in place and the later ones wait behind it (services/sender/src/controls/
- * ordered.ts; docs/architecture.md, "Ordered delivery").
+ * ordered.ts; docs/delivery-controls.md, "Ordered delivery").
  */
 
 /** Largest rate limits accepted: beyond them a limit would be no limit (and spacing below a millisecond). */

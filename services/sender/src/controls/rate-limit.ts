@@ -2,7 +2,7 @@
  * Rate limits per destination (`rate_limit`: per second and/or per minute), enforced where the
  * deliveries are made. Every delivery of one destination is keyed by its id, so it lands in one
  * partition of its type's delivery topic, which one sender process of the group consumes at a time:
- * a limiter local to that process holds the limit for the whole group (docs/architecture.md, "Rate
+ * a limiter local to that process holds the limit for the whole group (docs/delivery-controls.md, "Rate
  * limits", for the rebalance hand-off).
  *
  * Deliveries start evenly spaced, `gapOf` apart: the stricter of the two limits, stretched by

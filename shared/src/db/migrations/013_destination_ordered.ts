@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 // A destination's `ordered` flag (true: its deliveries are made one at a time, in the order of the
-// events topic; docs/architecture.md, "Ordered delivery"). The router copies it into the snapshot its
+// events topic; docs/delivery-controls.md, "Ordered delivery"). The router copies it into the snapshot its
 // deliveries carry. Default false: existing rows keep the unordered path.
 // And what blocks each ordered destination now: the delivery being retried in place, its next try, and
 // how many deliveries wait behind it; written by the sender at each failed try, removed once it ends.
