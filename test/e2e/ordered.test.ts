@@ -131,7 +131,11 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
 
   await untilCount('the ordered destination, all twenty', () => distinct('/ordered'), 20);
   const all = arrivals('/ordered');
-  t.ok(inOrder(all), `in publish order across the kill (${all.join(',')})`);
+  // At least once: a delivery made again after a crash may come after later ones (a receiver drops
+  // it by its webhook-id); what ordering promises is that no event is first delivered before an
+  // earlier one.
+  const firsts = all.filter((n, i) => all.indexOf(n) === i);
+  t.ok(inOrder(firsts), `first deliveries in publish order across the kill (${all.join(',')})`);
   t.equal(all.filter((n) => n === 13).length >= 3, true, '13 was tried at least three times (the first attempt and two retries)');
   const lastOf13 = all.lastIndexOf(13);
   t.ok(
