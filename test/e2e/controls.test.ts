@@ -10,6 +10,7 @@ import {
   startReceiver,
   startService,
   testEnv,
+  untilCount,
   waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
@@ -23,21 +24,6 @@ export function maxInWindow(times: number[], windowMs: number): number {
     best = Math.max(best, i - from + 1);
   }
   return best;
-}
-
-/** Waits until `count()` reaches `n`, failing only when it stops growing for `stuckMs` (bounded by progress). */
-async function untilCount(what: string, count: () => number, n: number, stuckMs = 60_000): Promise<void> {
-  let last = -1;
-  let since = Date.now();
-  for (;;) {
-    const c = count();
-    if (c >= n) return;
-    if (c !== last) {
-      last = c;
-      since = Date.now();
-    } else if (Date.now() - since > stuckMs) throw new Error(`${what}: stuck at ${c} of ${n}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 t.test('rate limit: five times the limit offered, the limit held, the other destination unaffected', async (t) => {

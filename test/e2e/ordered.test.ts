@@ -13,6 +13,7 @@ import {
   startReceiver,
   startService,
   testEnv,
+  untilCount,
   waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
@@ -25,21 +26,6 @@ interface Attempt {
 interface Order {
   ordered: boolean;
   blocked: { event_id: string; attempt_number: number; waiting: number } | null;
-}
-
-/** Waits until `count()` reaches `n`, failing only when it stops growing for `stuckMs` (bounded by progress). */
-async function untilCount(what: string, count: () => number, n: number, stuckMs = 90_000): Promise<void> {
-  let last = -1;
-  let since = Date.now();
-  for (;;) {
-    const c = count();
-    if (c >= n) return;
-    if (c !== last) {
-      last = c;
-      since = Date.now();
-    } else if (Date.now() - since > stuckMs) throw new Error(`${what}: stuck at ${c} of ${n}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 t.test('ordered destination: later events wait behind a failing one, in order, across a kill -9', async (t) => {

@@ -13,7 +13,7 @@ import { type Config, loadConfig } from '../config/index.ts';
 import { createDb, type Knex } from '../db/index.ts';
 import { waitForStart } from './progress.ts';
 
-export { cpuTicks, START_CAP_MS, START_STALL_MS, type StartWait, waitForStart } from './progress.ts';
+export { cpuTicks, START_CAP_MS, START_STALL_MS, type StartWait, untilCount, waitForStart } from './progress.ts';
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

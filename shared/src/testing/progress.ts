@@ -1,4 +1,4 @@
-// Start-up waits of the tests, bounded by progress rather than by a fixed clock. On a busy machine
+// Waits of the tests (start-ups, counts), bounded by progress rather than by a fixed clock. On a busy machine
 // (CI with a load of 10-15 on two cores) a process may need minutes to start where it needs seconds
 // alone: embedded mode missed a fixed 60 s wait while it was still working. So a start is waited for
 // as long as the process is alive and moving (writing output, or using CPU, itself or its children),
@@ -81,5 +81,23 @@ export async function waitForStart(
       throw new Error(`${what}: not ready, and no output or CPU use for ${Math.round(stallMs / 1000)} s:\n${tail()}`);
     if (now - started > capMs) throw new Error(`${what}: not ready within ${Math.round(capMs / 1000)} s, though still working:\n${tail()}`);
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 100));
+  }
+}
+
+/**
+ * Waits until `count()` reaches `n`, failing only when it stops growing for `stuckMs`: a count that
+ * keeps moving is waited for however slow the machine.
+ */
+export async function untilCount(what: string, count: () => number, n: number, stuckMs = 90_000): Promise<void> {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const c = count();
+    if (c >= n) return;
+    if (c !== last) {
+      last = c;
+      since = Date.now();
+    } else if (Date.now() - since > stuckMs) throw new Error(`${what}: stuck at ${c} of ${n}`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
