@@ -16,15 +16,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { LagRow } from '@switchyard/shared/bus/index.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
-import { TOPIC, type TopicDef } from '@switchyard/shared/bus/topics.ts';
+import { GROUP, TOPIC, type TopicDef } from '@switchyard/shared/bus/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { metrics, withTimeout } from '@switchyard/shared/metrics.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 
-/** The consumer groups whose lag is the delivery backlog, as the router and the senders name them. */
+/** The consumer groups whose lag is the delivery backlog: the router's and every sender type's. */
 export const BACKLOG_GROUPS: Array<{ groupId: string; topics: TopicDef[] }> = [
-  { groupId: 'router', topics: [TOPIC.events] },
-  ...DESTINATION_TYPES.map((type) => ({ groupId: `sender-${type}`, topics: [TOPIC.deliveries[type]] })),
+  { groupId: GROUP.router, topics: [TOPIC.events] },
+  ...DESTINATION_TYPES.map((type) => ({ groupId: GROUP.sender(type), topics: [TOPIC.deliveries[type]] })),
 ];
 
 export type ReadLag = (groups: Array<{ groupId: string; topics: TopicDef[] }>) => Promise<LagRow[]>;

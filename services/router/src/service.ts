@@ -3,7 +3,7 @@
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/bus/record-codec.ts';
-import { TOPIC } from '@switchyard/shared/bus/topics.ts';
+import { GROUP, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
@@ -86,7 +86,7 @@ export async function start(rt: Runtime): Promise<Service> {
   }
 
   const consumer = await rt.bus.consume<unknown>({
-    groupId: 'router',
+    groupId: GROUP.router,
     topics: [TOPIC.events],
     // Dead letters are the records as written, not as parsed (handler.ts).
     keepRaw: true,

@@ -7,7 +7,7 @@ import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { SenderPresenceStore } from '@switchyard/shared/db/stores/sender-presence.ts';
 import { isDestinationType } from '@switchyard/shared/destinations/registry.ts';
 import type { BusConsumer, BusProducer, InRecord, KeyedConsumer, OutRecord } from '@switchyard/shared/bus/index.ts';
-import { RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
+import { GROUP, RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { createLogSummary, type LogSummary } from '@switchyard/shared/log-summary.ts';
 import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
@@ -215,7 +215,7 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
 function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<KeyedConsumer> {
   const { config, tracing } = deps.rt;
   return deps.rt.bus.consume<DeliveryRecord>({
-    groupId: `sender-${type}`,
+    groupId: GROUP.sender(type),
     topics: [TOPIC.deliveries[type]],
     concurrency: config.SENDER_CONCURRENCY,
     maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
@@ -317,7 +317,7 @@ export async function start(rt: Runtime): Promise<Service> {
   // One scheduler group serves every type: it only moves records between topics.
   consumers.push(
     await rt.bus.consumeDelayed<DeliveryRecord>({
-      groupId: 'retry-scheduler',
+      groupId: GROUP.retryScheduler,
       topics: TOPIC.retries,
       delayMs: (t) => (RETRY_TIERS_SECONDS[TOPIC.retries.indexOf(t as (typeof TOPIC.retries)[number])] ?? 0) * 1000,
       handle: (record) => scheduler.release(record.value, rt.tracing ? record.headers : undefined),

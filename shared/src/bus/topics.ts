@@ -107,6 +107,17 @@ export const TOPIC = {
   destinationChanges: TopicDef;
 };
 
+/**
+ * The consumer groups whose names more than one module needs (each without the deployment prefix,
+ * which the bus adds): the router's, each sender type's and the retry scheduler's, read by their
+ * services and by what watches their lag (the gateway's admission bound, key rotation's check).
+ */
+export const GROUP = {
+  router: 'router',
+  sender: (type: DestinationType) => `sender-${type}`,
+  retryScheduler: 'retry-scheduler',
+} as const;
+
 /** Every topic the service creates at start-up. */
 export function allTopics(): TopicDef[] {
   return [

@@ -28,7 +28,7 @@ import { loadConfig, SETTINGS } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
 import { createEmbeddedBus } from '../embedded/bus.ts';
 import { lockDirectory } from '../embedded/lock.ts';
-import { TOPIC } from '../bus/topics.ts';
+import { GROUP, TOPIC } from '../bus/topics.ts';
 import { DESTINATION_TYPES } from '../model/index.ts';
 import { createLogger } from '../log.ts';
 import { readEnvFile, writeSecretsFile } from '../secrets-file.ts';
@@ -126,8 +126,8 @@ async function waitingDeliveries(dir: string, topicPrefix: string, partitions: n
     await bus.ensureTopics();
     const rows =
       (await bus.lag?.([
-        ...DESTINATION_TYPES.map((type) => ({ groupId: `sender-${type}`, topics: [TOPIC.deliveries[type]] })),
-        { groupId: 'retry-scheduler', topics: TOPIC.retries },
+        ...DESTINATION_TYPES.map((type) => ({ groupId: GROUP.sender(type), topics: [TOPIC.deliveries[type]] })),
+        { groupId: GROUP.retryScheduler, topics: TOPIC.retries },
       ])) ?? [];
     const byTopic = new Map<string, number>();
     for (const r of rows) if (r.lag > 0) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + r.lag);
