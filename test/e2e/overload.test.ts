@@ -3,7 +3,15 @@
 // it; the receiver gets every accepted event (nothing accepted is lost, nothing refused is
 // delivered); and publishing is admitted again once the backlog drains.
 import t from 'tap';
-import { createTestDatabase, freePort, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import {
+  apiClient,
+  createTestDatabase,
+  freePort,
+  startReceiver,
+  startService,
+  testEnv,
+  waitFor,
+} from '@switchyard/shared/testing/index.ts';
 
 const BOUND = 20;
 
@@ -22,11 +30,10 @@ t.test('publishing is refused while the backlog is over PUBLISH_MAX_BACKLOG, and
   await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
   const receiver = await startReceiver(t);
   receiver.respond(() => ({ status: 200, delayMs: 1000 }));
-  const base = `http://127.0.0.1:${port}/api/v1`;
-  const headers = { authorization: `Bearer ${env.API_KEY}`, 'content-type': 'application/json' };
+  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json().catch(() => null)) as any };
+    const res = await api<{ code?: string }>(method, `/api/v1${path}`, body);
+    return { ...res, retryAfter: res.headers.get('retry-after') };
   };
   t.equal((await call('PUT', '/tenants/acme')).status, 201);
   const dest = await call('POST', '/tenants/acme/destinations', {

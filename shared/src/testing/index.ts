@@ -246,14 +246,18 @@ export async function freePort(): Promise<number> {
 
 /** A small JSON client for the gateway's HTTP API. */
 export function apiClient(baseUrl: string, token: string) {
-  return async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  return async function call<T = unknown>(
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: T; headers: Headers }> {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, headers: res.headers };
   };
 }
 
