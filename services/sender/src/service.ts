@@ -212,16 +212,6 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
 }
 
 /** The consumer of one type's delivery topic, with its per-destination concurrency and health. */
-/** A delivery under a control: skipped if its ordered position was passed, parked or held for its rate limit. */
-async function controlled(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>) {
-  const { tracing } = deps.rt;
-  // An ordered destination's delivery that already ended before a crash: not made again.
-  if (isOrdered(record.value) && (await deps.inOrder.skip(record.value, record))) return async () => {};
-  // Not its destination's turn yet: parked until about then, no attempt made.
-  if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
-  return deliverOne(deps, type, record);
-}
-
 function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<KeyedConsumer> {
   const { config, tracing } = deps.rt;
   return deps.rt.bus.consume<DeliveryRecord>({
@@ -241,10 +231,12 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
     onKeyBacklog: (record, stalledMs) => deps.scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
     orderedKey: (record) => isOrdered(record.value),
-    handle(record) {
-      // Most deliveries: no order to keep, no limit to wait for.
-      if (!isOrdered(record.value) && !deps.rateGate.applies(record.value)) return deliverOne(deps, type, record);
-      return controlled(deps, type, record);
+    async handle(record) {
+      // An ordered destination's delivery that already ended before a crash: not made again.
+      if (isOrdered(record.value) && (await deps.inOrder.skip(record.value, record))) return async () => {};
+      // Not its destination's turn yet: parked until about then, no attempt made.
+      if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
+      return deliverOne(deps, type, record);
     },
   });
 }

@@ -113,11 +113,6 @@ export class RateLimiter {
     }
   }
 
-  /** Destinations with a limit here. */
-  get size(): number {
-    return this.keys.size;
-  }
-
   /** True while `key` has a limit here. */
   knows(key: string): boolean {
     return this.keys.has(key);
@@ -160,13 +155,6 @@ export function createRateGate(deps: RateGateDeps) {
   sweep.unref();
   return {
     limiter,
-    /**
-     * Whether `parked` has anything to check: the delivery's destination has a limit, or had one
-     * here. False for most deliveries, which then skip the gate without a promise.
-     */
-    applies(delivery: DeliveryRecord): boolean {
-      return Boolean(delivery.destination.rate_limit) || (limiter.size > 0 && limiter.knows(keyOf(delivery)));
-    },
     async parked(delivery: DeliveryRecord, headers?: Record<string, string>): Promise<boolean> {
       const limit = delivery.destination.rate_limit;
       // A destination that never had a limit costs nothing here; one set since is seen at its next change.
