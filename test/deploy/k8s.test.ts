@@ -19,7 +19,7 @@ import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
 import { SETTINGS } from '@switchyard/shared/config/index.ts';
-import { TOPIC } from '@switchyard/shared/bus/topics.ts';
+import { GROUP, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { ROOT } from '@switchyard/shared/testing/index.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string> };
@@ -111,11 +111,11 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
     // Autoscaling on lag: the consumer groups and topics the services consume, with the prefix.
     const prefix = config.data?.KAFKA_TOPIC_PREFIX ?? '';
     const expected: Record<string, Array<[string, string]>> = {
-      'switchyard-router': [['router', TOPIC.events.name]],
-      'switchyard-sender': [['sender-webhook', TOPIC.deliveries.webhook.name]],
+      'switchyard-router': [[GROUP.router, TOPIC.events.name]],
+      'switchyard-sender': [[GROUP.sender('webhook'), TOPIC.deliveries.webhook.name]],
       'switchyard-attempts': [
-        ['attempts', TOPIC.attempts.name],
-        ['attempts-routed', TOPIC.routed.name],
+        [GROUP.attempts, TOPIC.attempts.name],
+        [GROUP.attemptsRouted, TOPIC.routed.name],
       ],
     };
     const scaled = objects.filter((o) => o.kind === 'ScaledObject');
@@ -142,13 +142,15 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
 }
 
 t.test('the group names the autoscalers use are the ones the services consume', async (t) => {
-  const groups = (file: string) => [...readFileSync(join(ROOT, file), 'utf8').matchAll(/groupId: [`']([^`']+)[`']/g)].map((m) => m[1]);
-  t.same(groups('services/router/src/service.ts'), ['router']);
-  t.same(groups('services/attempts/src/service.ts'), ['attempts-routed', 'attempts']);
+  // The services name their groups from the catalogue the autoscalers above are checked against.
+  const groups = (file: string) => [...readFileSync(join(ROOT, file), 'utf8').matchAll(/groupId: ([^,\n]+),/g)].map((m) => m[1]);
+  t.same(groups('services/router/src/service.ts'), ['GROUP.router']);
+  t.same(groups('services/attempts/src/service.ts'), ['GROUP.attemptsRouted', 'GROUP.attempts']);
   // sender-<type> for each type: the manifests run one sender Deployment, for webhook. The
   // destination-changes reader is a broadcast (one group per instance, never lagging), so no
   // autoscaler watches it.
-  t.match(groups('services/sender/src/service.ts').join(' '), /^sender-destination-changes sender-\$\{type\} retry-scheduler$/);
+  t.same(groups('services/sender/src/service.ts'), ["'sender-destination-changes'", 'GROUP.sender(type)', 'GROUP.retryScheduler']);
+  t.equal(GROUP.sender('webhook'), 'sender-webhook');
 });
 
 t.test('the production overlay sets its namespace, image and brokers', async (t) => {

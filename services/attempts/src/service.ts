@@ -8,7 +8,7 @@ import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, BusProducer, InRecord } from '@switchyard/shared/bus/index.ts';
 import { countOperatorEvents } from '@switchyard/shared/metrics.ts';
-import { TOPIC } from '@switchyard/shared/bus/topics.ts';
+import { GROUP, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { AttemptRecord, DestinationChange, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
@@ -181,7 +181,7 @@ interface StoreDeps {
  */
 function consumeRouted({ rt, store, letters, events }: StoreDeps): Promise<BusConsumer> {
   return rt.bus.consume<RoutedRecord>({
-    groupId: 'attempts-routed',
+    groupId: GROUP.attemptsRouted,
     topics: [TOPIC.routed],
     batchWaitMs: rt.config.ATTEMPTS_BATCH_WAIT_MS,
     fetchMaxBytes: rt.config.ATTEMPTS_FETCH_MAX_BYTES,
@@ -221,7 +221,7 @@ function consumeAttempts({ rt, store, letters, events, onHealth }: StoreDeps): P
     await onHealth(await health.apply(added, config.ALERT_CONSECUTIVE_FAILURE_COUNT));
   }
   return rt.bus.consume<AttemptRecord>({
-    groupId: 'attempts',
+    groupId: GROUP.attempts,
     topics: [TOPIC.attempts],
     batchWaitMs: config.ATTEMPTS_BATCH_WAIT_MS,
     fetchMaxBytes: config.ATTEMPTS_FETCH_MAX_BYTES,

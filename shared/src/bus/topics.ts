@@ -108,14 +108,17 @@ export const TOPIC = {
 };
 
 /**
- * The consumer groups whose names more than one module needs (each without the deployment prefix,
- * which the bus adds): the router's, each sender type's and the retry scheduler's, read by their
- * services and by what watches their lag (the gateway's admission bound, key rotation's check).
+ * The consumer groups whose lag matters (each without the deployment prefix, which the bus adds),
+ * read by their services and by what watches their lag: the gateway's admission bound, key
+ * rotation's check and the autoscalers in infra/k8s. The sender's destination-changes reader is a
+ * broadcast (one group per instance, never lagging), so it is not here.
  */
 export const GROUP = {
   router: 'router',
   sender: (type: DestinationType) => `sender-${type}`,
   retryScheduler: 'retry-scheduler',
+  attempts: 'attempts',
+  attemptsRouted: 'attempts-routed',
 } as const;
 
 /** Every topic the service creates at start-up. */
