@@ -66,7 +66,9 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
     API_PORT: String(port),
     TOPICS: 'order.paid',
     RETRY_SCHEDULE: '60',
-    DELIVERY_TIMEOUT_SECONDS: '5',
+    // Each type's first delivery loads its SDK and opens its connection: seconds on a loaded host,
+    // and a timeout here would wait out the 60 s retry.
+    DELIVERY_TIMEOUT_SECONDS: '20',
   });
   await startService(t, 'attempts', env);
   await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
@@ -138,14 +140,18 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
   t.test('pubsub: the subscription receives every event with its attributes', async (t) => {
     const got: Array<{ data: string; attributes: Record<string, string> }> = [];
     const subscription = 'projects/switchyard-e2e/subscriptions/orders-sub';
-    await waitFor('pubsub messages', async () => {
-      const [res] = await subscriber.pull({ subscription, maxMessages: 10 });
-      for (const m of res.receivedMessages ?? [])
-        got.push({ data: Buffer.from(m.message?.data ?? '').toString(), attributes: { ...m.message?.attributes } });
-      const ackIds = (res.receivedMessages ?? []).map((m) => m.ackId as string);
-      if (ackIds.length) await subscriber.acknowledge({ subscription, ackIds });
-      return got.length >= 3;
-    });
+    await waitFor(
+      'pubsub messages',
+      async () => {
+        const [res] = await subscriber.pull({ subscription, maxMessages: 10 });
+        for (const m of res.receivedMessages ?? [])
+          got.push({ data: Buffer.from(m.message?.data ?? '').toString(), attributes: { ...m.message?.attributes } });
+        const ackIds = (res.receivedMessages ?? []).map((m) => m.ackId as string);
+        if (ackIds.length) await subscriber.acknowledge({ subscription, ackIds });
+        return got.length >= 3;
+      },
+      60_000,
+    );
     t.same(
       got.map((m) => JSON.parse(m.data)).sort((a, b) => a.order - b.order),
       events.map((e) => e.data),
@@ -158,7 +164,7 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
   });
 
   t.test('servicebus: the queue receives every event as JSON with application properties', async (t) => {
-    const got = await sbPeer.waitFor('orders', 3, 30_000);
+    const got = await sbPeer.waitFor('orders', 3, 60_000);
     t.same(
       got.map((m) => JSON.parse(String(m.body))).sort((a, b) => a.order - b.order),
       events.map((e) => e.data),
@@ -189,7 +195,7 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
         });
       },
     });
-    await waitFor('kafka records', () => got.length >= 3, 30_000);
+    await waitFor('kafka records', () => got.length >= 3, 60_000);
     t.same(
       got.map((m) => JSON.parse(m.value)).sort((a, b) => a.order - b.order),
       events.map((e) => e.data),
@@ -208,7 +214,7 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
         const r = await api<{ models: Attempt[] }>('GET', '/api/v1/tenants/shop/attempts?limit=100');
         return r.body.models.length >= 18 ? r.body.models : null;
       },
-      30_000,
+      60_000,
     );
     const of = (d: string) => attempts.filter((a) => a.destination_id === d);
     for (const d of [pubsub, servicebus, kafkaDest])

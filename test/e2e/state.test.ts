@@ -31,7 +31,10 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     API_PORT: String(port),
     TOPICS: 'user.created,order.paid',
     KAFKA_PARTITIONS: '2',
-    RETRY_SCHEDULE: '2,2,2',
+    // The first retry 6 s after a failure: the window in which the tests below see the first
+    // attempt through the API and change the destination or cancel, before the retry. 2 s was too
+    // short on a loaded host.
+    RETRY_SCHEDULE: '6,2,2',
     DELIVERY_TIMEOUT_SECONDS: '2',
     // sqs has no sender here: its deliveries wait (the pending listing says why).
     SENDER_TYPES: 'webhook',
