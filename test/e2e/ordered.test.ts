@@ -105,7 +105,10 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     },
     120_000,
   );
-  t.match(blocked, { ordered: true, blocked: { event_id: ids.get(13), attempt_number: 1 } }, 'the blocking event and its attempt');
+  t.match(blocked, { ordered: true, blocked: { event_id: ids.get(13) } }, 'the blocking event');
+  // Its first or second try (a loaded host may read the endpoint after the retry 3 s later); either
+  // way the third and last is still to come, so the kill below lands while it blocks.
+  t.ok([1, 2].includes(blocked.blocked?.attempt_number ?? 0), `blocked at attempt ${blocked.blocked?.attempt_number} of 3`);
   t.ok((blocked.blocked as { waiting: number }).waiting > 0, `deliveries wait behind it (${blocked.blocked?.waiting})`);
   t.notOk(
     arrivals('/ordered').some((n) => n > 13),
