@@ -150,7 +150,7 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     return a.length >= 3 ? a : null;
   });
   t.same(three.map((a) => `${a.attempt_number}:${a.status}`).sort(), ['1:failed', '2:failed', '3:success'], 'one attempt per try of 3');
-  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null }, 'nothing blocks it any more');
+  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null, waiting: 0 }, 'nothing blocks it any more');
 
   // A manual retry of an old event is delivered again, out of order.
   const before = rx.requests.length;
