@@ -105,7 +105,9 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     },
     120_000,
   );
-  t.match(blocked, { ordered: true, blocked: { event_id: ids.get(13), attempt_number: 1 } }, 'the blocking event and its attempt');
+  t.match(blocked, { ordered: true, blocked: { event_id: ids.get(13) } }, 'the blocking event');
+  // Its first try, or its first retry (3 s later) on a loaded machine; its last retry is 8 s after that.
+  t.ok([1, 2].includes(blocked.blocked?.attempt_number as number), `its failed attempt (${blocked.blocked?.attempt_number})`);
   t.ok((blocked.blocked as { waiting: number }).waiting > 0, `deliveries wait behind it (${blocked.blocked?.waiting})`);
   t.notOk(
     arrivals('/ordered').some((n) => n > 13),
@@ -117,11 +119,15 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
 
   await untilCount('the ordered destination, all twenty', () => distinct('/ordered'), 20);
   const all = arrivals('/ordered');
-  // At least once: a delivery made again after a crash may come after later ones (a receiver drops
-  // it by its webhook-id); what ordering promises is that no event is first delivered before an
-  // earlier one.
+  // At least once: a delivery made as the process died may come again, right after itself (a
+  // receiver drops it by its webhook-id); no event is first delivered before an earlier one.
   const firsts = all.filter((n, i) => all.indexOf(n) === i);
   t.ok(inOrder(firsts), `first deliveries in publish order across the kill (${all.join(',')})`);
+  // Embedded, the router dies too and routes its last events again; those repeats are skipped.
+  t.ok(
+    all.every((n, i) => i === 0 || n >= (all[i - 1] as number)),
+    `no event again after a later one (${all.join(',')})`,
+  );
   t.equal(all.filter((n) => n === 13).length >= 3, true, '13 was tried at least three times (the first attempt and two retries)');
   const lastOf13 = all.lastIndexOf(13);
   t.ok(

@@ -24,9 +24,12 @@
  * delivery, never cached: a spill another sender wrote is seen at once.
  *
  * A crash also makes the records after the last committed offset come again, some of them delivered
- * already. Each ordered delivery that ends writes its record's offset (`ordered_positions`) before
- * the next one starts; a record at or below it is skipped (`skip`). The position is read once per
- * destination per process and then kept in memory (it only grows). A direct delivery costs two round
+ * already, and a router that crashed routes its last events again, as new records after later ones.
+ * Each ordered delivery that ends writes its record's offset and its event's place in the events
+ * topic (`ordered_positions`) before the next one starts; a record at or below the first, or whose
+ * event is at or before the second, is skipped (`skip`). A scheduled event's delivery comes from the
+ * retry tiers when due, after later events, so its event's place neither skips it nor moves. The
+ * position is read once per destination per process and then kept in memory (it only grows). A direct delivery costs two round
  * trips to Postgres (the spill and block read, the position written); a spilled one its append, and
  * in the drain its read (a page at a time), its position and its removal.
  *
@@ -66,6 +69,18 @@ export interface Position {
   offset: string;
 }
 
+/** The last ordered delivery of a destination that ended: its record, and its event's place in the events topic. */
+export interface Ended {
+  topic: string;
+  partition: number;
+  offset: bigint;
+  event: { partition: number; offset: bigint } | null;
+}
+
+/** Where `d`'s event was in the events topic, when it says and that is its place in the order (not a scheduled event's). */
+const eventAt = (d: DeliveryRecord) =>
+  d.event_position && !d.event.deliver_at ? { partition: d.event_position.partition, offset: BigInt(d.event_position.offset) } : null;
+
 /** One ordered destination. */
 export interface Dest {
   tenant_id: string;
@@ -89,8 +104,8 @@ export interface OrderedStore {
   clear(d: DeliveryRecord): Promise<void>;
   /** Nothing blocks the destination unless it has a spill (a block left by a crash goes). */
   unblock(dest: Dest): Promise<void>;
-  /** The offset of the last delivery of `d`'s destination that ended, in `at`'s topic and partition; null: none known. */
-  position(d: DeliveryRecord, at: Position): Promise<bigint | null>;
+  /** Where the last delivery of `d`'s destination that ended was (its record and its event); null: none known. */
+  position(d: DeliveryRecord): Promise<Ended | null>;
   /** Records that the delivery at `at` ended. */
   ended(d: DeliveryRecord, at: Position): Promise<void>;
   /** Appends `d` (at `at`) to its destination's spill; false when it was there already. */
@@ -190,15 +205,49 @@ export function createOrderedStore(db: Knex): OrderedStore {
         [dest.tenant_id, dest.destination_id],
       );
     },
-    async position(d, at) {
-      const row = (await db('ordered_positions').where(where(d)).first('topic', 'partition', 'offset')) as
-        | { topic: string; partition: number; offset: string | number }
+    async position(d) {
+      const row = (await db('ordered_positions')
+        .where(where(d))
+        .first('topic', 'partition', 'offset', 'event_partition', 'event_offset')) as
+        | {
+            topic: string;
+            partition: number;
+            offset: string | number;
+            event_partition: number | null;
+            event_offset: string | number | null;
+          }
         | undefined;
-      return row && row.topic === at.topic && row.partition === at.partition ? BigInt(row.offset) : null;
+      if (!row) return null;
+      const event =
+        row.event_partition !== null && row.event_offset !== null
+          ? { partition: row.event_partition, offset: BigInt(row.event_offset) }
+          : null;
+      return { topic: row.topic, partition: row.partition, offset: BigInt(row.offset), event };
     },
     async ended(d, at) {
-      const row = { ...where(d), topic: at.topic, partition: at.partition, offset: at.offset };
-      await db('ordered_positions').insert(row).onConflict(['tenant_id', 'destination_id']).merge(row);
+      const ev = eventAt(d);
+      // The event's place only grows within its partition; a delivery without one keeps the last.
+      await db.raw(
+        `INSERT INTO ordered_positions (tenant_id, destination_id, topic, partition, "offset", event_partition, event_offset)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_id, destination_id) DO UPDATE SET
+           topic = excluded.topic, partition = excluded.partition, "offset" = excluded."offset",
+           event_partition = coalesce(excluded.event_partition, ordered_positions.event_partition),
+           event_offset = CASE
+             WHEN excluded.event_offset IS NULL THEN ordered_positions.event_offset
+             WHEN ordered_positions.event_partition = excluded.event_partition
+               THEN greatest(ordered_positions.event_offset, excluded.event_offset)
+             ELSE excluded.event_offset END`,
+        [
+          d.destination.tenant_id,
+          d.destination.id,
+          at.topic,
+          at.partition,
+          at.offset,
+          ev?.partition ?? null,
+          ev === null ? null : String(ev.offset),
+        ],
+      );
     },
     spill: (d, at) => append(db, d, at),
     spillBlocked(d, at, attemptNumber, next) {
@@ -310,29 +359,38 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   const owner = newId();
   const closing = new AbortController();
   // Positions known here, by destination (they only grow; a stale one skips less, never more).
-  const positions = new Map<string, { topic: string; partition: number; offset: bigint }>();
+  const positions = new Map<string, Ended>();
   const drains = new Map<string, Drain>();
   // A drain that ended here gives up its lease before the next one of its destination claims it.
   const releasing = new Map<string, Promise<void>>();
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
 
-  /** True for an ordered destination's delivery that already ended before a crash (at or below its position): nothing to do. */
+  /**
+   * True for an ordered destination's delivery that already ended: its record at or below the last
+   * one that ended (read again after a crash), or its event at or before the last one's in the events
+   * topic (routed again by a router that crashed: a new record, after later ones). Nothing to do.
+   */
   const skip = async (d: DeliveryRecord, at: Position): Promise<boolean> => {
     if (!isOrdered(d) || d.manual) return false;
     const k = keyOf(destOf(d));
     let known = positions.get(k);
-    if (!known || known.topic !== at.topic || known.partition !== at.partition) {
-      const offset = await store.position(d, at);
-      known = { topic: at.topic, partition: at.partition, offset: offset ?? -1n };
+    if (!known) {
+      known = (await store.position(d)) ?? { topic: at.topic, partition: at.partition, offset: -1n, event: null };
       positions.set(k, known);
     }
-    return BigInt(at.offset) <= known.offset;
+    if (known.topic === at.topic && known.partition === at.partition && BigInt(at.offset) <= known.offset) return true;
+    const ev = eventAt(d);
+    return ev !== null && known.event !== null && known.event.partition === ev.partition && ev.offset <= known.event.offset;
   };
 
   const ended = async (d: DeliveryRecord, at: Position) => {
     // Before the next delivery of the destination starts: after a crash, this one is not made again.
     await store.ended(d, at);
-    positions.set(keyOf(destOf(d)), { topic: at.topic, partition: at.partition, offset: BigInt(at.offset) });
+    const k = keyOf(destOf(d));
+    const before = positions.get(k)?.event ?? null;
+    const ev = eventAt(d);
+    const event = ev === null ? before : before && before.partition === ev.partition && before.offset > ev.offset ? before : ev;
+    positions.set(k, { topic: at.topic, partition: at.partition, offset: BigInt(at.offset), event });
   };
 
   /** The drain of `dest` in this process, started if there is none. */

@@ -19,6 +19,10 @@ export async function up(knex: Knex): Promise<void> {
     PRIMARY KEY (tenant_id, destination_id, topic, partition, "offset")
   )`);
   await knex.raw('CREATE INDEX ordered_spill_type ON ordered_spill (type)');
+  // The event of the last ordered delivery that ended: where the router read it in the events topic.
+  // A router that crashed routes its last events again, as new delivery records after later ones;
+  // the sender skips them by this (their record offsets are past the position).
+  await knex.raw('ALTER TABLE ordered_positions ADD COLUMN event_partition integer, ADD COLUMN event_offset bigint');
   // Which sender drains a destination's spill, until when (renewed while it drains): one at a time.
   await knex.raw(`CREATE TABLE ordered_drains (
     tenant_id text NOT NULL,
@@ -32,4 +36,5 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP TABLE ordered_drains');
   await knex.raw('DROP TABLE ordered_spill');
+  await knex.raw('ALTER TABLE ordered_positions DROP COLUMN event_partition, DROP COLUMN event_offset');
 }
