@@ -127,8 +127,14 @@ export const metrics = {
   }),
   orderedRetries: new client.Counter({
     name: 'switchyard_ordered_retries_total',
-    help: "Failed tries of an ordered destination's delivery retried in place, by destination type: each one blocks the destination's later deliveries until its retry.",
+    help: "Failed tries of an ordered destination's delivery that are retried by its sender, by destination type: each one blocks the destination's later deliveries until its retry.",
     labelNames: ['type'] as const,
+    registers: [registry],
+  }),
+  orderedSpill: new client.Counter({
+    name: 'switchyard_ordered_spilled_deliveries_total',
+    help: "Deliveries of blocked ordered destinations, by destination type and stage: spilled (written to the destination's spill in Postgres, off its delivery partition) or drained (made from the spill, then removed). Spilled minus drained is what waits in spills.",
+    labelNames: ['type', 'stage'] as const,
     registers: [registry],
   }),
   scheduledDeliveries: new client.Counter({

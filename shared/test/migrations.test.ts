@@ -128,3 +128,30 @@ t.test('005 adds events.payload_bytes, NULL on the rows already there; down drop
   await db.migrate.down({ name: '005_event_payload_bytes' });
   t.notOk(await db.schema.hasColumn('events', 'payload_bytes'), 'gone after down');
 });
+
+t.test('014 adds the ordered spill: one row per record position, in partition order; down drops it', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  const row = (offset: number, event_id: string) => ({
+    tenant_id: 't',
+    destination_id: 'd',
+    topic: 'deliveries.webhook',
+    partition: 0,
+    offset,
+    type: 'webhook',
+    event_id,
+    delivery: '{}',
+  });
+  await db('ordered_spill').insert([row(10, 'b'), row(9, 'a')]);
+  // A record appended again (read again after a crash) is the row already there.
+  await db('ordered_spill').insert(row(9, 'a')).onConflict(['tenant_id', 'destination_id', 'topic', 'partition', 'offset']).ignore();
+  const rows = (await db('ordered_spill').orderBy('offset').select('event_id')) as { event_id: string }[];
+  t.same(
+    rows.map((r) => r.event_id),
+    ['a', 'b'],
+  );
+  await db('ordered_drains').insert({ tenant_id: 't', destination_id: 'd', owner: 'x', until: new Date() });
+  await db.migrate.down({ name: '014_ordered_spill' });
+  t.notOk(await db.schema.hasTable('ordered_spill'), 'spill gone after down');
+  t.notOk(await db.schema.hasTable('ordered_drains'), 'drains gone after down');
+});

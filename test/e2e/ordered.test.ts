@@ -120,11 +120,15 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
 
   await untilCount('the ordered destination, all twenty', () => distinct('/ordered'), 20);
   const all = arrivals('/ordered');
-  // At least once: a delivery made again after a crash may come after later ones (a receiver drops
-  // it by its webhook-id); what ordering promises is that no event is first delivered before an
-  // earlier one.
+  // At least once: a delivery made as the process died may come again, right after itself (a
+  // receiver drops it by its webhook-id); no event is first delivered before an earlier one.
   const firsts = all.filter((n, i) => all.indexOf(n) === i);
   t.ok(inOrder(firsts), `first deliveries in publish order across the kill (${all.join(',')})`);
+  // Embedded, the router dies too and routes its last events again; those repeats are skipped.
+  t.ok(
+    all.every((n, i) => i === 0 || n >= (all[i - 1] as number)),
+    `no event again after a later one (${all.join(',')})`,
+  );
   t.equal(all.filter((n) => n === 13).length >= 3, true, '13 was tried at least three times (the first attempt and two retries)');
   const lastOf13 = all.lastIndexOf(13);
   t.ok(
@@ -153,7 +157,7 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     return a.length >= 3 ? a : null;
   });
   t.same(three.map((a) => `${a.attempt_number}:${a.status}`).sort(), ['1:failed', '2:failed', '3:success'], 'one attempt per try of 3');
-  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null }, 'nothing blocks it any more');
+  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null, waiting: 0 }, 'nothing blocks it any more');
 
   // A manual retry of an old event is delivered again, out of order.
   const before = rx.requests.length;

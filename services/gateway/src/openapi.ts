@@ -141,21 +141,26 @@ export const MODELS = {
   DestinationList: { type: 'array', items: ref('Destination') },
   DestinationOrder: {
     type: 'object',
-    required: ['ordered', 'blocked'],
-    description: 'An ordered destination’s delivery order now: what blocks it, as its sender last wrote it.',
+    required: ['ordered', 'blocked', 'waiting'],
+    description: 'An ordered destination’s delivery order now: what blocks it and what waits in its spill, as its sender last wrote them.',
     properties: {
       ordered: { type: 'boolean' },
       blocked: {
         type: ['object', 'null'],
-        description: 'The delivery retried in place while later ones wait behind it; null: nothing blocks the destination.',
+        description: 'The delivery being retried while later ones wait behind it; null: nothing blocks the destination.',
         required: ['event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since'],
         properties: {
           event_id: { type: 'string' },
           attempt_number: { type: 'integer', description: 'Its last failed attempt.' },
           next_attempt_at: dateTime,
-          waiting: { type: 'integer', description: 'Deliveries its sender holds waiting behind it (refreshed every few seconds).' },
+          waiting: { type: 'integer', description: 'Deliveries waiting behind it in the destination’s spill (as `waiting` below).' },
           since: { ...dateTime, description: 'When this event started blocking the destination.' },
         },
+      },
+      waiting: {
+        type: 'integer',
+        description:
+          'Deliveries waiting in the destination’s spill for their turn, the blocking one left out: written there while it is blocked, made in order once it is not.',
       },
     },
   },

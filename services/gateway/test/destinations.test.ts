@@ -244,26 +244,45 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     t.equal((await call('GET', url)).body.ordered, true, 'stored');
     r = await call('PATCH', url, { topics: ['user.created'] });
     t.equal(r.body.ordered, true, 'omitted: unchanged');
-    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null }, 'nothing blocks it');
-    // What a sender writes while a delivery of it is retried in place.
+    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null, waiting: 0 }, 'nothing blocks it');
+    // What a sender writes while a delivery of it blocks: its block, and it and the later ones in the spill.
     await db('ordered_blocks').insert({
       tenant_id: 'acme',
       destination_id: 'ord',
       event_id: 'ev1',
       attempt_number: 2,
       next_attempt_at: new Date('2030-01-01T00:00:00Z'),
-      waiting: 7,
+      waiting: 0,
     });
+    const spilled = (offset: number, event_id: string) => ({
+      tenant_id: 'acme',
+      destination_id: 'ord',
+      topic: 'deliveries.webhook',
+      partition: 0,
+      offset,
+      type: 'webhook',
+      event_id,
+      delivery: '{}',
+    });
+    await db('ordered_spill').insert([spilled(5, 'ev1'), spilled(6, 'ev2'), spilled(9, 'ev3')]);
     const order = (await call('GET', `${url}/order`)).body;
     t.match(order, {
       ordered: true,
-      blocked: { event_id: 'ev1', attempt_number: 2, next_attempt_at: '2030-01-01T00:00:00.000Z', waiting: 7 },
+      blocked: { event_id: 'ev1', attempt_number: 2, next_attempt_at: '2030-01-01T00:00:00.000Z', waiting: 2 },
+      waiting: 2,
     });
     t.ok(Date.parse(order.blocked.since) > 0, 'since when');
+    await db('ordered_blocks').where({ tenant_id: 'acme', destination_id: 'ord' }).delete();
+    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null, waiting: 3 }, 'unblocked, its spill draining');
     r = await call('PATCH', url, { ordered: false });
     t.equal(r.status, 200);
     t.notOk('ordered' in r.body, 'false: absent from the view');
-    t.same((await call('GET', `${url}/order`)).body, { ordered: false, blocked: null });
+    t.same(
+      (await call('GET', `${url}/order`)).body,
+      { ordered: false, blocked: null, waiting: 3 },
+      'switched off: the spill still drains in order',
+    );
+    await db('ordered_spill').where({ tenant_id: 'acme', destination_id: 'ord' }).delete();
     for (const bad of ['yes', { on: true }]) {
       const refused = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, ordered: bad });
       t.equal(refused.status, 422, `refused: ${JSON.stringify(bad)}`);

@@ -72,13 +72,15 @@ export function createRouter(deps: RouterDeps) {
     const deliveries: DeliveryRecord[] = [];
     const routed: RoutedRecord[] = [];
     const duplicates: EventRecord[] = [];
-    known.forEach(({ event }, i) => {
+    known.forEach(({ event, record }, i) => {
       if (!allowed.has(i)) {
         duplicates.push(event);
         return;
       }
       const { matched, disabled } = selectDestinations(event, byTenant.get(event.tenant_id) ?? []);
-      for (const d of matched) deliveries.push({ event, destination: d.snapshot, attempt_number: 1, manual: false });
+      // The event's own place, so that a sender can tell a routing of it again after a crash (ordered destinations).
+      const event_position = { partition: record.partition, offset: record.offset };
+      for (const d of matched) deliveries.push({ event, destination: d.snapshot, attempt_number: 1, manual: false, event_position });
       routed.push({ event, matched_destination_ids: matched.map((d) => d.id), skipped_destination_ids: disabled.map((d) => d.id) });
     });
     await deps.emit({ deliveries, routed, deadLetters });

@@ -23,7 +23,7 @@ import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate, type RateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
-import { createOrderedBlocks, createOrderedDelivery, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
+import { createOrderedDelivery, createOrderedStore, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {
@@ -137,7 +137,7 @@ interface DeliveryDeps {
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
   /** Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts). */
   rateGate: RateGate;
-  /** Ordered destinations: one delivery at a time, a failed one retried in place (controls/ordered.ts). */
+  /** Ordered destinations: one delivery at a time; a blocked one's deliveries spilled and drained (controls/ordered.ts). */
   inOrder: OrderedDelivery;
 }
 
@@ -188,7 +188,9 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
   });
   // The retry this attempt may schedule is a child of its span: one trace across the tiers.
   const run = (trace?: Record<string, string>) =>
-    isOrdered(record.value) && !record.value.manual ? deps.inOrder.deliver(record.value, trace, record) : deps.handle(record.value, trace);
+    isOrdered(record.value) && !record.value.manual
+      ? deps.inOrder.deliver(record.value, trace, record, (h) => span && deps.attemptHeaders.set(h.attempt, span.headers()))
+      : deps.handle(record.value, trace);
   const handled = span ? await endOnError(span, run(span.headers())) : await run();
   const { attempt, write } = handled;
   if (span) {
@@ -232,8 +234,12 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     onKeyBacklog: (record, stalledMs) => deps.scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
     orderedKey: (record) => isOrdered(record.value),
     async handle(record) {
-      // An ordered destination's delivery that already ended before a crash: not made again.
-      if (isOrdered(record.value) && (await deps.inOrder.skip(record.value, record))) return async () => {};
+      if (isOrdered(record.value)) {
+        // An ordered destination's delivery that already ended before a crash: not made again.
+        if (await deps.inOrder.skip(record.value, record)) return async () => {};
+        // Its destination is blocked (it has a spill): appended there, made by the spill's drain.
+        if (await deps.inOrder.spills(record)) return async () => {};
+      }
       // Not its destination's turn yet: parked until about then, no attempt made.
       if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
       return deliverOne(deps, type, record);
@@ -301,12 +307,13 @@ export async function start(rt: Runtime): Promise<Service> {
     },
     timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
   });
-  const closing = new AbortController();
   const inOrder = createOrderedDelivery({
     handle,
-    waiting: (d) => deliveryConsumers.get(d.destination.type)?.queued(d.destination.id) ?? 0,
-    blocks: createOrderedBlocks(rt.db),
-    signal: closing.signal,
+    turn: (d) => rateGate.parked(d),
+    written: (d, h) => recordAttempt(deliveryDeps, d.destination.type, h),
+    store: createOrderedStore(rt.db),
+    types,
+    log: logger,
   });
   const deliveryDeps: DeliveryDeps = { rt, handle, scheduler, attemptHeaders: output.attemptHeaders, summary, rateGate, inOrder };
   for (const type of types) {
@@ -331,8 +338,7 @@ export async function start(rt: Runtime): Promise<Service> {
       clearInterval(sweep);
       clearInterval(presence);
       rateGate.close();
-      closing.abort(new Error('the sender is closing'));
-      await Promise.all(consumers.map((c) => c.close()));
+      await Promise.all([inOrder.close(), ...consumers.map((c) => c.close())]);
       await Promise.all(Object.values(senders).map((s) => s.close()));
       await agent.close();
       summary.stop();

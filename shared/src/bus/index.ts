@@ -147,8 +147,6 @@ export interface KeyedConsumer extends BusConsumer {
    * rather than `handle`; 0 otherwise, and for keys of partitions another instance consumes.
    */
   divertsNow(key: string): number;
-  /** Records of `key` waiting here for its slot (an ordered destination's deliveries behind the one running). */
-  queued(key: string): number;
 }
 
 export interface Bus {

@@ -178,7 +178,6 @@ export async function consume<T>(ctx: EmbeddedContext, o: ConsumeOptions<T>): Pr
   let closing: Promise<void> | null = null;
   const handle: KeyedConsumer = {
     divertsNow: (key) => run.dispatch.divertsNow(key),
-    queued: (key) => run.dispatch.limiter.queued(key),
     close() {
       closing ??= (async () => {
         abort.abort();

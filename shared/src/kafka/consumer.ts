@@ -220,7 +220,6 @@ export async function consume<T>(ctx: KafkaContext, o: ConsumeOptions<T>): Promi
   await joined;
   const handle: KeyedConsumer = {
     divertsNow: (key) => run.dispatch.divertsNow(key),
-    queued: (key) => run.dispatch.limiter.queued(key),
     async close() {
       if (run.closing) return;
       run.closing = true;

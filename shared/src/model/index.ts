@@ -70,6 +70,12 @@ export interface DeliveryRecord {
   due_at?: string;
   /** Times in a row this delivery was parked, without an attempt, because its destination was stalled. */
   parked?: number;
+  /**
+   * Where the router read its event in the events topic. The same for every delivery the event
+   * gets, also when a router that crashed routes it again: an ordered destination's sender skips
+   * such a repeat by it (controls/ordered.ts). Absent on deliveries routed before it was added.
+   */
+  event_position?: { partition: number; offset: string };
 }
 
 /** Where the router sent one event (shared/schemas/routed.schema.json). */

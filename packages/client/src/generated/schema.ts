@@ -908,17 +908,17 @@ export interface components {
             ordered?: boolean;
         };
         DestinationList: components["schemas"]["Destination"][];
-        /** @description An ordered destination’s delivery order now: what blocks it, as its sender last wrote it. */
+        /** @description An ordered destination’s delivery order now: what blocks it and what waits in its spill, as its sender last wrote them. */
         DestinationOrder: {
             ordered: boolean;
-            /** @description The delivery retried in place while later ones wait behind it; null: nothing blocks the destination. */
+            /** @description The delivery being retried while later ones wait behind it; null: nothing blocks the destination. */
             blocked: {
                 event_id: string;
                 /** @description Its last failed attempt. */
                 attempt_number: number;
                 /** Format: date-time */
                 next_attempt_at: string;
-                /** @description Deliveries its sender holds waiting behind it (refreshed every few seconds). */
+                /** @description Deliveries waiting behind it in the destination’s spill (as `waiting` below). */
                 waiting: number;
                 /**
                  * Format: date-time
@@ -926,6 +926,8 @@ export interface components {
                  */
                 since: string;
             } | null;
+            /** @description Deliveries waiting in the destination’s spill for their turn, the blocking one left out: written there while it is blocked, made in order once it is not. */
+            waiting: number;
         };
         Event: {
             id: string;
@@ -2057,7 +2059,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description An ordered destination’s delivery order now: what blocks it, as its sender last wrote it. */
+            /** @description An ordered destination’s delivery order now: what blocks it and what waits in its spill, as its sender last wrote them. */
             200: {
                 headers: {
                     [name: string]: unknown;

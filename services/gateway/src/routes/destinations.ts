@@ -311,7 +311,7 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
   );
 }
 
-/** GET /destinations/{id}/order: an ordered destination's blocking delivery and the deliveries waiting behind it (services/sender/src/controls/ordered.ts). */
+/** GET /destinations/{id}/order: an ordered destination's blocking delivery and the deliveries waiting in its spill (services/sender/src/controls/ordered.ts). */
 function orderRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
   app.get(
     '/destinations/:destination_id/order',
@@ -325,25 +325,30 @@ function orderRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
     },
     async (req: TenantReq) => {
       const d = await load(deps, req);
-      const row = d.ordered
-        ? ((await deps
-            .db('ordered_blocks')
-            .where({ tenant_id: d.tenant_id, destination_id: d.id })
-            .first('event_id', 'attempt_number', 'next_attempt_at', 'waiting', 'since')) as
-            | { event_id: string; attempt_number: number; next_attempt_at: Date; waiting: number; since: Date }
-            | undefined)
-        : undefined;
+      // Read whatever `ordered` says now: a destination switched off while blocked still drains its spill in order.
+      const res = await deps.db.raw(
+        `SELECT b.event_id, b.attempt_number, b.next_attempt_at, b.since,
+                (SELECT count(*) FROM ordered_spill s
+                  WHERE s.tenant_id = ? AND s.destination_id = ? AND s.event_id IS DISTINCT FROM b.event_id) AS waiting
+           FROM (SELECT 1) one LEFT JOIN ordered_blocks b ON b.tenant_id = ? AND b.destination_id = ?`,
+        [d.tenant_id, d.id, d.tenant_id, d.id],
+      );
+      const row = (
+        res.rows as Array<{ event_id: string | null; attempt_number: number; next_attempt_at: Date; since: Date; waiting: string | number }>
+      )[0];
+      const waiting = Number(row?.waiting ?? 0);
       return {
         ordered: d.ordered === true,
-        blocked: row
+        blocked: row?.event_id
           ? {
               event_id: row.event_id,
               attempt_number: row.attempt_number,
               next_attempt_at: new Date(row.next_attempt_at).toISOString(),
-              waiting: row.waiting,
+              waiting,
               since: new Date(row.since).toISOString(),
             }
           : null,
+        waiting,
       };
     },
   );

@@ -90,6 +90,7 @@ export function OrderedForm({ d, onSaved }: { d: Destination; onSaved: (d: Desti
     refetchInterval: 5000,
   });
   const blocked = order.data?.blocked;
+  const waiting = order.data?.waiting ?? 0;
   const submit = (e: FormEvent) => {
     e.preventDefault();
     save.mutate(ordered);
@@ -119,7 +120,9 @@ export function OrderedForm({ d, onSaved }: { d: Destination; onSaved: (d: Desti
         <p className="help" role="status">
           {blocked
             ? `Blocked by event ${blocked.event_id} (attempt ${blocked.attempt_number} failed; next try ${new Date(blocked.next_attempt_at).toLocaleString()}); ${blocked.waiting} waiting behind it.`
-            : 'Nothing is blocking this destination.'}
+            : waiting
+              ? `Nothing is blocking this destination; ${waiting} waiting in its queue, being delivered in order.`
+              : 'Nothing is blocking this destination.'}
         </p>
       ) : null}
     </section>

@@ -5,37 +5,53 @@
  * runs such a key one record at a time and never parks its records (orderedKey; KeyedLimiter.pin in
  * shared/src/bus/inflight.ts), and the rate gate never parks them either.
  *
- * A failed try is not handed to the retry tiers (the next delivery would pass it): its attempt is
- * written, and the delivery is tried again here after the usual backoff, holding its destination's
- * slot, one attempt recorded per try. Its offset stays uncommitted meanwhile, so after a kill -9 the
- * same delivery comes first again; what it had reached (`ordered_blocks`, below) lets it go on with
- * its attempt numbers and backoff rather than start over. It ends once it succeeds, its retries are
- * exhausted or it is not retryable (the failed attempt is final and visible as such), or it is
- * canceled (destination disabled, deleted, pending deliveries canceled): then the next one goes.
+ * A delivery that fails and is due a retry is not handed to the retry tiers (the next delivery would
+ * pass it), nor retried where it is (its later records would wait in the partition, taking the slots
+ * of every destination there). It goes to its destination's spill (`ordered_spill`), with its block
+ * (`ordered_blocks`: the event, its failed attempt, its next try), in one transaction, and its record
+ * is done. While a destination has a spill, every later record of it is appended there too (by its
+ * position in the partition, so appending one again after a crash is a no-op) and done at once: a
+ * blocked destination holds none of its partition's slots. A drain takes the spill in partition order,
+ * one delivery at a time: a failed try is retried after the usual backoff (one attempt recorded per
+ * try), the destination's next delivery waiting, until it succeeds, its retries are exhausted or it
+ * is not retryable (the failed attempt is final), or it is canceled; then the next. Once the spill is
+ * empty, records are delivered straight from the partition again.
  *
- * While one is retried in place, `ordered_blocks` says which event blocks the destination, its
- * attempt number, its next try and how many deliveries wait behind it (refreshed every
- * REFRESH_MS while it waits): the gateway answers it (GET .../destinations/{id}/order).
+ * One drain per destination at a time, across senders: a lease (`ordered_drains`), renewed while it
+ * drains. A sender starts one when it spills, when a record finds a spill, and for spills no drain
+ * holds (looked for every ORPHANS_MS: after a kill -9 or a rebalance, no record may come to point at
+ * them). Whether a destination has a spill is read from Postgres with its block before each direct
+ * delivery, never cached: a spill another sender wrote is seen at once.
  *
  * A crash also makes the records after the last committed offset come again, some of them delivered
- * already. Each ordered delivery that ends writes its record's offset (`ordered_positions`) before
- * the next one starts; a record at or below it is skipped (`skip`), so the receiver never sees an
- * earlier event again behind a later one. Only the delivery that ended as the process died may come
- * twice (right after itself, in order). The position is read once per destination per process and
- * then kept in memory (it only grows). An ordered delivery costs two round trips to Postgres: its
- * `ordered_blocks` row read before its first try (a retry in place after our own fault, or a
- * restart, goes on from it) and its position written once it ends.
+ * already, and a router that crashed routes its last events again, as new records after later ones.
+ * Each ordered delivery that ends writes its record's offset and its event's place in the events
+ * topic (`ordered_positions`) before the next one starts; a record at or below the first, or whose
+ * event is at or before the second, is skipped (`skip`). A scheduled event's delivery comes from the
+ * retry tiers when due, after later events, so its event's place neither skips it nor moves. The
+ * position is read once per destination per process and then kept in memory (it only grows). A direct delivery costs two round
+ * trips to Postgres (the spill and block read, the position written); a spilled one its append, and
+ * in the drain its read (a page at a time), its position and its removal.
  *
  * A manual retry of an ordered destination's event is delivered when its turn in the partition comes
- * (behind a blocked delivery, if any), out of the event's original order, and never retried in place.
+ * (behind a blocked delivery, in the spill, if any), out of the event's original order, and never
+ * retried in place.
  */
 import type { Knex } from '@switchyard/shared/db/index.ts';
+import { newId } from '@switchyard/shared/ids.ts';
+import type { Logger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import type { Handled } from '../handler.ts';
 
-/** How often a blocked destination's waiting count is written again while its delivery waits for its retry. */
-export const REFRESH_MS = 5_000;
+/** How long a drain's lease lasts unless renewed (a sender killed mid-drain holds it this long at most). */
+export const LEASE_MS = 10_000;
+/** How often a drain renews its lease. */
+const RENEW_MS = LEASE_MS / 4;
+/** How often a sender looks for spills no drain holds. */
+export const ORPHANS_MS = 5_000;
+/** Spilled deliveries a drain reads at once. */
+const PAGE = 20;
 
 /** True for a delivery whose destination keeps its order (its key runs one record at a time, never parked). */
 export const isOrdered = (d: DeliveryRecord | null | undefined): boolean => d?.destination?.ordered === true;
@@ -46,19 +62,6 @@ export interface Block {
   next_attempt_at: Date;
 }
 
-export interface OrderedBlocks {
-  /** What blocks the destination of `d` now, if anything was recorded. */
-  get(d: DeliveryRecord): Promise<Block | null>;
-  /** Records that `d`'s try `attemptNumber` failed and the next is due at `next`, with `waiting` behind it. */
-  set(d: DeliveryRecord, attemptNumber: number, next: Date, waiting: number): Promise<void>;
-  /** `d` no longer blocks its destination. */
-  clear(d: DeliveryRecord): Promise<void>;
-  /** The offset of the last delivery of `d`'s destination that ended, in `topic` and `partition`; null: none known. */
-  position(d: DeliveryRecord, at: Position): Promise<bigint | null>;
-  /** Records that the delivery at `at` ended. */
-  ended(d: DeliveryRecord, at: Position): Promise<void>;
-}
-
 /** Where a delivery record is: its topic, partition and offset. */
 export interface Position {
   topic: string;
@@ -66,54 +69,258 @@ export interface Position {
   offset: string;
 }
 
-/** The `ordered_blocks` table (migration 013). */
-export function createOrderedBlocks(db: Knex): OrderedBlocks {
-  const where = (d: DeliveryRecord) => ({ tenant_id: d.destination.tenant_id, destination_id: d.destination.id });
+/** The last ordered delivery of a destination that ended: its record, and its event's place in the events topic. */
+export interface Ended {
+  topic: string;
+  partition: number;
+  offset: bigint;
+  event: { partition: number; offset: bigint } | null;
+}
+
+/** Where `d`'s event was in the events topic, when it says and that is its place in the order (not a scheduled event's). */
+const eventAt = (d: DeliveryRecord) =>
+  d.event_position && !d.event.deliver_at ? { partition: d.event_position.partition, offset: BigInt(d.event_position.offset) } : null;
+
+/** One ordered destination. */
+export interface Dest {
+  tenant_id: string;
+  destination_id: string;
+}
+
+export interface Spilled {
+  delivery: DeliveryRecord;
+  at: Position;
+}
+
+/** What ordered delivery keeps in Postgres (migrations 013 and 014). */
+export interface OrderedStore {
+  /** Whether `d`'s destination has a spill, and what blocks it, if anything. */
+  state(d: DeliveryRecord): Promise<{ spilled: boolean; block: Block | null }>;
+  /** What blocks the destination of `d` now, if anything was recorded. */
+  get(d: DeliveryRecord): Promise<Block | null>;
+  /** Records that `d`'s try `attemptNumber` failed and the next is due at `next`. */
+  set(d: DeliveryRecord, attemptNumber: number, next: Date): Promise<void>;
+  /** `d` no longer blocks its destination. */
+  clear(d: DeliveryRecord): Promise<void>;
+  /** Nothing blocks the destination unless it has a spill (a block left by a crash goes). */
+  unblock(dest: Dest): Promise<void>;
+  /** Where the last delivery of `d`'s destination that ended was (its record and its event); null: none known. */
+  position(d: DeliveryRecord): Promise<Ended | null>;
+  /** Records that the delivery at `at` ended. */
+  ended(d: DeliveryRecord, at: Position): Promise<void>;
+  /** Appends `d` (at `at`) to its destination's spill; false when it was there already. */
+  spill(d: DeliveryRecord, at: Position): Promise<boolean>;
+  /** Appends `d` and records that its try `attemptNumber` failed (set), in one transaction. */
+  spillBlocked(d: DeliveryRecord, at: Position, attemptNumber: number, next: Date): Promise<boolean>;
+  /** The first `n` spilled deliveries of the destination, in partition order. */
+  head(dest: Dest, n: number): Promise<Spilled[]>;
+  /** Removes the spilled delivery at `at`. */
+  drop(dest: Dest, at: Position): Promise<void>;
+  /** Takes or renews the lease on draining `dest` for `owner`; false when another holds it. */
+  claim(dest: Dest, owner: string): Promise<boolean>;
+  release(dest: Dest, owner: string): Promise<void>;
+  /** Destinations of `types` with a spill and no live lease on it. */
+  orphans(types: string[]): Promise<Dest[]>;
+}
+
+const destOf = (d: DeliveryRecord): Dest => ({ tenant_id: d.destination.tenant_id, destination_id: d.destination.id });
+
+export function createOrderedStore(db: Knex): OrderedStore {
+  const where = (d: DeliveryRecord) => destOf(d);
+  const blockOf = (row: { event_id: string; attempt_number: number; next_attempt_at: Date | string }): Block => ({
+    event_id: row.event_id,
+    attempt_number: row.attempt_number,
+    next_attempt_at: new Date(row.next_attempt_at),
+  });
+  const setBlock = (q: Knex, d: DeliveryRecord, attemptNumber: number, next: Date) => {
+    // The deliveries waiting behind it: the rest of the spill.
+    const waiting = q.raw('(SELECT count(*) FROM ordered_spill WHERE tenant_id = ? AND destination_id = ? AND event_id <> ?)', [
+      d.destination.tenant_id,
+      d.destination.id,
+      d.event.id,
+    ]);
+    const row = { ...where(d), event_id: d.event.id, attempt_number: attemptNumber, next_attempt_at: next, waiting };
+    // `since` stays while the same event blocks; a new blocking event starts it again.
+    return q('ordered_blocks')
+      .insert(row)
+      .onConflict(['tenant_id', 'destination_id'])
+      .merge({
+        ...row,
+        since: q.raw('CASE WHEN ordered_blocks.event_id = excluded.event_id THEN ordered_blocks.since ELSE now() END'),
+        updated_at: q.fn.now(),
+      });
+  };
+  const append = async (q: Knex, d: DeliveryRecord, at: Position) => {
+    const row = {
+      ...where(d),
+      topic: at.topic,
+      partition: at.partition,
+      offset: at.offset,
+      type: d.destination.type,
+      event_id: d.event.id,
+      delivery: JSON.stringify(d),
+    };
+    const res = (await q('ordered_spill')
+      .insert(row)
+      .onConflict(['tenant_id', 'destination_id', 'topic', 'partition', 'offset'])
+      .ignore()) as unknown as {
+      rowCount?: number;
+    };
+    const added = (res.rowCount ?? 0) > 0;
+    if (added) metrics.orderedSpill.inc({ type: d.destination.type, stage: 'spilled' });
+    return added;
+  };
   return {
+    async state(d) {
+      const res = await db.raw(
+        `SELECT EXISTS (SELECT 1 FROM ordered_spill WHERE tenant_id = ? AND destination_id = ?) AS spilled,
+                b.event_id, b.attempt_number, b.next_attempt_at
+           FROM (SELECT 1) one LEFT JOIN ordered_blocks b ON b.tenant_id = ? AND b.destination_id = ?`,
+        [d.destination.tenant_id, d.destination.id, d.destination.tenant_id, d.destination.id],
+      );
+      const row = (res.rows as Array<{ spilled: boolean; event_id: string | null; attempt_number: number; next_attempt_at: Date }>)[0];
+      return {
+        spilled: row?.spilled === true,
+        block: row?.event_id ? blockOf({ ...row, event_id: row.event_id }) : null,
+      };
+    },
     async get(d) {
       const row = (await db('ordered_blocks').where(where(d)).first('event_id', 'attempt_number', 'next_attempt_at')) as
         | { event_id: string; attempt_number: number; next_attempt_at: Date | string }
         | undefined;
-      return row ? { event_id: row.event_id, attempt_number: row.attempt_number, next_attempt_at: new Date(row.next_attempt_at) } : null;
+      return row ? blockOf(row) : null;
     },
-    async set(d, attemptNumber, next, waiting) {
-      const row = { ...where(d), event_id: d.event.id, attempt_number: attemptNumber, next_attempt_at: next, waiting };
-      // `since` stays while the same event blocks; a new blocking event starts it again.
-      await db('ordered_blocks')
-        .insert(row)
-        .onConflict(['tenant_id', 'destination_id'])
-        .merge({
-          ...row,
-          since: db.raw('CASE WHEN ordered_blocks.event_id = excluded.event_id THEN ordered_blocks.since ELSE now() END'),
-          updated_at: db.fn.now(),
-        });
-    },
-    async position(d, at) {
-      const row = (await db('ordered_positions').where(where(d)).first('topic', 'partition', 'offset')) as
-        | { topic: string; partition: number; offset: string | number }
-        | undefined;
-      return row && row.topic === at.topic && row.partition === at.partition ? BigInt(row.offset) : null;
-    },
-    async ended(d, at) {
-      const row = { ...where(d), topic: at.topic, partition: at.partition, offset: at.offset };
-      await db('ordered_positions').insert(row).onConflict(['tenant_id', 'destination_id']).merge(row);
+    async set(d, attemptNumber, next) {
+      await setBlock(db, d, attemptNumber, next);
     },
     async clear(d) {
       await db('ordered_blocks')
         .where({ ...where(d), event_id: d.event.id })
         .delete();
     },
+    async unblock(dest) {
+      await db.raw(
+        `DELETE FROM ordered_blocks b WHERE b.tenant_id = ? AND b.destination_id = ?
+           AND NOT EXISTS (SELECT 1 FROM ordered_spill s WHERE s.tenant_id = b.tenant_id AND s.destination_id = b.destination_id)`,
+        [dest.tenant_id, dest.destination_id],
+      );
+    },
+    async position(d) {
+      const row = (await db('ordered_positions')
+        .where(where(d))
+        .first('topic', 'partition', 'offset', 'event_partition', 'event_offset')) as
+        | {
+            topic: string;
+            partition: number;
+            offset: string | number;
+            event_partition: number | null;
+            event_offset: string | number | null;
+          }
+        | undefined;
+      if (!row) return null;
+      const event =
+        row.event_partition !== null && row.event_offset !== null
+          ? { partition: row.event_partition, offset: BigInt(row.event_offset) }
+          : null;
+      return { topic: row.topic, partition: row.partition, offset: BigInt(row.offset), event };
+    },
+    async ended(d, at) {
+      const ev = eventAt(d);
+      // The event's place only grows within its partition; a delivery without one keeps the last.
+      await db.raw(
+        `INSERT INTO ordered_positions (tenant_id, destination_id, topic, partition, "offset", event_partition, event_offset)
+         VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_id, destination_id) DO UPDATE SET
+           topic = excluded.topic, partition = excluded.partition, "offset" = excluded."offset",
+           event_partition = coalesce(excluded.event_partition, ordered_positions.event_partition),
+           event_offset = CASE
+             WHEN excluded.event_offset IS NULL THEN ordered_positions.event_offset
+             WHEN ordered_positions.event_partition = excluded.event_partition
+               THEN greatest(ordered_positions.event_offset, excluded.event_offset)
+             ELSE excluded.event_offset END`,
+        [
+          d.destination.tenant_id,
+          d.destination.id,
+          at.topic,
+          at.partition,
+          at.offset,
+          ev?.partition ?? null,
+          ev === null ? null : String(ev.offset),
+        ],
+      );
+    },
+    spill: (d, at) => append(db, d, at),
+    spillBlocked(d, at, attemptNumber, next) {
+      return db.transaction(async (tx) => {
+        const added = await append(tx, d, at);
+        await setBlock(tx, d, attemptNumber, next);
+        return added;
+      });
+    },
+    async head(dest, n) {
+      const rows = (await db('ordered_spill')
+        .where(dest)
+        .orderBy([{ column: 'topic' }, { column: 'partition' }, { column: 'offset' }])
+        .limit(n)
+        .select('topic', 'partition', 'offset', 'delivery')) as Array<{
+        topic: string;
+        partition: number;
+        offset: string | number;
+        delivery: string;
+      }>;
+      return rows.map((r) => ({
+        delivery: JSON.parse(r.delivery) as DeliveryRecord,
+        at: { topic: r.topic, partition: r.partition, offset: String(r.offset) },
+      }));
+    },
+    async drop(dest, at) {
+      await db('ordered_spill')
+        .where({ ...dest, topic: at.topic, partition: at.partition, offset: at.offset })
+        .delete();
+    },
+    async claim(dest, owner) {
+      const res = await db.raw(
+        `INSERT INTO ordered_drains (tenant_id, destination_id, owner, until)
+         VALUES (?, ?, ?, now() + make_interval(secs => ?))
+         ON CONFLICT (tenant_id, destination_id) DO UPDATE SET owner = excluded.owner, until = excluded.until
+           WHERE ordered_drains.until < now() OR ordered_drains.owner = excluded.owner
+         RETURNING owner`,
+        [dest.tenant_id, dest.destination_id, owner, LEASE_MS / 1000],
+      );
+      return (res.rows as unknown[]).length === 1;
+    },
+    async release(dest, owner) {
+      await db('ordered_drains')
+        .where({ ...dest, owner })
+        .delete();
+    },
+    async orphans(types) {
+      if (!types.length) return [];
+      return (await db('ordered_spill as s')
+        .distinct('s.tenant_id', 's.destination_id')
+        .whereIn('s.type', types)
+        .whereNotExists((q) =>
+          q
+            .select(db.raw('1'))
+            .from('ordered_drains as d')
+            .whereRaw('d.tenant_id = s.tenant_id AND d.destination_id = s.destination_id AND d.until > now()'),
+        )
+        .limit(100)) as Dest[];
+    },
   };
 }
 
 export interface OrderedDeps {
-  /** The delivery handler (handler.ts), asked to answer a due retry instead of scheduling it. */
-  handle(delivery: DeliveryRecord, trace: Record<string, string> | undefined, inPlace: true): Promise<Handled>;
-  /** Deliveries of the destination waiting behind this one in this process. */
-  waiting(delivery: DeliveryRecord): number;
-  blocks: OrderedBlocks;
-  /** Aborted when the sender closes: a delivery waiting for its retry stops (uncommitted, so it comes again). */
-  signal: AbortSignal;
+  /** The delivery handler (handler.ts); `inPlace`: a due retry is answered as `next` instead of scheduled. */
+  handle(delivery: DeliveryRecord, trace: Record<string, string> | undefined, inPlace: boolean): Promise<Handled>;
+  /** Before a drained delivery's try: waits for its destination's rate limit (controls/rate-limit.ts). */
+  turn(delivery: DeliveryRecord): Promise<unknown>;
+  /** After a drained delivery's attempt was written: its metrics and log line. */
+  written(delivery: DeliveryRecord, h: Handled): void;
+  store: OrderedStore;
+  /** The destination types this sender delivers (the orphaned spills it drains). */
+  types: string[];
+  log: Logger;
   sleep?(ms: number, signal: AbortSignal): Promise<void>;
   now?(): number;
 }
@@ -132,73 +339,263 @@ const sleepFor = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
+/** A destination's drain in this process. */
+interface Drain {
+  dest: Dest;
+  /** Appends to the spill under way, and made, since the drain started (it ends only when none came meanwhile). */
+  appending: number;
+  appended: number;
+  stop: AbortController;
+  done: Promise<void>;
+}
+
 export type OrderedDelivery = ReturnType<typeof createOrderedDelivery>;
 
-/**
- * An ordered destination's delivery, tried until it ends (see above); resolves to its final try, which
- * the caller writes as usual. Throws (our fault: the record stays uncommitted) when closing stops it.
- */
+/** Ordered delivery: the direct path of a delivery record, its spill and the drains (see above). */
 export function createOrderedDelivery(deps: OrderedDeps) {
   const sleep = deps.sleep ?? sleepFor;
   const now = deps.now ?? Date.now;
+  const { store, log } = deps;
+  const owner = newId();
+  const closing = new AbortController();
   // Positions known here, by destination (they only grow; a stale one skips less, never more).
-  const positions = new Map<string, { topic: string; partition: number; offset: bigint }>();
-  const keyOf = (d: DeliveryRecord) => `${d.destination.tenant_id}\u0000${d.destination.id}`;
-  /** True for an ordered destination's delivery that already ended before a crash (at or below its position): nothing to do. */
+  const positions = new Map<string, Ended>();
+  const drains = new Map<string, Drain>();
+  // A drain that ended here gives up its lease before the next one of its destination claims it.
+  const releasing = new Map<string, Promise<void>>();
+  const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
+
+  /**
+   * True for an ordered destination's delivery that already ended: its record at or below the last
+   * one that ended (read again after a crash), or its event at or before the last one's in the events
+   * topic (routed again by a router that crashed: a new record, after later ones). Nothing to do.
+   */
   const skip = async (d: DeliveryRecord, at: Position): Promise<boolean> => {
     if (!isOrdered(d) || d.manual) return false;
-    let known = positions.get(keyOf(d));
-    if (!known || known.topic !== at.topic || known.partition !== at.partition) {
-      const offset = await deps.blocks.position(d, at);
-      known = { topic: at.topic, partition: at.partition, offset: offset ?? -1n };
-      positions.set(keyOf(d), known);
+    const k = keyOf(destOf(d));
+    let known = positions.get(k);
+    if (!known) {
+      known = (await store.position(d)) ?? { topic: at.topic, partition: at.partition, offset: -1n, event: null };
+      positions.set(k, known);
     }
-    return BigInt(at.offset) <= known.offset;
+    if (known.topic === at.topic && known.partition === at.partition && BigInt(at.offset) <= known.offset) return true;
+    const ev = eventAt(d);
+    return ev !== null && known.event !== null && known.event.partition === ev.partition && ev.offset <= known.event.offset;
   };
-  return { skip, deliver: deliverInOrder };
 
-  async function deliverInOrder(delivery: DeliveryRecord, trace: Record<string, string> | undefined, at: Position): Promise<Handled> {
-    let d = delivery;
-    let blocked = false;
-    // Came again after a restart while it was blocking: its tries go on where they were.
-    if (!d.manual) {
-      const block = await deps.blocks.get(d);
-      if (block && block.event_id === d.event.id && block.attempt_number >= d.attempt_number) {
-        blocked = true;
-        d = { ...d, attempt_number: block.attempt_number + 1 };
-        await waitUntil(block.next_attempt_at.getTime(), d);
-      }
+  const ended = async (d: DeliveryRecord, at: Position) => {
+    // Before the next delivery of the destination starts: after a crash, this one is not made again.
+    await store.ended(d, at);
+    const k = keyOf(destOf(d));
+    const before = positions.get(k)?.event ?? null;
+    const ev = eventAt(d);
+    const event = ev === null ? before : before && before.partition === ev.partition && before.offset > ev.offset ? before : ev;
+    positions.set(k, { topic: at.topic, partition: at.partition, offset: BigInt(at.offset), event });
+  };
+
+  /** The drain of `dest` in this process, started if there is none. */
+  const drainOf = (dest: Dest): Drain => {
+    const k = keyOf(dest);
+    let dr = drains.get(k);
+    if (!dr) {
+      const drain: Drain = { dest, appending: 0, appended: 0, stop: new AbortController(), done: Promise.resolve() };
+      drains.set(k, drain);
+      drain.done = (releasing.get(k) ?? Promise.resolve())
+        .then(() => runDrain(drain))
+        .finally(() => {
+          if (drains.get(k) === drain) drains.delete(k);
+        });
+      dr = drain;
     }
-    for (;;) {
-      if (deps.signal.aborted) throw new Error('the sender is closing: the ordered delivery is retried after restart');
+    return dr;
+  };
+
+  /** Appends a record to its destination's spill (counted by the local drain, so it does not end past it). */
+  const append = async (d: DeliveryRecord, at: Position) => {
+    const dr = drainOf(destOf(d));
+    dr.appending++;
+    try {
+      await store.spill(d, at);
+    } finally {
+      dr.appending--;
+      dr.appended++;
+    }
+  };
+
+  const sweep = setInterval(() => void findOrphans(), ORPHANS_MS);
+  sweep.unref();
+  void findOrphans();
+
+  return {
+    skip,
+    /**
+     * True when `record` went to its destination's spill (it has one, or its block names this very
+     * event: a delivery that was blocking when the process died): its drain makes it. Else the caller
+     * delivers it (`deliver`).
+     */
+    async spills(record: Position & { value: DeliveryRecord }): Promise<boolean> {
+      const d = record.value;
+      if (!drains.has(keyOf(destOf(d)))) {
+        const { spilled, block } = await store.state(d);
+        if (!spilled && !(block && block.event_id === d.event.id && !d.manual)) return false;
+      }
+      await append(d, record);
+      return true;
+    },
+    /**
+     * One try of an ordered destination's delivery from its partition. Final: its position is
+     * written and it is returned to be written as usual. Due a retry: its attempt is written, it goes
+     * to the spill with its block and its drain starts; what is returned has nothing left to write.
+     */
+    async deliver(
+      d: DeliveryRecord,
+      trace: Record<string, string> | undefined,
+      at: Position,
+      beforeWrite?: (h: Handled) => void,
+    ): Promise<Handled> {
       const h = await deps.handle(d, trace, true);
       if (!h.next) {
-        // Before the next delivery of the destination starts: after a crash, this one is not made again.
-        await deps.blocks.ended(d, at);
-        positions.set(keyOf(d), { topic: at.topic, partition: at.partition, offset: BigInt(at.offset) });
-        if (blocked) await deps.blocks.clear(d);
+        await ended(d, at);
         return h;
       }
-      // The failed try's attempt is written now; its retry holds the slot, so later deliveries wait.
+      // Spilled before the destination's next record is handled (it waits for this one's slot).
+      beforeWrite?.(h);
       await h.write();
-      blocked = true;
       metrics.orderedRetries.inc({ type: d.destination.type });
-      await deps.blocks.set(d, h.attempt.attempt_number, h.next.dueAt, deps.waiting(d));
-      await waitUntil(h.next.dueAt.getTime(), h.next.delivery, h.attempt.attempt_number);
-      d = h.next.delivery;
+      const dr = drainOf(destOf(d));
+      dr.appending++;
+      try {
+        await store.spillBlocked(d, at, h.attempt.attempt_number, h.next.dueAt);
+      } finally {
+        dr.appending--;
+        dr.appended++;
+      }
+      return { ...h, write: async () => {} };
+    },
+    /** Stops the drains (a delivery waiting for its retry stays spilled and blocking) and gives up their leases. */
+    async close(): Promise<void> {
+      clearInterval(sweep);
+      closing.abort(new Error('the sender is closing'));
+      for (const dr of drains.values()) dr.stop.abort(new Error('the sender is closing'));
+      await Promise.allSettled([...drains.values()].map((dr) => dr.done));
+    },
+  };
+
+  async function findOrphans(): Promise<void> {
+    if (closing.signal.aborted) return;
+    try {
+      for (const dest of await store.orphans(deps.types)) if (!closing.signal.aborted) drainOf(dest);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'looking for ordered spills without a drain failed; looked for again later');
     }
   }
 
-  /** Waits until `dueAt`, writing the waiting count again every REFRESH_MS while it changes. */
-  async function waitUntil(dueAt: number, d: DeliveryRecord, failedAttempt = d.attempt_number - 1): Promise<void> {
-    let shown = deps.waiting(d);
-    for (let left = dueAt - now(); left > 0; left = dueAt - now()) {
-      await sleep(Math.min(left, REFRESH_MS), deps.signal);
-      const waiting = deps.waiting(d);
-      if (waiting !== shown && dueAt - now() > 0) {
-        shown = waiting;
-        await deps.blocks.set(d, failedAttempt, new Date(dueAt), waiting);
+  /** Drains `dr.dest`'s spill while this process holds its lease; ends once it is empty. */
+  async function runDrain(dr: Drain): Promise<void> {
+    const signal = AbortSignal.any([closing.signal, dr.stop.signal]);
+    const k = keyOf(dr.dest);
+    let renewed = 0;
+    let renewer: NodeJS.Timeout | null = null;
+    try {
+      if (signal.aborted || !(await store.claim(dr.dest, owner))) return;
+      renewed = now();
+      // A lease that could not be renewed in time may be another sender's now: this drain stops.
+      renewer = setInterval(() => {
+        store.claim(dr.dest, owner).then(
+          (held) => {
+            if (held) renewed = now();
+            else dr.stop.abort(new Error('the drain lease went to another sender'));
+          },
+          (err: unknown) => {
+            log.warn({ err: (err as Error).message, destination_id: dr.dest.destination_id }, 'renewing an ordered drain lease failed');
+            if (now() - renewed > LEASE_MS) dr.stop.abort(new Error('the drain lease expired'));
+          },
+        );
+      }, RENEW_MS);
+      renewer.unref();
+      for (let failures = 0; !signal.aborted; ) {
+        try {
+          const before = dr.appended;
+          const rows = await store.head(dr.dest, PAGE);
+          if (!rows.length) {
+            // Nothing appended meanwhile: records of the destination are delivered directly again.
+            if (dr.appending === 0 && dr.appended === before) {
+              drains.delete(k);
+              if (renewer) clearInterval(renewer);
+              const ending = store
+                .unblock(dr.dest)
+                .then(() => store.release(dr.dest, owner))
+                .catch(() => {})
+                .finally(() => releasing.get(k) === ending && releasing.delete(k));
+              releasing.set(k, ending);
+              renewed = 0;
+              await ending;
+              return;
+            }
+            await sleep(20, signal); // an append under way
+            continue;
+          }
+          for (const row of rows) {
+            if (signal.aborted) return;
+            await drainOne(row, signal);
+          }
+          failures = 0;
+        } catch (err) {
+          if (signal.aborted) return;
+          log.error({ err, destination_id: dr.dest.destination_id }, 'draining an ordered spill failed; will retry');
+          await sleep(Math.min(30_000, 200 * 2 ** failures++), signal).catch(() => {});
+        }
       }
+    } finally {
+      if (renewer) clearInterval(renewer);
+      if (renewed) await store.release(dr.dest, owner).catch(() => {});
+    }
+  }
+
+  /** One spilled delivery, tried until it ends; then off the spill. */
+  async function drainOne({ delivery: d, at }: Spilled, signal: AbortSignal): Promise<void> {
+    const dest = destOf(d);
+    if (await skip(d, at)) {
+      // Ended before a crash, after its position was written.
+      await store.clear(d);
+      await store.drop(dest, at);
+      return;
+    }
+    await deps.turn(d);
+    const h = d.manual ? await deps.handle(d, undefined, false) : await untilEnded(d, at, signal);
+    await h.write();
+    deps.written(d, h);
+    await store.drop(dest, at);
+    metrics.orderedSpill.inc({ type: d.destination.type, stage: 'drained' });
+  }
+
+  /** A spilled delivery tried until it ends; resolves to its final try, not yet written. Throws when stopped. */
+  async function untilEnded(delivery: DeliveryRecord, at: Position, signal: AbortSignal): Promise<Handled> {
+    let d = delivery;
+    let blocked = false;
+    // It blocked already (it failed from the partition, or before a restart): its tries go on where they were.
+    const block = await store.get(d);
+    if (block && block.event_id === d.event.id && block.attempt_number >= d.attempt_number) {
+      blocked = true;
+      d = { ...d, attempt_number: block.attempt_number + 1 };
+      await sleep(Math.max(0, block.next_attempt_at.getTime() - now()), signal);
+    }
+    for (;;) {
+      if (signal.aborted) throw signal.reason;
+      const h = await deps.handle(d, undefined, true);
+      if (!h.next) {
+        await ended(d, at);
+        if (blocked) await store.clear(d);
+        return h;
+      }
+      // The failed try's attempt is written now; the destination's next delivery waits for its retry.
+      await h.write();
+      deps.written(d, { ...h, write: async () => {} });
+      blocked = true;
+      metrics.orderedRetries.inc({ type: d.destination.type });
+      await store.set(d, h.attempt.attempt_number, h.next.dueAt);
+      await sleep(Math.max(0, h.next.dueAt.getTime() - now()), signal);
+      d = h.next.delivery;
     }
   }
 }

@@ -12,6 +12,7 @@ import * as m010 from './010_operations.ts';
 import * as m011 from './011_destination_rate_limit.ts';
 import * as m012 from './012_scheduled_events.ts';
 import * as m013 from './013_destination_ordered.ts';
+import * as m014 from './014_ordered_spill.ts';
 
 export interface Migration {
   name: string;
@@ -34,4 +35,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '011_destination_rate_limit', ...m011 },
   { name: '012_scheduled_events', ...m012 },
   { name: '013_destination_ordered', ...m013 },
+  { name: '014_ordered_spill', ...m014 },
 ];
