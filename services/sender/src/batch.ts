@@ -3,16 +3,21 @@
  * PutRecords; docs/destination-types.md). A client owns one coalescer, so a slow or
  * failing destination's batches never hold another destination's deliveries.
  *
- * An entry waits at most `waitMs` for company: the first entry of a batch arms the timer, and the
- * batch goes at once when it is full (`maxEntries`, or `maxBytes` reached). An entry that would
- * overflow the waiting batch's bytes sends that batch first; an entry larger than `maxEntryBytes`
- * (what the service takes in one entry) goes alone at once, so the peer's refusal of it is its own. Batches do not wait for each other: several may be
- * in flight, bounded by the deliveries the consumer lets in (SENDER_CONCURRENCY and the type's key
- * concurrency), since every entry is a delivery holding its slot until its own outcome is known.
+ * A batch goes at once when it is full (`maxEntries`, or `maxBytes` reached). Otherwise its first
+ * entry waits `waitMs` for company, and then the batch goes if fewer than `maxInFlight` of the
+ * coalescer's requests are out; if not, it keeps filling until one answers, it fills, or it has
+ * waited `slotWaitMs` more. So a quiet destination's entry leaves after `waitMs`, and under load the
+ * requests in flight set the pace: a batch holds what arrived while the previous one was out, up to
+ * the deliveries the consumer lets in (SENDER_CONCURRENCY and the type's key concurrency: every
+ * entry is a delivery holding its slot until its own outcome is known), not what arrived within one
+ * wait. `slotWaitMs` keeps a slow peer's requests from eating the deadlines of the entries behind
+ * them. An entry that would overflow the waiting batch's bytes sends that batch first; an entry
+ * larger than `maxEntryBytes` (what the service takes in one entry) goes alone at once, so the peer's
+ * refusal of it is its own.
  *
  * Each entry keeps its own outcome: `send` answers one per entry, in order. An entry whose deadline
  * passes while it waits leaves the batch as a timeout; a batch in flight is aborted by the earliest
- * deadline of its entries (they were collected within `waitMs` of each other).
+ * deadline of its entries (they joined within `waitMs + slotWaitMs` of each other).
  */
 import { failed, type Outcome } from './sender.ts';
 
@@ -23,8 +28,12 @@ export interface BatchLimits {
   maxBytes: number;
   /** Bytes one entry may have; a larger one is sent alone (default `maxBytes`). */
   maxEntryBytes?: number;
-  /** Longest an entry waits for others before its batch is sent. */
+  /** Longest the first entry of a batch waits for others while fewer than `maxInFlight` requests are out. */
   waitMs: number;
+  /** Requests out at once before a batch that is not full waits for one of them to answer (default 1). */
+  maxInFlight?: number;
+  /** Longest a batch that has waited `waitMs` then waits for one of those to answer (default 100). */
+  slotWaitMs?: number;
 }
 
 /** Sends one batch; answers one outcome per entry, in order. A destination's failure is data, never thrown. */
@@ -37,6 +46,8 @@ export interface Coalescer<E> {
   drain(): Promise<void>;
   /** Batch requests made so far. */
   readonly requests: number;
+  /** Batch requests out now. */
+  readonly inFlight: number;
 }
 
 interface Waiting<E> {
@@ -54,24 +65,47 @@ export function createCoalescer<E>(limits: BatchLimits, send: SendBatch<E>): Coa
   let waiting: Waiting<E>[] = [];
   let bytes = 0;
   let timer: NodeJS.Timeout | null = null;
+  /** The waiting batch's first entry has waited `waitMs`: it goes when a request slot is free. */
+  let due = false;
+  /** Sends the due batch after `slotWaitMs` whatever is in flight. */
+  let slotTimer: NodeJS.Timeout | null = null;
   let requests = 0;
+  /** Requests out now, the lone oversize entries left out (they go whatever is in flight). */
+  let out = 0;
   const inflight = new Set<Promise<void>>();
 
   const maxEntryBytes = Math.min(limits.maxEntryBytes ?? limits.maxBytes, limits.maxBytes);
-  const flush = () => {
+  const maxInFlight = Math.max(1, limits.maxInFlight ?? 1);
+  const slotWaitMs = limits.slotWaitMs ?? 100;
+  const stopTimer = () => {
     if (timer) {
       clearTimeout(timer);
       timer = null;
     }
+    if (slotTimer) {
+      clearTimeout(slotTimer);
+      slotTimer = null;
+    }
+  };
+  const flush = () => {
+    stopTimer();
+    due = false;
     const batch = waiting;
     waiting = [];
     bytes = 0;
     if (batch.length === 0) return;
     for (const w of batch) w.signal.removeEventListener('abort', w.onAbort);
-    sendBatch(batch);
+    sendBatch(batch, true);
   };
-  const sendBatch = (batch: Waiting<E>[]) => {
+  const onDue = () => {
+    timer = null;
+    due = true;
+    if (out < maxInFlight) flush();
+    else slotTimer = setTimeout(flush, slotWaitMs);
+  };
+  const sendBatch = (batch: Waiting<E>[], counted: boolean) => {
     requests++;
+    if (counted) out++;
     const signal = batch.length === 1 ? (batch[0] as Waiting<E>).signal : AbortSignal.any(batch.map((w) => w.signal));
     const done: Promise<void> = send(
       batch.map((w) => w.entry),
@@ -87,7 +121,13 @@ export function createCoalescer<E>(limits: BatchLimits, send: SendBatch<E>): Coa
           for (const w of batch) w.reject(err);
         },
       )
-      .finally(() => inflight.delete(done));
+      .finally(() => {
+        inflight.delete(done);
+        if (!counted) return;
+        out--;
+        // The batch that filled while this request was out goes now, if it has waited its wait.
+        if (due && out < maxInFlight) flush();
+      });
     inflight.add(done);
   };
 
@@ -96,7 +136,7 @@ export function createCoalescer<E>(limits: BatchLimits, send: SendBatch<E>): Coa
       if (signal.aborted) return Promise.resolve(timedOut());
       if (size > maxEntryBytes) {
         return new Promise<Outcome>((resolve, reject) => {
-          sendBatch([{ entry, bytes: size, signal, resolve, reject, onAbort() {} }]);
+          sendBatch([{ entry, bytes: size, signal, resolve, reject, onAbort() {} }], false);
         });
       }
       // The waiting batch cannot take this entry's bytes: it goes now, and this entry starts the next.
@@ -113,9 +153,9 @@ export function createCoalescer<E>(limits: BatchLimits, send: SendBatch<E>): Coa
             if (i < 0) return;
             waiting.splice(i, 1);
             bytes -= w.bytes;
-            if (waiting.length === 0 && timer) {
-              clearTimeout(timer);
-              timer = null;
+            if (waiting.length === 0) {
+              stopTimer();
+              due = false;
             }
             resolve(timedOut());
           },
@@ -124,15 +164,21 @@ export function createCoalescer<E>(limits: BatchLimits, send: SendBatch<E>): Coa
         waiting.push(w);
         bytes += size;
         if (waiting.length >= limits.maxEntries || bytes >= limits.maxBytes) flush();
-        else timer ??= setTimeout(flush, limits.waitMs);
+        else if (!due) timer ??= setTimeout(onDue, limits.waitMs);
       });
     },
     async drain() {
-      flush();
-      while (inflight.size > 0) await Promise.all(inflight);
+      // What waits goes now, whatever is out; again for entries added meanwhile.
+      do {
+        flush();
+        while (inflight.size > 0) await Promise.all(inflight);
+      } while (waiting.length > 0);
     },
     get requests() {
       return requests;
+    },
+    get inFlight() {
+      return out;
     },
   };
 }

@@ -140,6 +140,107 @@ t.test('drain sends what waits and waits for every batch in flight', async (t) =
   t.match(await out, { status: 'success' });
 });
 
+/** A coalescer whose requests are each answered (all entries succeed) only when the test releases them. */
+function held(limits: Parameters<typeof createCoalescer>[0]) {
+  const batches: string[][] = [];
+  const releases: Array<() => void> = [];
+  const c = createCoalescer<string>(limits, (entries) => {
+    batches.push(entries);
+    return new Promise((resolve) => releases.push(() => resolve(entries.map(() => succeeded()))));
+  });
+  return { c, batches, release: (i: number) => releases[i]?.() };
+}
+
+/** Resolves after every timer of `ms` or less armed before it has fired (Node runs timers in due order). */
+const after = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('while a request is out, the next batch fills and goes when it answers', async (t) => {
+  const { c, batches, release } = held({ maxEntries: 100, maxBytes: 1000, waitMs: 1, maxInFlight: 1, slotWaitMs: 3_600_000 });
+  const a = c.add('a', 1, never());
+  await after(2);
+  t.same(batches, [['a']], 'a lone entry left after the wait');
+  const rest = ['b', 'c'].map((e) => c.add(e, 1, never()));
+  await after(2);
+  rest.push(c.add('d', 1, never()));
+  await after(2);
+  t.same(batches, [['a']], 'past their wait, b, c and d wait for the request out');
+  t.equal(c.inFlight, 1);
+  release(0);
+  await a;
+  await after(0);
+  t.same(batches[1], ['b', 'c', 'd'], 'the answer sent them as one batch');
+  release(1);
+  t.same(
+    (await Promise.all(rest)).map((o) => o.status),
+    ['success', 'success', 'success'],
+  );
+  t.equal(c.inFlight, 0);
+});
+
+t.test('a full batch goes at once, whatever is out', async (t) => {
+  const { c, batches, release } = held({ maxEntries: 2, maxBytes: 1000, waitMs: 1, maxInFlight: 1, slotWaitMs: 3_600_000 });
+  const first = c.add('a', 1, never());
+  await after(2);
+  const full = [c.add('b', 1, never()), c.add('c', 1, never())];
+  t.same(batches, [['a'], ['b', 'c']], 'b and c filled a batch and left with a still out');
+  release(0);
+  release(1);
+  await Promise.all([first, ...full]);
+});
+
+t.test('more requests out allowed: batches wait only once that many are out', async (t) => {
+  const { c, batches, release } = held({ maxEntries: 100, maxBytes: 1000, waitMs: 1, maxInFlight: 2, slotWaitMs: 3_600_000 });
+  const outs = [c.add('a', 1, never())];
+  await after(2);
+  outs.push(c.add('b', 1, never()));
+  await after(2);
+  t.same(batches, [['a'], ['b']], 'two requests out');
+  outs.push(c.add('c', 1, never()));
+  await after(2);
+  t.equal(batches.length, 2, 'c waits for one of them');
+  release(1);
+  await outs[1];
+  await after(0);
+  t.same(batches[2], ['c']);
+  release(0);
+  release(2);
+  await Promise.all(outs);
+});
+
+t.test('a batch waits for a request out at most slotWaitMs', async (t) => {
+  const { c, batches, release } = held({ maxEntries: 100, maxBytes: 1000, waitMs: 1, maxInFlight: 1, slotWaitMs: 5 });
+  const first = c.add('a', 1, never());
+  await after(2);
+  const late = c.add('b', 1, never());
+  while (batches.length < 2) await after(1);
+  t.same(batches, [['a'], ['b']], 'b went');
+  t.equal(c.inFlight, 2, 'while a was still out');
+  release(1);
+  t.match(await late, { status: 'success' });
+  release(0);
+  await first;
+});
+
+t.test('drain sends a batch waiting for a request slot, and waits for it', async (t) => {
+  const { c, batches, release } = held({ maxEntries: 100, maxBytes: 1000, waitMs: 1, maxInFlight: 1, slotWaitMs: 3_600_000 });
+  const first = c.add('a', 1, never());
+  await after(2);
+  const waiting = c.add('b', 1, never());
+  await after(2);
+  let drained = false;
+  const d = c.drain().then(() => {
+    drained = true;
+  });
+  t.same(batches, [['a'], ['b']], 'drain sent b at once');
+  release(1);
+  t.match(await waiting, { status: 'success' });
+  await after(0);
+  t.equal(drained, false, 'a is still out');
+  release(0);
+  await Promise.all([first, d]);
+  t.equal(c.inFlight, 0);
+});
+
 t.test('batched types get room for full batches, never the whole partition', async (t) => {
   t.equal(keyConcurrencyOf('webhook', 64, 8), 8, 'other types: DESTINATION_CONCURRENCY');
   t.equal(keyConcurrencyOf('sqs', 64, 8), 56, 'sqs: 8 batches of 10 wanted, 56 left by the others’ share');

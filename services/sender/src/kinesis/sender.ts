@@ -6,15 +6,17 @@
  * `{data, metadata}`, or the event id.
  *
  * A destination's deliveries are coalesced into PutRecords requests to `stream_name` (batch.ts): up
- * to 500 records and 5 MiB (data and partition keys) a request, each waiting at most
- * KINESIS_BATCH_WAIT_MS for company (none once the batch is full). Every record keeps its own
+ * to 500 records and 5 MiB (data and partition keys) a request. A batch goes once full, else after
+ * KINESIS_BATCH_WAIT_MS if none of the destination's requests is out, or when the one out answers:
+ * under load the next batch fills while a request is out. Every record keeps its own
  * outcome: a record the answer refuses (ProvisionedThroughputExceededException, InternalFailure)
  * fails that delivery alone, retried as any failed attempt; the others succeed.
  *
  * Order: within one request Kinesis writes the records of a shard in the request's order, so
  * deliveries of one partition key that share a request keep the order they reached the client in.
- * Nothing orders requests in flight together (DESTINATION_CONCURRENCY, as with PutRecord before),
- * and a refused record comes back through the retry tiers behind the records that succeeded.
+ * Nothing orders requests in flight together (a full batch goes whatever is out, and a batch waits
+ * for the one out at most batch.ts's `slotWaitMs`), and a refused record comes back through the
+ * retry tiers behind the records that succeeded.
  */
 import { KinesisClient, PutRecordsCommand, type PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
 import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
@@ -26,7 +28,7 @@ import { compileTemplate, isOutcome } from '../template.ts';
 
 /** PutRecords's limits: 500 records, 5 MiB of data and partition keys together, 1 MiB a record. */
 export const KINESIS_BATCH = { maxEntries: 500, maxBytes: 5 * 1024 * 1024, maxEntryBytes: 1024 * 1024 } as const;
-/** Longest a record waits for others to share its request. */
+/** Longest a record waits for others to share its request while none of the destination's is out. */
 export const KINESIS_BATCH_WAIT_MS = 3;
 
 /** What Kinesis counts of a record against its limits: the data and the partition key. */

@@ -5,8 +5,9 @@
  * message group, per message, so a retry is not delivered twice within SQS's five-minute window.
  *
  * A destination's deliveries are coalesced into SendMessageBatch requests (batch.ts): up to 10
- * messages and 256 KiB a request, each waiting at most SQS_BATCH_WAIT_MS for company (none once the
- * batch is full). Every message keeps its own outcome: a batch whose answer lists one entry as failed
+ * messages and 256 KiB a request. A batch goes once full, else after SQS_BATCH_WAIT_MS if none of the
+ * destination's requests is out, or when the one out answers: under load the next batch fills while a
+ * request is out. Every message keeps its own outcome: a batch whose answer lists one entry as failed
  * fails that delivery alone, and the others succeed; a request that fails as a whole (throttled,
  * refused credentials, the network) fails each of its deliveries as a single request would have.
  */
@@ -19,7 +20,7 @@ import { type Outcome, succeeded, type TypeSender } from '../sender.ts';
 
 /** SendMessageBatch's limits: 10 entries, 256 KiB of bodies and attributes together. */
 export const SQS_BATCH = { maxEntries: 10, maxBytes: 256 * 1024 } as const;
-/** Longest a message waits for others to share its request. */
+/** Longest a message waits for others to share its request while none of the destination's is out. */
 export const SQS_BATCH_WAIT_MS = 3;
 
 type Entry = Omit<SendMessageBatchRequestEntry, 'Id'>;
