@@ -81,9 +81,22 @@ export const BATCHED: Partial<Record<DestinationType, number>> = { sqs: 10, kine
 /**
  * Deliveries in flight at once to one destination of `type` (per sender partition). For a batched
  * type DESTINATION_CONCURRENCY counts requests: up to that many full batches, but never more than
- * the partition's SENDER_CONCURRENCY less one destination's share, so the other destinations of the
- * partition keep at least DESTINATION_CONCURRENCY slots while one hangs.
+ * the partition's concurrency (`partitionConcurrencyOf`) less one destination's share, so the other
+ * destinations of the partition keep at least DESTINATION_CONCURRENCY slots while one hangs.
  */
+/**
+ * Deliveries in flight at once per partition of `type`'s delivery topic: SENDER_CONCURRENCY, except
+ * for a batched type whose request holds more than that (kinesis: 500 records), whose partitions get
+ * up to four times as many, never beyond one request's worth. A batch can only fill with what is in
+ * flight: at 64 a kinesis destination's PutRecords carried 17-24 records (about 50 requests per
+ * 1,000 deliveries), at 256 about 60 (15-17). SENDER_MAX_INFLIGHT_BYTES still bounds the memory.
+ */
+export function partitionConcurrencyOf(type: DestinationType, senderConcurrency: number): number {
+  const perRequest = BATCHED[type];
+  if (!perRequest || perRequest <= senderConcurrency) return senderConcurrency;
+  return Math.min(perRequest, senderConcurrency * 4);
+}
+
 export function keyConcurrencyOf(type: DestinationType, senderConcurrency: number, destinationConcurrency: number): number {
   const perRequest = BATCHED[type];
   if (!perRequest) return destinationConcurrency;

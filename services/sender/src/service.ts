@@ -20,7 +20,7 @@ import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
 import { createEgressAgent, parseAllowList } from './egress.ts';
-import { keyConcurrencyOf, SENDERS } from './senders.ts';
+import { keyConcurrencyOf, partitionConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate, type RateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
 import { createOrderedDelivery, createOrderedStore, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
@@ -219,9 +219,9 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
   return deps.rt.bus.consume<DeliveryRecord>({
     groupId: GROUP.sender(type),
     topics: [TOPIC.deliveries[type]],
-    concurrency: config.SENDER_CONCURRENCY,
+    concurrency: partitionConcurrencyOf(type, config.SENDER_CONCURRENCY),
     maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
-    keyConcurrency: keyConcurrencyOf(type, config.SENDER_CONCURRENCY, config.DESTINATION_CONCURRENCY),
+    keyConcurrency: keyConcurrencyOf(type, partitionConcurrencyOf(type, config.SENDER_CONCURRENCY), config.DESTINATION_CONCURRENCY),
     keyHealth: {
       stallMs: config.DESTINATION_STALL_MS,
       // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { createCoalescer } from '../src/batch.ts';
 import { failed, type Outcome, succeeded } from '../src/sender.ts';
-import { keyConcurrencyOf } from '../src/senders.ts';
+import { keyConcurrencyOf, partitionConcurrencyOf } from '../src/senders.ts';
 
 /** A coalescer whose batches are recorded and answered by `answer` (every entry succeeds by default). */
 function recorder(limits: Parameters<typeof createCoalescer>[0], answer?: (entries: string[]) => Outcome[] | Promise<Outcome[]>) {
@@ -247,4 +247,13 @@ t.test('batched types get room for full batches, never the whole partition', asy
   t.equal(keyConcurrencyOf('sqs', 1000, 2), 20, 'sqs: two full batches');
   t.equal(keyConcurrencyOf('kinesis', 64, 8), 56);
   t.equal(keyConcurrencyOf('kinesis', 8, 8), 8, 'never below DESTINATION_CONCURRENCY');
+});
+
+t.test('kinesis partitions get room for bigger batches; the others keep SENDER_CONCURRENCY', async (t) => {
+  t.equal(partitionConcurrencyOf('webhook', 64), 64);
+  t.equal(partitionConcurrencyOf('sqs', 64), 64, 'sqs: ten a request fit already');
+  t.equal(partitionConcurrencyOf('kinesis', 64), 256, 'kinesis: four times');
+  t.equal(partitionConcurrencyOf('kinesis', 200), 500, 'never beyond one PutRecords');
+  t.equal(partitionConcurrencyOf('kinesis', 1000), 1000, 'never below SENDER_CONCURRENCY');
+  t.equal(keyConcurrencyOf('kinesis', partitionConcurrencyOf('kinesis', 64), 8), 248, "a kinesis destination: all but the others' share");
 });

@@ -50,7 +50,7 @@ export const SENDER_SETTINGS = {
     minimum: 1,
     maximum: 10000,
     description:
-      'Deliveries in flight at once per partition in a sender. Keep it well above the number of destinations of one partition that may hang at once: each holds a slot until its timeout.',
+      'Deliveries in flight at once per partition in a sender (kinesis partitions four times this, at most 500, so its batches fill). Keep it well above the number of destinations of one partition that may hang at once: each holds a slot until its timeout.',
   },
   SENDER_MAX_INFLIGHT_BYTES: {
     kind: 'integer',
