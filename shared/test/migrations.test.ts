@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { openEmbeddedDb } from '../src/db/embedded.ts';
+import { eraseTenant } from '../src/db/erasure.ts';
 import { createDb, type Knex, migrateLatest } from '../src/db/index.ts';
 import { MIGRATIONS } from '../src/db/migrations/index.ts';
 import { ensurePartitions } from '../src/db/partitions.ts';
@@ -154,4 +155,42 @@ t.test('014 adds the ordered spill: one row per record position, in partition or
   await db.migrate.down({ name: '014_ordered_spill' });
   t.notOk(await db.schema.hasTable('ordered_spill'), 'spill gone after down');
   t.notOk(await db.schema.hasTable('ordered_drains'), 'drains gone after down');
+});
+
+t.test('015 adds the unwritten attempts to ordered positions, none on the rows already there; down drops them', async (t) => {
+  const db = await emptyDb(t);
+  await migrateTo(db, '014_ordered_spill');
+  await db('ordered_positions').insert({ tenant_id: 't', destination_id: 'old', topic: 'deliveries.webhook', partition: 0, offset: 7 });
+  await migrateLatest(db);
+  await db('ordered_positions').insert({
+    tenant_id: 't',
+    destination_id: 'new',
+    topic: 'deliveries.webhook',
+    partition: 0,
+    offset: 8,
+    attempts: '[{"id":"a"}]',
+  });
+  const rows = (await db('ordered_positions').orderBy('destination_id').select('destination_id', 'attempts', 'ended_at')) as {
+    destination_id: string;
+    attempts: string | null;
+    ended_at: Date | null;
+  }[];
+  t.same(
+    rows.map((r) => [r.destination_id, r.attempts]),
+    [
+      ['new', '[{"id":"a"}]'],
+      ['old', null],
+    ],
+  );
+  t.ok(
+    rows.every((r) => r.ended_at instanceof Date),
+    'every row has a time for erasure',
+  );
+  // A deleted tenant's erasure takes them (the attempts hold its events' ids and its destinations' answers).
+  await db('ordered_positions').insert({ tenant_id: 'u', destination_id: 'kept', topic: 'deliveries.webhook', partition: 0, offset: 1 });
+  await eraseTenant(db, 't', new Date(Date.now() + 60_000));
+  t.same(await db('ordered_positions').pluck('destination_id'), ['kept'], "the tenant's positions erased, another's kept");
+  await db.migrate.down({ name: '015_ordered_attempts' });
+  t.notOk(await db.schema.hasColumn('ordered_positions', 'attempts'), 'gone after down');
+  t.notOk(await db.schema.hasColumn('ordered_positions', 'ended_at'));
 });

@@ -235,8 +235,10 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     orderedKey: (record) => isOrdered(record.value),
     async handle(record) {
       if (isOrdered(record.value)) {
-        // An ordered destination's delivery that already ended before a crash: not made again.
-        if (await deps.inOrder.skip(record.value, record)) return async () => {};
+        // An ordered destination's delivery that already ended before a crash: not made again (the
+        // step returned writes again the attempts that may not have been written).
+        const skipped = await deps.inOrder.skip(record.value, record);
+        if (skipped) return skipped;
         // Its destination is blocked (it has a spill): appended there, made by the spill's drain.
         if (await deps.inOrder.spills(record)) return async () => {};
       }
@@ -311,6 +313,7 @@ export async function start(rt: Runtime): Promise<Service> {
     handle,
     turn: (d) => rateGate.parked(d),
     written: (d, h) => recordAttempt(deliveryDeps, d.destination.type, h),
+    emit: output.emitAttempt,
     store: createOrderedStore(rt.db),
     types,
     log: logger,

@@ -3,13 +3,20 @@
 // events again: new delivery records, after the later ones, at offsets past the destination's
 // position. Once those events were delivered, the repeats are skipped; a scheduled event's delivery,
 // which comes from the retry tiers after later events, is not.
+// And a sender killed after a delivery's position was written, before its attempt was: the skipped
+// delivery's attempt is written after the restart, stored once (Postgres and the embedded PGlite).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
-import { createDb, migrateLatest } from '@switchyard/shared/db/index.ts';
+import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
+import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
+import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { createTestDatabase } from '@switchyard/shared/testing/index.ts';
+import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import { createTestDatabase, type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
 import { createOrderedDelivery, createOrderedStore } from '../src/controls/ordered.ts';
-import { createDeliveryHandler } from '../src/handler.ts';
+import { createDeliveryHandler, type Handled } from '../src/handler.ts';
 import type { Sender } from '../src/sender.ts';
 
 const destination = {
@@ -66,6 +73,7 @@ t.test('an event routed again after a router crash is not delivered again; a due
       handle,
       turn: async () => {},
       written: () => {},
+      emit: async () => {},
       store: createOrderedStore(db),
       types: ['webhook'],
       log: createLogger('test', 'silent'),
@@ -75,7 +83,8 @@ t.test('an event routed again after a router crash is not delivered again; a due
   /** What the delivery consumer does with one record of the partition. */
   const consume = async (offset: number, d: DeliveryRecord) => {
     const record = { topic: TOPIC, partition: 0, offset: String(offset), value: d };
-    if (await inOrder.skip(d, record)) return;
+    const skipped = await inOrder.skip(d, record);
+    if (skipped) return skipped();
     if (await inOrder.spills(record)) return;
     await (await inOrder.deliver(d, undefined, record)).write();
   };
@@ -107,3 +116,239 @@ t.test('an event routed again after a router crash is not delivered again; a due
   await consume(109, legacy);
   t.same(sent, [17, 18, 19, 15, 20, 16], 'a delivery without it goes by its record alone');
 });
+
+/** The stores ordered delivery runs on: Postgres (the stack) and PGlite (embedded), migrated. */
+const STORES: Array<[string, (t: Teardown) => Promise<Knex>]> = [
+  [
+    'Postgres',
+    async (t) => {
+      const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
+      t.teardown(() => db.destroy());
+      await migrateLatest(db);
+      return db;
+    },
+  ],
+  [
+    'PGlite',
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'sy-ordered-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const e = await openEmbeddedDb(dir);
+      t.teardown(() => e.close());
+      await migrateLatest(e.db);
+      return e.db;
+    },
+  ],
+];
+
+/**
+ * A sender process over `db`: the attempts topic is the attempts service's store itself (what it
+ * would write them with), and `down` makes writing to it fail, as a process killed before the
+ * attempt left it. `fail(n, attempt)` says whether event `n`'s try fails (retryable); `gate` holds
+ * one try until released.
+ */
+function senderOver(db: Knex, fail: (n: number, attempt: number) => boolean = () => false) {
+  const attempts = new PipelineStore(db);
+  const sent: number[] = [];
+  const made: AttemptRecord[] = [];
+  const io = { down: false, gate: null as Promise<void> | null };
+  const emit = async (a: AttemptRecord) => {
+    if (io.down) throw new Error('the process was killed before its attempt was written');
+    await attempts.storeAttempts([a]);
+  };
+  const sender: Sender = {
+    async deliver({ event }) {
+      const n = (event.data as { n: number }).n;
+      const tries = sent.filter((x) => x === n).length + 1;
+      if (io.gate) await io.gate;
+      sent.push(n);
+      return fail(n, tries)
+        ? { status: 'failed', code: '500', response_data: null, retryable: true }
+        : { status: 'success', code: '200', response_data: { n }, retryable: false };
+    },
+    close: async () => {},
+  };
+  const base = createDeliveryHandler({
+    senders: { webhook: sender },
+    open: () => ({ credentials: {}, delivery_metadata: {} }),
+    emitAttempt: emit,
+    scheduleRetry: async () => {},
+    retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
+    timeoutMs: 1000,
+  });
+  const handle = async (d: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean): Promise<Handled> => {
+    const h = await base(d, trace, inPlace);
+    made.push(h.attempt);
+    return h;
+  };
+  const start = (store = createOrderedStore(db)) =>
+    createOrderedDelivery({
+      handle,
+      turn: async () => {},
+      written: () => {},
+      emit,
+      store,
+      types: ['webhook'],
+      log: createLogger('test', 'silent'),
+    });
+  return { sent, made, io, start };
+}
+
+/** The attempts stored for event `n`: id, status and number, in number order. */
+const storedOf = async (db: Knex, n: number) =>
+  (await db('attempts')
+    .where({ event_id: `e${n}` })
+    .orderBy('attempt_number')
+    .select('id', 'status', 'attempt_number', 'final')) as Array<{
+    id: string;
+    status: string;
+    attempt_number: number;
+    final: boolean;
+  }>;
+
+const savedAttempts = async (db: Knex) => {
+  const row = (await db('ordered_positions').where({ tenant_id: 't', destination_id: 'd1' }).first('offset', 'attempts')) as {
+    offset: string | number;
+    attempts: string | null;
+  };
+  return { offset: Number(row.offset), ids: (JSON.parse(row.attempts ?? '[]') as AttemptRecord[]).map((a) => a.id) };
+};
+
+for (const [name, open] of STORES) {
+  t.test(
+    `${name}: a kill after a direct delivery's position was written, before its attempt: written after the restart, once`,
+    async (t) => {
+      const db = await open(t);
+      const p = senderOver(db);
+      let inOrder = p.start();
+      t.teardown(() => inOrder.close());
+      /** The delivery consumer with one record: handled, then its step (the attempt's write) run. */
+      const consume = async (offset: number, n: number) => {
+        const record = { topic: TOPIC, partition: 0, offset: String(offset), value: deliveryOf(n) };
+        const skipped = await inOrder.skip(record.value, record);
+        if (skipped) return skipped();
+        if (await inOrder.spills(record)) return;
+        await (await inOrder.deliver(record.value, undefined, record)).write();
+      };
+
+      await consume(100, 1);
+      // Killed: 2 and 3 are delivered and their positions written, their attempts never leave.
+      p.io.down = true;
+      await t.rejects(consume(101, 2), /killed/);
+      await t.rejects(consume(102, 3), /killed/);
+      await inOrder.close();
+      t.same(await storedOf(db, 2), [], 'no attempt of 2 stored before the restart');
+      const [a2, a3] = [p.made[1] as AttemptRecord, p.made[2] as AttemptRecord];
+      t.same(await savedAttempts(db), { offset: 102, ids: [a2.id, a3.id] }, 'the position holds both unwritten attempts');
+
+      // Restarted: the records from the last committed offset come again, all skipped.
+      p.io.down = false;
+      inOrder = p.start();
+      for (const [offset, n] of [
+        [100, 1],
+        [101, 2],
+        [102, 3],
+      ] as const)
+        await consume(offset, n);
+      t.same(p.sent, [1, 2, 3], 'nothing delivered again');
+      for (const [n, a] of [
+        [2, a2],
+        [3, a3],
+      ] as const)
+        t.same(
+          await storedOf(db, n),
+          [{ id: a.id, status: 'success', attempt_number: 1, final: true }],
+          `the attempt of ${n}, its own id, once`,
+        );
+
+      // Killed again before the offsets were committed: written once more, still stored once.
+      await inOrder.close();
+      inOrder = p.start();
+      await consume(101, 2);
+      await consume(102, 3);
+      t.equal((await storedOf(db, 2)).length, 1, 'a repeated attempt is stored once');
+      t.equal((await storedOf(db, 3)).length, 1);
+      t.equal((await storedOf(db, 1)).length, 1, 'the one written before the kill is not repeated');
+
+      await consume(103, 4);
+      t.same(p.sent, [1, 2, 3, 4], 'the next one goes');
+      t.same(await savedAttempts(db), { offset: 103, ids: [(p.made[3] as AttemptRecord).id] }, 'acknowledged attempts are not carried on');
+      t.equal((await storedOf(db, 4)).length, 1);
+
+      // An earlier attempt acknowledged while the next position is written is not carried on after it.
+      await inOrder.close();
+      const store = createOrderedStore(db);
+      let meanwhile: (() => Promise<void>) | null = null;
+      inOrder = p.start({
+        ...store,
+        async ended(d, at, attempts) {
+          await store.ended(d, at, attempts);
+          await meanwhile?.();
+        },
+      });
+      const first = { topic: TOPIC, partition: 0, offset: '104', value: deliveryOf(5) };
+      t.equal(await inOrder.skip(first.value, first), null);
+      const h5 = await inOrder.deliver(first.value, undefined, first);
+      meanwhile = h5.write;
+      await consume(105, 6);
+      meanwhile = null;
+      await consume(106, 7);
+      t.same(await savedAttempts(db), { offset: 106, ids: [(p.made.at(-1) as AttemptRecord).id] }, 'only the last one, written since');
+      t.same(p.sent, [1, 2, 3, 4, 5, 6, 7]);
+    },
+  );
+
+  t.test(
+    `${name}: a kill after a drained delivery's position was written, before its attempt: written after the restart, once`,
+    async (t) => {
+      const db = await open(t);
+      // Event 5 fails its first try: it and 6 go to the spill, and its second try comes from the drain.
+      const p = senderOver(db, (n, attempt) => n === 5 && attempt === 1);
+      let inOrder = p.start();
+      t.teardown(() => inOrder.close());
+      const consume = async (offset: number, n: number) => {
+        const record = { topic: TOPIC, partition: 0, offset: String(offset), value: deliveryOf(n) };
+        const skipped = await inOrder.skip(record.value, record);
+        if (skipped) return skipped();
+        if (await inOrder.spills(record)) return;
+        await (await inOrder.deliver(record.value, undefined, record)).write();
+      };
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      await consume(200, 5);
+      // The drain's retry waits until the attempts topic is gone.
+      p.io.gate = held;
+      await consume(201, 6);
+      p.io.down = true;
+      release();
+      await waitFor('the position of 5 written', async () => (await savedAttempts(db).catch(() => ({ offset: 0 }))).offset === 200);
+      await inOrder.close();
+      p.io.gate = null;
+      t.same(p.sent, [5, 5], 'the retry of 5 succeeded, 6 waits behind it');
+      t.same(
+        (await storedOf(db, 5)).map((a) => a.status),
+        ['failed'],
+        'only the failed try of 5 stored before the restart',
+      );
+      const retried = p.made[1] as AttemptRecord;
+      t.same(await savedAttempts(db), { offset: 200, ids: [retried.id] }, 'the position holds its unwritten attempt');
+
+      // Restarted: the spill's drain finds 5 delivered, writes its attempt, then delivers 6.
+      p.io.down = false;
+      inOrder = p.start();
+      await waitFor('the attempt of 6', async () => (await storedOf(db, 6)).length === 1);
+      t.same(p.sent, [5, 5, 6], '5 not delivered again; 6 after it');
+      t.same(
+        await storedOf(db, 5),
+        [
+          { id: (p.made[0] as AttemptRecord).id, status: 'failed', attempt_number: 1, final: false },
+          { id: retried.id, status: 'success', attempt_number: 2, final: true },
+        ],
+        'both tries of 5 stored once each, the final one with its own id',
+      );
+      t.same(await db('ordered_spill').count<{ count: string }[]>('* as count'), [{ count: '0' }], 'the spill is empty');
+    },
+  );
+}

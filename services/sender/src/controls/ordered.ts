@@ -33,6 +33,14 @@
  * trips to Postgres (the spill and block read, the position written); a spilled one its append, and
  * in the drain its read (a page at a time), its position and its removal.
  *
+ * A skipped delivery's attempt may never have reached the attempts topic (a kill -9 after its position
+ * was written, before the attempt was acknowledged; the next delivery does not wait for that). So the
+ * position is written with the attempts of the destination's ended deliveries not yet acknowledged,
+ * this one's included, in the same statement; when the record at the position comes again (only
+ * then can any of them be unwritten: offsets are committed in order, and a record is done only once
+ * its attempt is written), those are written again with their ids, which the attempts service stores
+ * once (`attempts` key: id and time).
+ *
  * A manual retry of an ordered destination's event is delivered when its turn in the partition comes
  * (behind a blocked delivery, in the spill, if any), out of the event's original order, and never
  * retried in place.
@@ -41,7 +49,7 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
-import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import type { Handled } from '../handler.ts';
 
 /** How long a drain's lease lasts unless renewed (a sender killed mid-drain holds it this long at most). */
@@ -77,6 +85,14 @@ export interface Ended {
   event: { partition: number; offset: bigint } | null;
 }
 
+/** A stored position: with the attempts, up to it, that were not known to be written when it was saved. */
+export interface Saved extends Ended {
+  attempts: AttemptRecord[];
+}
+
+/** What the consumer does with a skipped record once the key's slot is free: writes attempts again, if any. */
+export type Rewrite = () => Promise<void>;
+
 /** Where `d`'s event was in the events topic, when it says and that is its place in the order (not a scheduled event's). */
 const eventAt = (d: DeliveryRecord) =>
   d.event_position && !d.event.deliver_at ? { partition: d.event_position.partition, offset: BigInt(d.event_position.offset) } : null;
@@ -92,7 +108,7 @@ export interface Spilled {
   at: Position;
 }
 
-/** What ordered delivery keeps in Postgres (migrations 013 and 014). */
+/** What ordered delivery keeps in Postgres (migrations 013, 014 and 015). */
 export interface OrderedStore {
   /** Whether `d`'s destination has a spill, and what blocks it, if anything. */
   state(d: DeliveryRecord): Promise<{ spilled: boolean; block: Block | null }>;
@@ -105,9 +121,9 @@ export interface OrderedStore {
   /** Nothing blocks the destination unless it has a spill (a block left by a crash goes). */
   unblock(dest: Dest): Promise<void>;
   /** Where the last delivery of `d`'s destination that ended was (its record and its event); null: none known. */
-  position(d: DeliveryRecord): Promise<Ended | null>;
-  /** Records that the delivery at `at` ended. */
-  ended(d: DeliveryRecord, at: Position): Promise<void>;
+  position(d: DeliveryRecord): Promise<Saved | null>;
+  /** Records that the delivery at `at` ended, with `attempts` (its own and earlier ones) not yet known to be written. */
+  ended(d: DeliveryRecord, at: Position, attempts: AttemptRecord[]): Promise<void>;
   /** Appends `d` (at `at`) to its destination's spill; false when it was there already. */
   spill(d: DeliveryRecord, at: Position): Promise<boolean>;
   /** Appends `d` and records that its try `attemptNumber` failed (set), in one transaction. */
@@ -208,13 +224,14 @@ export function createOrderedStore(db: Knex): OrderedStore {
     async position(d) {
       const row = (await db('ordered_positions')
         .where(where(d))
-        .first('topic', 'partition', 'offset', 'event_partition', 'event_offset')) as
+        .first('topic', 'partition', 'offset', 'event_partition', 'event_offset', 'attempts')) as
         | {
             topic: string;
             partition: number;
             offset: string | number;
             event_partition: number | null;
             event_offset: string | number | null;
+            attempts: string | null;
           }
         | undefined;
       if (!row) return null;
@@ -222,16 +239,18 @@ export function createOrderedStore(db: Knex): OrderedStore {
         row.event_partition !== null && row.event_offset !== null
           ? { partition: row.event_partition, offset: BigInt(row.event_offset) }
           : null;
-      return { topic: row.topic, partition: row.partition, offset: BigInt(row.offset), event };
+      const attempts = row.attempts ? (JSON.parse(row.attempts) as AttemptRecord[]) : [];
+      return { topic: row.topic, partition: row.partition, offset: BigInt(row.offset), event, attempts };
     },
-    async ended(d, at) {
+    async ended(d, at, attempts) {
       const ev = eventAt(d);
       // The event's place only grows within its partition; a delivery without one keeps the last.
       await db.raw(
-        `INSERT INTO ordered_positions (tenant_id, destination_id, topic, partition, "offset", event_partition, event_offset)
-         VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO ordered_positions (tenant_id, destination_id, topic, partition, "offset", event_partition, event_offset, attempts)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant_id, destination_id) DO UPDATE SET
            topic = excluded.topic, partition = excluded.partition, "offset" = excluded."offset",
+           attempts = excluded.attempts, ended_at = now(),
            event_partition = coalesce(excluded.event_partition, ordered_positions.event_partition),
            event_offset = CASE
              WHEN excluded.event_offset IS NULL THEN ordered_positions.event_offset
@@ -246,6 +265,7 @@ export function createOrderedStore(db: Knex): OrderedStore {
           at.offset,
           ev?.partition ?? null,
           ev === null ? null : String(ev.offset),
+          JSON.stringify(attempts),
         ],
       );
     },
@@ -317,6 +337,8 @@ export interface OrderedDeps {
   turn(delivery: DeliveryRecord): Promise<unknown>;
   /** After a drained delivery's attempt was written: its metrics and log line. */
   written(delivery: DeliveryRecord, h: Handled): void;
+  /** Writes an attempt to the attempts topic (again: an ended delivery's, skipped after a crash). */
+  emit(attempt: AttemptRecord): Promise<void>;
   store: OrderedStore;
   /** The destination types this sender delivers (the orphaned spills it drains). */
   types: string[];
@@ -360,37 +382,92 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   const closing = new AbortController();
   // Positions known here, by destination (they only grow; a stale one skips less, never more).
   const positions = new Map<string, Ended>();
+  // Attempts of deliveries that ended here, not yet acknowledged by the attempts topic, by destination.
+  const unwritten = new Map<string, AttemptRecord[]>();
+  // Attempts read with a stored position: written again if the record at it comes again.
+  const restored = new Map<string, AttemptRecord[]>();
   const drains = new Map<string, Drain>();
   // A drain that ended here gives up its lease before the next one of its destination claims it.
   const releasing = new Map<string, Promise<void>>();
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
 
+  const forget = (k: string, ids: Set<string>) => {
+    const rest = (unwritten.get(k) ?? []).filter((a) => !ids.has(a.id));
+    if (rest.length) unwritten.set(k, rest);
+    else unwritten.delete(k);
+  };
+
+  /** `h`, whose write, once it passed, takes its attempt off the destination's unwritten ones. */
+  const tracked = (d: DeliveryRecord, h: Handled): Handled => ({
+    ...h,
+    write: async () => {
+      await h.write();
+      forget(keyOf(destOf(d)), new Set([h.attempt.id]));
+    },
+  });
+
   /**
-   * True for an ordered destination's delivery that already ended: its record at or below the last
-   * one that ended (read again after a crash), or its event at or before the last one's in the events
-   * topic (routed again by a router that crashed: a new record, after later ones). Nothing to do.
+   * The record at the position came again: the attempts not known to be written when it was saved
+   * (read with it, or still unacknowledged here) are written again, with their ids.
    */
-  const skip = async (d: DeliveryRecord, at: Position): Promise<boolean> => {
-    if (!isOrdered(d) || d.manual) return false;
+  const rewrite = (k: string): Rewrite => {
+    const byId = new Map([...(restored.get(k) ?? []), ...(unwritten.get(k) ?? [])].map((a) => [a.id, a]));
+    restored.delete(k);
+    if (!byId.size) return async () => {};
+    const again = [...byId.values()];
+    // Until acknowledged, they go with the next position written too.
+    unwritten.set(k, again);
+    return async () => {
+      await Promise.all(again.map((a) => deps.emit(a)));
+      forget(k, new Set(byId.keys()));
+      log.info(
+        { attempts: again.map((a) => a.id), destination_id: again[0]?.destination_id },
+        'wrote the attempts of ordered deliveries that had ended again',
+      );
+    };
+  };
+
+  /**
+   * Null for a record to handle. Else an ordered destination's delivery that already ended: its record
+   * at or below the last one that ended (read again after a crash), or its event at or before the last
+   * one's in the events topic (routed again by a router that crashed: a new record, after later ones);
+   * what is returned writes again the attempts that may not have been written (the record at the
+   * position only), to run before the record is done.
+   */
+  const skip = async (d: DeliveryRecord, at: Position): Promise<Rewrite | null> => {
+    if (!isOrdered(d) || d.manual) return null;
     const k = keyOf(destOf(d));
     let known = positions.get(k);
     if (!known) {
-      known = (await store.position(d)) ?? { topic: at.topic, partition: at.partition, offset: -1n, event: null };
+      const saved = await store.position(d);
+      known = saved
+        ? { topic: saved.topic, partition: saved.partition, offset: saved.offset, event: saved.event }
+        : { topic: at.topic, partition: at.partition, offset: -1n, event: null };
       positions.set(k, known);
+      if (saved?.attempts.length) restored.set(k, saved.attempts);
     }
-    if (known.topic === at.topic && known.partition === at.partition && BigInt(at.offset) <= known.offset) return true;
+    if (known.topic === at.topic && known.partition === at.partition && BigInt(at.offset) <= known.offset)
+      return BigInt(at.offset) === known.offset ? rewrite(k) : async () => {};
     const ev = eventAt(d);
-    return ev !== null && known.event !== null && known.event.partition === ev.partition && ev.offset <= known.event.offset;
+    const again = ev !== null && known.event !== null && known.event.partition === ev.partition && ev.offset <= known.event.offset;
+    return again ? async () => {} : null;
   };
 
-  const ended = async (d: DeliveryRecord, at: Position) => {
-    // Before the next delivery of the destination starts: after a crash, this one is not made again.
-    await store.ended(d, at);
+  /** `h` (final) ended `d`: its position is written; what is returned writes its attempt. */
+  const ended = async (d: DeliveryRecord, at: Position, h: Handled): Promise<Handled> => {
     const k = keyOf(destOf(d));
+    // A record past the position came: the one at it was done, its attempts written.
+    restored.delete(k);
+    // Before the next delivery of the destination starts: after a crash, this one is not made again,
+    // and its attempt (with any earlier one not yet acknowledged) is written again instead.
+    await store.ended(d, at, [...(unwritten.get(k) ?? []), h.attempt]);
+    // Added to what is unwritten now: an earlier write may have been acknowledged meanwhile.
+    unwritten.set(k, [...(unwritten.get(k) ?? []), h.attempt]);
     const before = positions.get(k)?.event ?? null;
     const ev = eventAt(d);
     const event = ev === null ? before : before && before.partition === ev.partition && before.offset > ev.offset ? before : ev;
     positions.set(k, { topic: at.topic, partition: at.partition, offset: BigInt(at.offset), event });
+    return tracked(d, h);
   };
 
   /** The drain of `dest` in this process, started if there is none. */
@@ -454,10 +531,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       beforeWrite?: (h: Handled) => void,
     ): Promise<Handled> {
       const h = await deps.handle(d, trace, true);
-      if (!h.next) {
-        await ended(d, at);
-        return h;
-      }
+      if (!h.next) return ended(d, at, h);
       // Spilled before the destination's next record is handled (it waits for this one's slot).
       beforeWrite?.(h);
       await h.write();
@@ -555,8 +629,10 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   /** One spilled delivery, tried until it ends; then off the spill. */
   async function drainOne({ delivery: d, at }: Spilled, signal: AbortSignal): Promise<void> {
     const dest = destOf(d);
-    if (await skip(d, at)) {
-      // Ended before a crash, after its position was written.
+    const skipped = await skip(d, at);
+    if (skipped) {
+      // Ended before a crash, after its position was written; its attempt is written (again) first.
+      await skipped();
       await store.clear(d);
       await store.drop(dest, at);
       return;
@@ -584,9 +660,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       if (signal.aborted) throw signal.reason;
       const h = await deps.handle(d, undefined, true);
       if (!h.next) {
-        await ended(d, at);
+        const final = await ended(d, at, h);
         if (blocked) await store.clear(d);
-        return h;
+        return final;
       }
       // The failed try's attempt is written now; the destination's next delivery waits for its retry.
       await h.write();

@@ -13,6 +13,7 @@ import * as m011 from './011_destination_rate_limit.ts';
 import * as m012 from './012_scheduled_events.ts';
 import * as m013 from './013_destination_ordered.ts';
 import * as m014 from './014_ordered_spill.ts';
+import * as m015 from './015_ordered_attempts.ts';
 
 export interface Migration {
   name: string;
@@ -36,4 +37,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '012_scheduled_events', ...m012 },
   { name: '013_destination_ordered', ...m013 },
   { name: '014_ordered_spill', ...m014 },
+  { name: '015_ordered_attempts', ...m015 },
 ];
