@@ -70,6 +70,8 @@ export interface DeliveryRecord {
   due_at?: string;
   /** Times in a row this delivery was parked, without an attempt, because its destination was stalled. */
   parked?: number;
+  /** Parked for its destination's rate limit: the turn it was given (ISO time), kept when it comes back. */
+  turn_at?: string;
 }
 
 /** Where the router sent one event (shared/schemas/routed.schema.json). */
