@@ -35,6 +35,11 @@ export interface LoadOptions {
   payloadBytes: number;
   /** Asked before each request; false holds new requests back (the runner's cap on outstanding deliveries). */
   gate?: () => boolean;
+  /**
+   * Publish every event scheduled this long ahead (`deliver_at`), its `sent_at` then its deliver_at:
+   * the receiver's publish -> receive latency becomes each delivery's lateness.
+   */
+  deliverAfterMs?: number;
 }
 
 export interface LiveStats {
@@ -68,14 +73,20 @@ export interface LoadHandle {
   done: Promise<LoadResult>;
 }
 
-/** The data of one event, about `bytes` long as JSON, with its send time in it. */
-export function eventData(seq: number, bytes: number): string {
-  const head = `{"sent_at":${nowMs().toFixed(3)},"seq":${seq},"pad":"`;
+/** The data of one event, about `bytes` long as JSON, with its send time (or `sentAt`, epoch ms) in it. */
+export function eventData(seq: number, bytes: number, sentAt = nowMs()): string {
+  const head = `{"sent_at":${sentAt.toFixed(3)},"seq":${seq},"pad":"`;
   return `${head}${'x'.repeat(Math.max(0, bytes - head.length - 2))}"}`;
 }
 
-const eventJson = (e: { tenant_id: string; topic: string }, data: string) =>
-  `{"tenant_id":${JSON.stringify(e.tenant_id)},"topic":${JSON.stringify(e.topic)},"data":${data}}`;
+/** An event's JSON; scheduled `afterMs` ahead when given, its data's sent_at then its deliver_at. */
+function eventJson(e: { tenant_id: string; topic: string }, seq: number, bytes: number, afterMs?: number): string {
+  const head = `{"tenant_id":${JSON.stringify(e.tenant_id)},"topic":${JSON.stringify(e.topic)}`;
+  if (afterMs === undefined) return `${head},"data":${eventData(seq, bytes)}}`;
+  // Whole milliseconds: deliver_at (RFC 3339) carries no finer time.
+  const at = Math.ceil(nowMs() + afterMs);
+  return `${head},"deliver_at":"${new Date(at).toISOString()}","data":${eventData(seq, bytes, at)}}`;
+}
 
 export function startLoad(o: LoadOptions): LoadHandle {
   const stats: LiveStats = { requests: 0, eventsSent: 0, eventsAccepted: 0, inFlight: 0, errors: 0 };
@@ -137,7 +148,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
         const producer = await (producerReady as NonNullable<typeof producerReady>);
         await producer.send(
           TOPIC.events,
-          events.map((e, i) => ({ key: e.tenant_id, value: Buffer.from(eventJson(e, eventData(first + i, o.payloadBytes))) })),
+          events.map((e, i) => ({ key: e.tenant_id, value: Buffer.from(eventJson(e, first + i, o.payloadBytes, o.deliverAfterMs)) })),
         );
         ok = events.length;
       } else if (o.via === 'http') {
@@ -146,7 +157,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
           method: 'POST',
           path: '/api/v1/publish',
           headers,
-          body: eventJson(e, eventData(first, o.payloadBytes)),
+          body: eventJson(e, first, o.payloadBytes, o.deliverAfterMs),
         });
         const text = await res.body.text();
         if (res.statusCode === 202) ok = 1;
@@ -156,7 +167,7 @@ export function startLoad(o: LoadOptions): LoadHandle {
           else if (firstErrors.length < 5) firstErrors.push(`${res.statusCode} ${text.slice(0, 200)}`);
         }
       } else {
-        const body = `{"events":[${events.map((e, i) => eventJson(e, eventData(first + i, o.payloadBytes))).join(',')}]}`;
+        const body = `{"events":[${events.map((e, i) => eventJson(e, first + i, o.payloadBytes, o.deliverAfterMs)).join(',')}]}`;
         const res = await (pool as Pool).request({ method: 'POST', path: '/api/v1/publish/batch', headers, body });
         const text = await res.body.text();
         if (res.statusCode === 200) {

@@ -33,6 +33,8 @@ import {
   EMBEDDED_DEFAULT,
   EXTRA_SCENARIOS,
   parseScenarios,
+  SCHEDULED_DELAY_S,
+  SCHEDULED_RATE,
   type ScenarioName,
   TYPE_DESTINATIONS,
   typeOfScenario,
@@ -104,7 +106,8 @@ if (opt.help) {
                      not in all: types (one type-<t> phase per destination type: 1 tenant, ${TYPE_DESTINATIONS}
                      destinations of the type against its local peer), type-<t> or just <t> for one,
                      senders2 (fanout's load with one sender process, then two), overload (single's load, unthrottled,
-                     against PUBLISH_MAX_BACKLOG=${OVERLOAD_BACKLOG}); ${EXTRA_SCENARIOS.length} extra names
+                     against PUBLISH_MAX_BACKLOG=${OVERLOAD_BACKLOG}), scheduled (${SCHEDULED_RATE} events/s, each
+                     ${SCHEDULED_DELAY_S} s ahead: the lateness of scheduled deliveries); ${EXTRA_SCENARIOS.length} extra names
   --duration S       seconds of load per phase (default 60; 10 with --quick)
   --embedded         run embedded mode (npm start: every service in one process on the embedded log and
                      PGlite) instead of the four services with Kafka and Postgres; webhook scenarios only

@@ -144,7 +144,7 @@ function startPhaseLoad(
   dep: Deployment,
   ctx: PhaseContext,
   built: Built,
-  o: { ratePerSec: number | null; durationMs: number; received: () => number; ungated?: boolean },
+  o: { ratePerSec: number | null; durationMs: number; received: () => number; ungated?: boolean; scheduleS?: number },
 ): LoadHandle {
   const { via, concurrency, batchSize, payloadBytes, backlogCap } = ctx.opts;
   const holder: { load?: LoadHandle } = {};
@@ -161,6 +161,7 @@ function startPhaseLoad(
     batchSize,
     durationMs: o.durationMs,
     payloadBytes,
+    ...(o.scheduleS !== undefined ? { deliverAfterMs: o.scheduleS * 1000 } : {}),
     ...(o.ratePerSec !== null || o.ungated
       ? {}
       : { gate: () => (holder.load?.stats.eventsSent ?? 0) * built.healthyPerEvent - o.received() < backlogCap }),
@@ -462,6 +463,7 @@ async function measure(
     durationMs: phaseS * 1000,
     received: () => received,
     ...(r.def.ungated ? { ungated: true } : {}),
+    ...(r.def.scheduleS !== undefined ? { scheduleS: r.def.scheduleS } : {}),
   });
   const loadStart = Date.now();
   for (const p of opts.pauses) o.undoPauses.push(schedulePause(p, dep, name, notes, log));
@@ -478,9 +480,11 @@ async function measure(
   const attempts = (await r.attemptCount()) - attempts0;
   sampled.attemptSeries.push({ t: Date.now(), n: attempts });
 
+  // Scheduled events arrive that much after the load that published them: the window moves with them.
+  const shift = (def.scheduleS ?? 0) * 1000;
   const final = r.viaAttempts
-    ? await attemptFigures(db as pg.Client, w.from, w.to)
-    : await ctx.rx.stats(`from=${w.from}&to=${w.to}&latency=1`);
+    ? await attemptFigures(db as pg.Client, w.from + shift, w.to + shift)
+    : await ctx.rx.stats(`from=${w.from + shift}&to=${w.to + shift}&latency=1`);
   const series = r.viaAttempts
     ? await attemptFigures(db as pg.Client, loadStart, Date.now())
     : await ctx.rx.stats(`from=${loadStart}&series=1`);
@@ -515,6 +519,7 @@ async function measure(
     warmupS: phaseWarmupS,
     backlogCap: targetRate ? null : opts.backlogCap,
     latencyFrom: r.viaAttempts ? 'attempt' : 'peer',
+    ...(def.scheduleS !== undefined ? { scheduledS: def.scheduleS } : {}),
     ...(def.senders ? { senders: def.senders } : {}),
     publish: {
       eventsSent: lr.eventsSent,
@@ -564,6 +569,10 @@ async function measure(
       `publish API p50 ${result.publish.latencyMs.p50} p99 ${result.publish.latencyMs.p99} ms; missing ${d.missing}, duplicates ${d.duplicates}, ` +
       `signatures ${d.verify.ok}/${d.verify.checked} ok; load1 ${result.machine.load1Start} -> ${result.machine.load1End}, others ${result.machine.otherAvgPct}% cpu`,
   );
+  if (def.scheduleS !== undefined)
+    log(
+      `${name}: lateness (deliver_at -> receive) p50 ${d.latencyMs.p50} p95 ${d.latencyMs.p95} max ${d.latencyMs.max} ms over ${d.latencyMs.count} deliveries`,
+    );
   return { result, window: { from: w.from, to: w.to } };
 }
 

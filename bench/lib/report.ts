@@ -7,7 +7,7 @@ import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
 import type { ProcSummary, WindowSummary } from './proc.ts';
 import { moderateMarkdown } from './efficiency.ts';
-import { sendersTable, typesTable } from './scenarios.ts';
+import { scheduledTable, sendersTable, typesTable } from './scenarios.ts';
 import type { Summary } from './stats.ts';
 
 export interface Topology {
@@ -37,6 +37,11 @@ export interface PhaseResult {
   backlogCap: number | null;
   /** Where publish→delivered was read: the peer's receive time (webhook), or the attempt's stored time. */
   latencyFrom?: 'peer' | 'attempt';
+  /**
+   * Events published this many seconds ahead (deliver_at): `delivery.latencyMs` is then deliver_at →
+   * receive, each delivery's lateness, and the window is of arrivals that much later than the load's.
+   */
+  scheduledS?: number;
   /** Sender processes of the phase (1 unless the scenario starts more). */
   senders?: number;
   publish: {
@@ -536,7 +541,7 @@ export function markdown(r: RunResult, svgName: string): string {
   // The services of the stack: every tracked process but the stores, the receiver and the runner.
   const services = names.filter((n) => !['kafka', 'postgres', 'receiver', 'bench', 'embedded'].includes(n));
   const moderate = moderateMarkdown(r.phases, m.deployment ?? 'stack', services);
-  for (const table of [moderate, typesTable(r.phases), sendersTable(r.phases)]) if (table) L.push('', table);
+  for (const table of [moderate, typesTable(r.phases), sendersTable(r.phases), scheduledTable(r.phases)]) if (table) L.push('', table);
   if (r.derived.failedPhases?.length) L.push('', `Not run: ${r.derived.failedPhases.join('; ')}.`);
   if (r.embedded) L.push('', embeddedMarkdown(r.embedded, r.phases));
   return `${L.join('\n')}\n`;

@@ -15,10 +15,16 @@ export const EMBEDDED_DEFAULT = 'single,tenants,idle,rate300';
 export const BENCH_TYPES = ['webhook', 'sqs', 'rabbitmq', 'gateway', 'kinesis', 'servicebus', 's3', 'pubsub', 'kafka'] as const;
 export type BenchType = (typeof BENCH_TYPES)[number];
 export const TYPE_SCENARIOS = BENCH_TYPES.map((t) => `type-${t}` as const);
-export const EXTRA_SCENARIOS = ['senders2', 'overload', ...TYPE_SCENARIOS] as const;
+export const EXTRA_SCENARIOS = ['senders2', 'overload', 'scheduled', ...TYPE_SCENARIOS] as const;
 export type ScenarioName = (typeof BASE_SCENARIOS)[number] | (typeof EXTRA_SCENARIOS)[number];
 /** Destinations of the one tenant in a type phase. */
 export const TYPE_DESTINATIONS = 10;
+/**
+ * The `scheduled` phase: events published this many seconds ahead (deliver_at), so each waits in the
+ * 5 s retry tier, then the 1 s tier, as any schedule of more than 5 s ends; at this fixed rate.
+ */
+export const SCHEDULED_DELAY_S = 8;
+export const SCHEDULED_RATE = 50;
 
 /**
  * The scenarios of `--scenario`: `all` is the default run (the seven base scenarios; the type and
@@ -80,6 +86,31 @@ export function typesTable(phases: readonly PhaseResult[]): string {
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/**
+ * The scheduled phase's lateness: deliver_at to arrival at the receiver, p50/p95/max, beside the
+ * bound docs/api.md states ("Scheduled events"). Empty without that phase.
+ */
+export function scheduledTable(phases: readonly PhaseResult[]): string {
+  const rows = phases.filter((p) => p.scheduledS !== undefined);
+  if (rows.length === 0) return '';
+  return [
+    '## Scheduled events',
+    '',
+    'Events published with `deliver_at` ahead, at a fixed rate; lateness is arrival at the receiver minus `deliver_at` (never negative: none is early).',
+    '',
+    '| phase | scheduled ahead s | deliveries | lateness p50 ms | p95 ms | max ms | min ms | missing | load1 |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((p) => {
+      const l = p.delivery.latencyMs;
+      return (
+        `| ${p.scenario}/${p.phase} | ${p.scheduledS} | ${int(l.count)} | ${l.p50} | ${l.p95 ?? '–'} | ${l.max} | ${l.min} | ` +
+        `${p.delivery.missing} | ${p.machine.load1Start} → ${p.machine.load1End} |`
+      );
+    }),
+    '',
+  ].join('\n');
 }
 
 /** `senders2`'s two phases side by side: deliveries/s with two sender processes against one. */

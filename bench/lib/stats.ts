@@ -6,12 +6,14 @@ export interface Summary {
   mean: number;
   p50: number;
   p90: number;
+  /** Absent in results recorded before it was summarised. */
+  p95?: number;
   p99: number;
   p999: number;
   max: number;
 }
 
-export const EMPTY_SUMMARY: Summary = { count: 0, min: 0, mean: 0, p50: 0, p90: 0, p99: 0, p999: 0, max: 0 };
+export const EMPTY_SUMMARY: Summary = { count: 0, min: 0, mean: 0, p50: 0, p90: 0, p95: 0, p99: 0, p999: 0, max: 0 };
 
 /** Exact percentiles (nearest rank) of the values; sorts a copy. */
 export function summarize(values: ArrayLike<number>): Summary {
@@ -27,6 +29,7 @@ export function summarize(values: ArrayLike<number>): Summary {
     mean: round(sum / n),
     p50: round(at(0.5)),
     p90: round(at(0.9)),
+    p95: round(at(0.95)),
     p99: round(at(0.99)),
     p999: round(at(0.999)),
     max: round(sorted[n - 1] as number),

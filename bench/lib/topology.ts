@@ -5,7 +5,7 @@
 import { hangingPhases } from './keep.ts';
 import type { Receiver } from './receiver-process.ts';
 import type { Topology } from './report.ts';
-import { type BenchType, type ScenarioName, TYPE_DESTINATIONS, typeOfScenario } from './scenarios.ts';
+import { type BenchType, SCHEDULED_DELAY_S, SCHEDULED_RATE, type ScenarioName, TYPE_DESTINATIONS, typeOfScenario } from './scenarios.ts';
 import type { Deployment } from './stack.ts';
 import type { TypePeer } from './type-peers.ts';
 import { MODERATE_RATE, MODERATE_TENANTS } from './efficiency.ts';
@@ -37,6 +37,8 @@ export interface PhaseDef {
   env?: Record<string, string>;
   /** At max rate, publish without the runner's own backlog cap (--backlog): the service's bound holds. */
   ungated?: boolean;
+  /** Publish every event this many seconds ahead (deliver_at); the phase then measures lateness. */
+  scheduleS?: number;
 }
 
 /** The options phase definitions read: --latency-fraction, --idle-seconds, --hanging-pairs. */
@@ -85,6 +87,17 @@ export function phasesOf(s: ScenarioName, o: PhaseShape): PhaseDef[] {
           rate: 'max',
           env: { PUBLISH_MAX_BACKLOG: String(OVERLOAD_BACKLOG) },
           ungated: true,
+        },
+      ];
+    case 'scheduled':
+      return [
+        {
+          scenario: s,
+          phase: 'main',
+          title: `one tenant, one destination, events ${SCHEDULED_DELAY_S} s ahead (deliver_at) at ${SCHEDULED_RATE}/s`,
+          topology: t(1, 1, 0),
+          rate: { fixed: SCHEDULED_RATE },
+          scheduleS: SCHEDULED_DELAY_S,
         },
       ];
     case 'senders2':

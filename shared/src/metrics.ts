@@ -139,7 +139,7 @@ export const metrics = {
   }),
   scheduledDeliveries: new client.Counter({
     name: 'switchyard_scheduled_deliveries_total',
-    help: 'Deliveries of scheduled events (deliver_at), by destination type and stage: waiting (written to the retry tiers by the router) or due (reached a sender when due). Waiting minus due is the scheduled backlog.',
+    help: 'Deliveries of scheduled events (deliver_at), by destination type and stage: waiting (written to the retry tiers by the router) or due (reached a sender for its first attempt). Over a window, the increase of waiting minus that of due is how much the scheduled backlog grew.',
     labelNames: ['type', 'stage'] as const,
     registers: [registry],
   }),

@@ -7,11 +7,15 @@ import {
   BASE_SCENARIOS,
   BENCH_TYPES,
   parseScenarios,
+  SCHEDULED_DELAY_S,
+  scheduledTable,
   sendersTable,
   TYPE_SCENARIOS,
   typeOfScenario,
   typesTable,
 } from '../../bench/lib/scenarios.ts';
+import { phasesOf } from '../../bench/lib/topology.ts';
+import { summarize } from '../../bench/lib/stats.ts';
 import { recorded } from './recorded.ts';
 
 t.test('all is the seven base scenarios; types and bare type names are opt-in', async (t) => {
@@ -23,6 +27,8 @@ t.test('all is the seven base scenarios; types and bare type names are opt-in', 
   t.equal(TYPE_SCENARIOS.length, 9);
   t.same(parseScenarios('sqs,type-kafka,single,sqs'), ['type-sqs', 'type-kafka', 'single']);
   t.same(parseScenarios('fanout,senders2'), ['fanout', 'senders2']);
+  t.same(parseScenarios('scheduled'), ['scheduled'], 'scheduled is opt-in');
+  t.notOk(parseScenarios('all').includes('scheduled' as never));
   t.throws(() => parseScenarios('nats'), /unknown scenario nats/);
   t.throws(() => parseScenarios(','), /names no scenario/);
   t.equal(typeOfScenario('type-s3'), 's3');
@@ -83,4 +89,24 @@ t.test('the two-sender table gives the ratio of two senders to one', async (t) =
   t.match(table, /\| 2 \| 1,250 \| 70 \| 2\.4 \|/);
   t.match(table, /Two senders deliver 125% of one sender's rate/);
   t.equal(sendersTable([phase('senders2', 'one', 1000, 2, 90, 100)]), '', 'one phase alone: no table');
+});
+
+t.test('the scheduled phase publishes ahead and its table reads lateness p50, p95 and max', async (t) => {
+  const [def] = phasesOf('scheduled', { latencyFraction: 0.25, idleS: 10, hangingPairs: 1 });
+  t.equal(def?.scheduleS, SCHEDULED_DELAY_S, 'every event scheduled ahead');
+  t.ok(SCHEDULED_DELAY_S > 5, 'far enough ahead to wait in the 5 s tier, then the 1 s tier');
+  t.same(def?.rate, { fixed: 50 }, 'at a fixed rate');
+  const lateness = summarize(Array.from({ length: 100 }, (_, i) => i + 1));
+  t.equal(lateness.p95, 95, 'summaries carry p95');
+  const p = phase('scheduled', 'main', 50, 2, lateness.p99, 100, {
+    scheduledS: SCHEDULED_DELAY_S,
+    delivery: { ...base.delivery, missing: 0, latencyMs: lateness },
+  });
+  const table = scheduledTable([p, phase('single', 'main', 1800, 1.2, 50, 110)]);
+  const rows = table.split('\n').filter((l) => l.startsWith('| scheduled/'));
+  t.same(rows, [`| scheduled/main | ${SCHEDULED_DELAY_S} | 100 | 50 | 95 | 100 | 1 | 0 | 3.1 → 4.2 |`], 'one row, the scheduled phase');
+  t.equal(scheduledTable([phase('single', 'main', 1800, 1.2, 50, 110)]), '', 'no scheduled phase, no table');
+  t.match(markdown({ ...run, phases: [p] }, 'x.svg'), /## Scheduled events/);
+  const old = { ...p, delivery: { ...p.delivery, latencyMs: { ...lateness, p95: undefined } } };
+  t.match(scheduledTable([old]), /\| 50 \| – \| 100 \|/, 'a summary without p95 (recorded before it) shows a dash');
 });

@@ -884,4 +884,73 @@ t.test('events and attempts queries', async (t) => {
     const listed = (await call('GET', '/api/v1/acme/events?limit=1000')).body.models.find((e: { id: string }) => e.id === 'evt_04');
     t.equal(listed.successful_at, new Date(BASE).toISOString());
   });
+
+  t.test('status=scheduled: events with a delivery pending and not due yet', async (t) => {
+    const at = (id: string, deliverAt: Date, status: Del['status']) => ({ id, deliverAt, status });
+    const now = Date.now();
+    for (const e of [
+      at('sch_future', new Date(now + 3_600_000), 'pending'),
+      at('sch_due', new Date(now - 60_000), 'pending'),
+      at('sch_canceled', new Date(now + 3_600_000), 'canceled' as Del['status']),
+    ]) {
+      const time = new Date(now - 1000);
+      await insertEvent(
+        db,
+        {
+          tenant_id: 'globex',
+          id: e.id,
+          topic: 'user.created',
+          time,
+          received_at: time,
+          data: {},
+          metadata: null,
+          destination_id: null,
+          matched: ['g1'],
+        },
+        [{ destination_id: 'g1', status: e.status, successful_at: null }],
+      );
+      await db('events').where({ tenant_id: 'globex', id: e.id }).update({ deliver_at: e.deliverAt });
+    }
+    const listed = async (url: string) => {
+      const r = await call('GET', url);
+      t.equal(r.status, 200, url);
+      return (r.body.models as Array<{ id: string; status?: string }>).filter((m) => m.id.startsWith('sch_'));
+    };
+    t.same(
+      (await listed('/api/v1/globex/events?status=scheduled')).map((m) => m.id),
+      ['sch_future'],
+      'the tenant listing: pending and not due',
+    );
+    const scoped = await listed('/api/v1/globex/destination/g1/events?status=scheduled');
+    t.same(
+      scoped.map((m) => [m.id, m.status]),
+      [['sch_future', 'scheduled']],
+      'scoped to the destination, listed scheduled',
+    );
+    t.same(
+      (await listed('/api/v1/events?status=scheduled')).map((m) => m.id),
+      ['sch_future'],
+      'admin, every tenant',
+    );
+    t.same(
+      (await listed('/api/v1/events?status=scheduled&tenant_id=globex&tenant_id=acme')).map((m) => m.id),
+      ['sch_future'],
+      'admin, tenants named',
+    );
+    t.same(
+      (await listed('/api/v1/globex/events?status=scheduled,canceled')).map((m) => m.id).sort(),
+      ['sch_canceled', 'sch_future'],
+      'with another status: either',
+    );
+    t.same(
+      (await listed('/api/v1/globex/destination/g1/events?status=scheduled&status=canceled')).map((m) => m.id).sort(),
+      ['sch_canceled', 'sch_future'],
+      'scoped, with another status',
+    );
+    const bad = await call('GET', '/api/v1/globex/events?status=pending');
+    t.equal(bad.status, 422);
+    t.match(JSON.stringify(bad.body), /success, failed, canceled, scheduled/, 'the statuses an event listing takes');
+    const attempts = await call('GET', '/api/v1/globex/attempts?status=scheduled');
+    t.equal(attempts.status, 422, 'attempts have no scheduled status');
+  });
 });

@@ -2,20 +2,17 @@
 // listed at once; their deliveries go to the retry tiers rather than to their delivery topics, due
 // at deliver_at, and the retry scheduler sends them on when due (services/sender/src/retry-scheduler.ts).
 // So waiting holds no delivery partition and no sender slot, and survives any restart (it is in Kafka).
-import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
+import { tierBefore } from '@switchyard/shared/bus/consume.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 
 /** Deliveries due sooner than this go out at once: the scheduler releases what is due within it too. */
 const DUE_NOW_MS = 250;
 
-/** The tier a delivery waits in first: the longest not longer than what remains (as the sender's tierFor). */
-export function firstTier(remainingMs: number): number {
-  let chosen = 0;
-  RETRY_TIERS_SECONDS.forEach((s, i) => {
-    if (s * 1000 <= remainingMs) chosen = i;
-  });
-  return chosen;
-}
+/**
+ * The tier a delivery waits in first: the longest that releases it before deliver_at, its release
+ * slack included (tierBefore), so that it is never late by the slack of a long tier.
+ */
+export const firstTier = tierBefore;
 
 /** Splits a batch's deliveries into those due now and those of scheduled events, by the tier they wait in. */
 export function splitScheduled(

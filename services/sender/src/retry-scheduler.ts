@@ -1,12 +1,25 @@
+import { tierBefore, tierHopMs } from '@switchyard/shared/bus/consume.ts';
 import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { tierFor } from './backoff.ts';
+import { TURN_LEAD_MS } from './controls/rate-limit.ts';
 
 /** Longest a stalled destination's delivery is parked at a time: how late a recovered destination may see it. */
 export const PARK_MAX_MS = 30_000;
 /** A destination stalled this long (it has been timing out for minutes) has its deliveries parked for up to PARK_LONG_MS. */
 export const PARK_LONG_STALL_MS = 300_000;
 export const PARK_LONG_MS = 300_000;
+
+/**
+ * A delivery due at an exact time (a rate-limit turn, a scheduled event's deliver_at) waits in the
+ * tiers that release it before it is due, their slack included (tierBefore), never in one that may
+ * release it late. A rate-limit turn is then held here once at most this long remains (the shortest
+ * tier's hop: 1 s, plus its release slack and fetch wait) and sent back TURN_LEAD_MS before it,
+ * rather than a hop that could bring it back up to that late, into the turns of others. Its tier
+ * partition waits meanwhile (the commit and the next fetch follow the release), which under a
+ * steady stream of held records delays those behind it: so only turns are held, not scheduled events.
+ */
+export const DUE_HOLD_MS = tierHopMs(0);
 
 /** Record headers that travel with a delivery through the tiers (its trace context, tracing on only). */
 type Headers = Record<string, string> | undefined;
@@ -24,7 +37,13 @@ export interface SchedulerDeps {
    */
   stalledHere?(delivery: DeliveryRecord): number;
   now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
 }
+
+/** True for a delivery due at an exact time: a rate-limit turn or a scheduled event. */
+const dueExactly = (d: DeliveryRecord): boolean => d.turn_at !== undefined || (d.event.deliver_at !== undefined && !d.manual);
+/** True for a delivery held here until due: a rate-limit turn. */
+const heldUntilDue = (d: DeliveryRecord): boolean => d.turn_at !== undefined;
 
 /**
  * Moves deliveries through the retry tiers. A record leaves a tier once the tier's delay has passed
@@ -34,6 +53,7 @@ export interface SchedulerDeps {
  */
 export function createRetryScheduler(deps: SchedulerDeps) {
   const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   /**
    * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
    * delay of one tier (one hop through Kafka, where a due time between tiers would take several),
@@ -52,19 +72,30 @@ export function createRetryScheduler(deps: SchedulerDeps) {
   return {
     /** Where a fresh retry starts waiting. */
     async schedule(delivery: DeliveryRecord, dueAt: Date, headers?: Headers): Promise<void> {
-      // An attempt was made: the count of parks in a row starts again.
-      const { parked: _parked, ...rest } = delivery;
+      // An attempt was made: the count of parks in a row starts again, and a rate-limit turn is spent.
+      const { parked: _parked, turn_at: _turn, ...rest } = delivery;
       await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierFor(dueAt.getTime() - now()), headers);
+    },
+    /** Parks a delivery not attempted (a rate-limit turn, `turn_at` kept) until `dueAt` (DUE_HOLD_MS). */
+    async parkUntil(delivery: DeliveryRecord, dueAt: Date, headers?: Headers): Promise<void> {
+      const { parked: _parked, ...rest } = delivery;
+      await deps.park({ ...rest, due_at: dueAt.toISOString() }, tierBefore(dueAt.getTime() - now()), headers);
     },
     park,
     async release(delivery: DeliveryRecord, headers?: Headers): Promise<void> {
-      const remaining = Date.parse(delivery.due_at ?? '') - now();
+      let remaining = Date.parse(delivery.due_at ?? '') - now();
+      if (remaining <= DUE_HOLD_MS && heldUntilDue(delivery)) {
+        // A little early: the sender waits the rest, its way back through the delivery topic covered.
+        const wait = remaining - TURN_LEAD_MS;
+        if (wait > 0) await sleep(wait);
+        remaining = 0;
+      }
       if (!(remaining > 250)) {
         const { due_at: _due, ...rest } = delivery;
         const stalledMs = deps.stalledHere?.(rest) ?? 0;
         await (stalledMs > 0 ? park(rest, stalledMs, headers) : deps.deliver(rest, headers));
       } else {
-        await deps.park(delivery, tierFor(remaining), headers);
+        await deps.park(delivery, dueExactly(delivery) ? tierBefore(remaining) : tierFor(remaining), headers);
       }
     },
   };

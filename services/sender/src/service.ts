@@ -288,7 +288,7 @@ export async function start(rt: Runtime): Promise<Service> {
   // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
   const rateGate = createRateGate({
     current: (s) => destinations.current(s),
-    park: (d, dueAt, headers) => scheduler.schedule(d, dueAt, headers),
+    park: (d, dueAt, headers) => scheduler.parkUntil(d, dueAt, headers),
   });
   const cancellations = createCancellations(rt.db);
   const handle = createDeliveryHandler({

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { gapOf, HOLD_MS, RateLimiter, SLACK_MS } from '../src/controls/rate-limit.ts';
+import { CATCH_UP, gapOf, HOLD_MS, MIN_PARK_MS, RateLimiter, SLACK_MS, TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
 
 /** A limiter on a clock the test moves: `run` fires the sleepers in time order until none is left. */
 function onClock() {
@@ -12,6 +12,8 @@ function onClock() {
   const settle = () => new Promise((r) => setImmediate(r));
   return {
     limiter,
+    /** Resolves `ms` later on the test's clock (a parked delivery's trip through the tiers). */
+    sleep: (ms: number) => new Promise<void>((wake) => sleepers.push({ at: now + ms, wake })),
     at: () => now,
     advance: (ms: number) => (now += ms),
     async run(): Promise<void> {
@@ -62,10 +64,11 @@ t.test('deliveries start a gap apart; beyond the hold they are parked, spread a 
   t.equal(parks.length, 20 - held, 'the rest are parked');
   for (let i = 1; i < parks.length; i++) t.ok((parks[i] as number) - (parks[i - 1] as number) >= Math.floor(gap), 'parked turns spread');
   t.ok((parks[0] as number) > HOLD_MS, 'the first parked one is due after the hold');
+  t.ok((parks[0] as number) >= MIN_PARK_MS, 'and no sooner than the shortest tier brings it back');
   t.equal(limiter.waiting(), 0);
 });
 
-t.test('a pause does not bunch starts: each is checked against the last real one', async (t) => {
+t.test('a pause does not bunch starts: each is checked against the real ones before it', async (t) => {
   let now = 0;
   const timers: Array<() => void> = [];
   const limiter = new RateLimiter({ now: () => now, sleep: () => new Promise<void>((r) => timers.push(r)) });
@@ -82,26 +85,136 @@ t.test('a pause does not bunch starts: each is checked against the last real one
   for (const wake of timers.splice(0)) wake();
   await new Promise((r) => setImmediate(r));
   t.same(starts, [0, 1000], 'only one more started after the pause');
-  now += gap;
+  now += gap * CATCH_UP;
   for (const wake of timers.splice(0)) wake();
   await done;
-  t.same(starts, [0, 1000, 1000 + gap], 'the next a gap later');
+  t.same(starts, [0, 1000, 1000 + gap * CATCH_UP], 'the next sooner than a gap: late turns are made up, within the window');
 });
 
-t.test('a removed limit frees the destination; idle destinations are forgotten', async (t) => {
-  const { limiter, advance, run } = onClock();
-  const a = limiter.admit('a', { per_second: 1 });
-  if (!a || !('go' in a)) throw new Error('held');
-  await run();
-  await a.go;
-  t.ok(limiter.knows('a'));
-  t.equal(limiter.admit('a', null), null, 'no limit any more: at once');
-  t.notOk(limiter.knows('a'));
-  const b = limiter.admit('b', { per_second: 1 });
-  if (!b || !('go' in b)) throw new Error('held');
-  await run();
-  await b.go;
-  advance(10_000);
-  limiter.sweep(5_000);
-  t.notOk(limiter.knows('b'));
+t.test('made-up turns never put more than the limit in a window of a second and the slack', async (t) => {
+  let now = 0;
+  const timers: Array<() => void> = [];
+  const limiter = new RateLimiter({ now: () => now, sleep: () => new Promise<void>((r) => timers.push(r)) });
+  const limit = { per_second: 10 };
+  const starts: number[] = [];
+  const back: Array<{ at: number; turn: number }> = [];
+  const offer = (turn?: number) => {
+    const a = limiter.admit('a', limit, false, turn === undefined ? undefined : turn - now);
+    if (!a) throw new Error('limited');
+    if ('go' in a) void a.go.then(() => void starts.push(now));
+    else back.push({ at: now + a.parkMs - TURN_LEAD_MS, turn: now + a.parkMs });
+  };
+  // Offered at twice the limit for 20 s, parked ones back for their turns; the clock steps 5 ms at
+  // a time and every timer fires late (every 35 ms).
+  for (let step = 0; step < 6000; step++) {
+    now += 5;
+    if (step < 4000 && step % 10 === 0) offer();
+    for (const b of back.splice(0)) {
+      if (b.at <= now) offer(b.turn);
+      else back.push(b);
+    }
+    if (step % 7 === 0) for (const wake of timers.splice(0)) wake();
+    await new Promise((r) => setImmediate(r));
+  }
+  t.ok(starts.length >= 0.9 * 272, `${starts.length} started in 30 s (the limit allows 272 a gap apart): late timers made up`);
+  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, `at most 10 in any 1.1 s (saw ${maxIn(starts, 1000 + SLACK_MS)})`);
+  t.ok(minSpacing(starts) >= gapOf(limit) * CATCH_UP - 1e-9, `never closer than ${CATCH_UP} of a gap (${minSpacing(starts)})`);
+});
+
+/** The most of `times` in one window of `ms`. */
+function maxIn(times: number[], ms: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, from = 0; i < sorted.length; i++) {
+    while ((sorted[i] as number) - (sorted[from] as number) >= ms) from++;
+    best = Math.max(best, i - from + 1);
+  }
+  return best;
+}
+
+const minSpacing = (times: number[]) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < sorted.length; i++) min = Math.min(min, (sorted[i] as number) - (sorted[i - 1] as number));
+  return min;
+};
+
+/**
+ * A backlog of `n` offered at the times `arrivals` gives (ms), each parked delivery released by the
+ * retry scheduler TURN_LEAD_MS before its turn and back `transit(i)` ms after that (produced, read,
+ * queued behind its key), as the sender offers them: the real starts and how often each delivery
+ * was parked.
+ */
+async function drain(n: number, arrivals: (i: number) => number, transit: (i: number) => number) {
+  const c = onClock();
+  const limit = { per_second: 10 };
+  const starts: number[] = [];
+  const parksOf = new Array<number>(n).fill(0);
+  const offer = async (i: number, turnAt?: number): Promise<void> => {
+    const a = c.limiter.admit('a', limit, false, turnAt === undefined ? undefined : turnAt - c.at());
+    if (!a) throw new Error('a limited destination is always admitted through the limiter');
+    if ('go' in a) {
+      await a.go;
+      starts.push(c.at());
+      return;
+    }
+    parksOf[i] = (parksOf[i] as number) + 1;
+    const turn = c.at() + a.parkMs;
+    await c.sleep(a.parkMs - TURN_LEAD_MS + transit(i));
+    await offer(i, turn);
+  };
+  const all: Promise<void>[] = [];
+  for (let i = 0; i < n; i++) all.push(c.sleep(arrivals(i)).then(() => offer(i)));
+  await c.run();
+  await Promise.all(all);
+  starts.sort((a, b) => a - b);
+  return { starts, parksOf, gap: gapOf(limit) };
+}
+
+t.test('a parked backlog drains at the limit: each delivery keeps its turn and is parked once', async (t) => {
+  // 150 at once; each parked one back 0 to 380 ms after its release (up to 80 ms after its turn).
+  const { starts, parksOf, gap } = await drain(
+    150,
+    () => 0,
+    (i) => (i * 37) % 380,
+  );
+  t.equal(starts.length, 150, 'every delivery started');
+  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
+  t.ok(minSpacing(starts) >= gap * CATCH_UP - 1e-9, 'never closer than the catch-up spacing');
+  const span = (starts.at(-1) as number) - (starts[0] as number);
+  // The turns between the hold and the soonest park go unused once: the rest run a gap apart.
+  t.ok(span <= 149 * gap + MIN_PARK_MS + 100, `drained in ${span} ms (a gap apart: ${149 * gap})`);
+  t.ok(
+    parksOf.every((p) => p <= 1),
+    'none parked twice',
+  );
+});
+
+t.test('offered five times the limit for three seconds, some back late: drained close to the limit', async (t) => {
+  // A few back as late as 500 ms after their turn, in a bunch.
+  const { starts, parksOf, gap } = await drain(
+    150,
+    (i) => Math.floor(i / 50) * 1000,
+    (i) => (i % 40 < 5 ? 800 : (i * 53) % 300),
+  );
+  t.equal(starts.length, 150);
+  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
+  t.ok(minSpacing(starts) >= gap * CATCH_UP - 1e-9, 'never closer than the catch-up spacing');
+  const span = (starts.at(-1) as number) - (starts[0] as number);
+  t.ok(span <= 149 * gap + MIN_PARK_MS + 1000, `drained in ${span} ms (a gap apart: ${149 * gap})`);
+  t.ok(
+    parksOf.filter((p) => p > 1).length <= 15,
+    `few parked twice (${parksOf.filter((p) => p > 1).length}): only those back so late that others fill the hold`,
+  );
+});
+
+t.test('a parked delivery back early is parked again for its turn; one back far too late takes a new turn', async (t) => {
+  const { limiter } = onClock();
+  const limit = { per_second: 10 };
+  const early = limiter.admit('a', limit, false, 2000);
+  t.same(early, { parkMs: 2000 }, 'early: parked until its turn, the turn kept');
+  // Others fill the hold: one back late queues behind them only as far as the hold allows.
+  for (let i = 0; i < 5; i++) limiter.admit('a', limit);
+  const late = limiter.admit('a', limit, false, -3000);
+  t.ok(late && 'parkMs' in late && late.parkMs >= MIN_PARK_MS, 'too far behind: parked for a new turn');
 });

@@ -1,6 +1,7 @@
 // The retry tiers: where a retry or a parked delivery waits, and what happens when it comes out.
 import t from 'tap';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import { TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
 import { createRetryScheduler } from '../src/retry-scheduler.ts';
 
 const delivery: DeliveryRecord = {
@@ -121,4 +122,57 @@ t.test('a due delivery of a destination this process is parking deliveries of is
   await s.release((parked.at(-1) as (typeof parked)[number]).record);
   t.equal(delivered.at(-1)?.destination.id, 'd1', 'once the destination is not stalled, its delivery goes out');
   t.equal(delivered.at(-1)?.attempt_number, 2, 'parking was no attempt');
+});
+
+t.test('a rate-limit turn is held until just before it rather than hopping the shortest tier again', async (t) => {
+  const at = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const slept: number[] = [];
+  const delivered: DeliveryRecord[] = [];
+  const parked: Array<{ tier: number; record: DeliveryRecord }> = [];
+  const s = createRetryScheduler({
+    deliver: async (d) => void delivered.push(d),
+    park: async (d, tier) => void parked.push({ tier, record: d }),
+    now: () => at.now,
+    sleep: async (ms) => {
+      slept.push(ms);
+      at.now += ms;
+    },
+  });
+  const due = (ms: number) => new Date(at.now + ms).toISOString();
+  const turn = { ...delivery, attempt_number: 1, turn_at: due(600) };
+  await s.release({ ...turn, due_at: due(600) });
+  t.same(slept, [600 - TURN_LEAD_MS], 'a rate-limit turn 600 ms away: held until just before it (the sender waits the rest)');
+  t.equal(delivered.length, 1, 'then delivered');
+  t.equal(delivered[0]?.turn_at, turn.turn_at, 'keeping its turn');
+  t.equal(delivered[0]?.due_at, undefined);
+
+  await s.release({ ...turn, due_at: due(TURN_LEAD_MS - 50) });
+  t.equal(delivered.length, 2, 'a turn within the lead: at once');
+  t.equal(slept.length, 1);
+
+  // A scheduled event is not held (its tier partition would wait): it takes the 1 s tier again,
+  // and a long one only the tiers that release it before deliver_at.
+  const scheduled = { ...delivery, attempt_number: 1, event: { ...delivery.event, deliver_at: due(900) } };
+  await s.release({ ...scheduled, due_at: due(900) });
+  t.equal(parked.at(-1)?.tier, 0, 'a scheduled event 900 ms early: the 1 s tier');
+  await s.release({ ...scheduled, due_at: due(31_000) });
+  t.equal(parked.at(-1)?.tier, 1, '31 s early: the 5 s tier, not the 30 s one that may release it 1.2 s late');
+  await s.release({ ...delivery, due_at: due(31_000) });
+  t.equal(parked.at(-1)?.tier, 2, 'a plain retry 31 s early: the 30 s tier, as before');
+
+  await s.release({ ...delivery, due_at: due(600) });
+  t.equal(parked.at(-1)?.tier, 0, 'a plain retry 600 ms early takes the 1 s tier again (its partition is not held)');
+  await s.release({ ...turn, due_at: due(1500) });
+  t.equal(parked.at(-1)?.tier, 0, 'beyond the hold (the 1 s tier hop: 1.3 s), a turn takes a tier');
+  t.equal(slept.length, 1, 'none of them slept');
+
+  // A retry after an attempt spends the turn; a park for a turn keeps it.
+  await s.schedule(turn, new Date(at.now + 5000));
+  t.equal(parked.at(-1)?.record.turn_at, undefined, 'a retry carries no turn');
+  await s.parkUntil({ ...turn, parked: 2 }, new Date(at.now + 5000));
+  t.equal(parked.at(-1)?.record.turn_at, turn.turn_at, 'parked for its turn: kept');
+  t.equal(parked.at(-1)?.record.parked, undefined, 'and no stall count');
+  t.equal(parked.at(-1)?.tier, 0, 'in a tier that releases it in time (the 5 s one could be 0.7 s late)');
+  await s.parkUntil(turn, new Date(at.now + 6000));
+  t.equal(parked.at(-1)?.tier, 1, 'the 5 s tier once its hop ends before the turn');
 });

@@ -3,6 +3,7 @@
 import type { ConsumeOptions, InRecord } from './index.ts';
 import { createKeyedDispatch, type KeyedDispatchOptions } from './inflight.ts';
 import type { OffsetTracker } from './offset-tracker.ts';
+import { RETRY_TIERS_SECONDS } from './topics.ts';
 
 /**
  * The commit of a consumer with records in flight: each call commits, after the calls before it,
@@ -42,6 +43,28 @@ export function createCommitter<S extends { tracker: OffsetTracker; committed: s
  */
 export function releaseSlackMs(delayMs: number): number {
   return Math.min(delayMs / 10, 1000);
+}
+
+/** The longest a Kafka delayed consumer's fetch waits (kafka/delayed.ts, DELAYED_FETCH_MAX_WAIT_MS). */
+const TIER_FETCH_WAIT_MS = 200;
+
+/** The longest a record spends in retry tier `tier`: its delay, the release slack and a fetch wait. */
+export function tierHopMs(tier: number): number {
+  const delay = (RETRY_TIERS_SECONDS[tier] ?? 0) * 1000;
+  return delay + releaseSlackMs(delay) + TIER_FETCH_WAIT_MS;
+}
+
+/**
+ * The retry tier for a record due at an exact time `remainingMs` from now (a rate-limit turn, a
+ * scheduled event): the longest that releases it before it is due, slack included, so that it is
+ * never released late by the slack of a tier (up to 1 s); the shortest when none does. Retries take backoff's tierFor, the longest not longer than what remains.
+ */
+export function tierBefore(remainingMs: number): number {
+  let chosen = 0;
+  RETRY_TIERS_SECONDS.forEach((_, i) => {
+    if (tierHopMs(i) <= remainingMs) chosen = i;
+  });
+  return chosen;
 }
 
 /** Due records of a retry tier released together (one produce request and one commit per slice). */

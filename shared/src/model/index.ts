@@ -76,6 +76,8 @@ export interface DeliveryRecord {
    * such a repeat by it (controls/ordered.ts). Absent on deliveries routed before it was added.
    */
   event_position?: { partition: number; offset: string };
+  /** Parked for its destination's rate limit: the turn it was given (ISO time), kept when it comes back. */
+  turn_at?: string;
 }
 
 /** Where the router sent one event (shared/schemas/routed.schema.json). */

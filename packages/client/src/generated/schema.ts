@@ -2318,8 +2318,8 @@ export interface operations {
             query?: {
                 /** @description Events routed to these destinations. Several values match any. */
                 destination_id?: string | string[];
-                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
-                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds). Several values match any. */
+                status?: ("success" | "failed" | "canceled" | "scheduled") | ("success" | "failed" | "canceled" | "scheduled")[];
                 /** @description Events of these topics. Several values match any. */
                 topic?: string | string[];
                 "time[gte]"?: string;
@@ -2427,8 +2427,8 @@ export interface operations {
     listTenantDestinationEvents: {
         parameters: {
             query?: {
-                /** @description Events whose delivery to this destination is in this state. success, failed or canceled. Several values match any. */
-                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events whose delivery to this destination is in this state. success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds). Several values match any. */
+                status?: ("success" | "failed" | "canceled" | "scheduled") | ("success" | "failed" | "canceled" | "scheduled")[];
                 /** @description Events of these topics. Several values match any. */
                 topic?: string | string[];
                 "time[gte]"?: string;
@@ -2849,8 +2849,8 @@ export interface operations {
             query?: {
                 /** @description Events routed to these destinations. Several values match any. */
                 destination_id?: string | string[];
-                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled. Several values match any. */
-                status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds). Several values match any. */
+                status?: ("success" | "failed" | "canceled" | "scheduled") | ("success" | "failed" | "canceled" | "scheduled")[];
                 /** @description Events of these topics. Several values match any. */
                 topic?: string | string[];
                 /** @description Admin key only, without a tenant in the path: events of these tenants. Several values match any. */

@@ -31,6 +31,7 @@ import {
   embedded,
   type EventFilter,
   type EventRow,
+  type EventStatus,
   type EventView,
   eventColumns,
   eventPartitionOf,
@@ -189,6 +190,26 @@ function expectedDeliveries(rows: Iterable<EventRow>, destinationIds?: readonly 
 // --- events --------------------------------------------------------------------------------
 
 /**
+ * A delivery `d` of a scheduled event not due yet: pending, and its event's deliver_at still ahead
+ * (a primary-key probe of the event, in the partition its delivery names: created_at = received_at).
+ */
+const SCHEDULED_SQL =
+  "(d.status = 'pending' AND EXISTS (SELECT 1 FROM events se WHERE se.tenant_id = d.tenant_id AND se.id = d.event_id" +
+  ' AND se.received_at = d.created_at AND se.deliver_at > now()))';
+
+/** A delivery `d` in one of `statuses`, `scheduled` included. */
+function statusCond(statuses: readonly EventStatus[]): Cond {
+  const plain = statuses.filter((s) => s !== 'scheduled');
+  const parts: Cond[] = plain.length ? [inList('d.status', plain)] : [];
+  if (statuses.includes('scheduled')) parts.push(cond(SCHEDULED_SQL));
+  return parts.length === 1 ? (parts[0] as Cond) : cond(`(${parts.map((c) => c.sql).join(' OR ')})`, ...parts.flatMap((c) => c.values));
+}
+
+/** One status of a delivery `d`, as the leading conditions of a branch (the deliveries_status index). */
+const oneStatus = (s: EventStatus): Cond[] =>
+  s === 'scheduled' ? [cond("d.status = 'pending'"), cond(SCHEDULED_SQL)] : [cond('d.status = ?', s)];
+
+/**
  * Events, newest event time first. Without delivery filters the listing reads events directly;
  * with a destination or status filter it pages over the deliveries (which carry the event time)
  * and then loads the events of the page. Either way a page ends where the payload bytes of its
@@ -215,7 +236,7 @@ export async function listEvents(
     if (statuses) {
       // Admin, every tenant, status only: no index leads with status across tenants, so each
       // event in time order is checked for such a delivery (a primary-key probe).
-      const c = inList('d.status', statuses);
+      const c = statusCond(statuses);
       common.push(
         cond(`EXISTS (SELECT 1 FROM deliveries d WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND ${c.sql})`, ...c.values),
       );
@@ -254,7 +275,7 @@ export async function listEvents(
     if (destinations) {
       const pairs = await destinationPairs(q, f.tenants, destinations);
       if (!pairs.length) return emptyPage(page);
-      if (statuses) common.push(inList('d.status', statuses));
+      if (statuses) common.push(statusCond(statuses));
       if (pairs.length <= FANOUT_MAX) {
         branches = pairs.map(([t, d]) => [cond('d.tenant_id = ?', t), cond('d.destination_id = ?', d)]);
       } else {
@@ -262,11 +283,11 @@ export async function listEvents(
       }
     } else {
       const tenants = f.tenants ?? [];
-      const combos = tenants.flatMap((t) => (statuses ?? []).map((s): [string, string] => [t, s]));
+      const combos = tenants.flatMap((t) => (statuses ?? []).map((s): [string, EventStatus] => [t, s]));
       branches =
         combos.length <= FANOUT_MAX
-          ? combos.map(([t, s]) => [cond('d.tenant_id = ?', t), cond('d.status = ?', s)])
-          : [[inList('d.tenant_id', tenants), inList('d.status', statuses ?? [])]];
+          ? combos.map(([t, s]) => [cond('d.tenant_id = ?', t), ...oneStatus(s)])
+          : [[inList('d.tenant_id', tenants), statusCond(statuses ?? [])]];
     }
     const found = new Map<string, EventRow>();
     const res = await keysetPage<KeyRow & { k_tenant: string; k_recv: string }>(

@@ -6,6 +6,9 @@ import { keyText } from '@switchyard/shared/db/paging.ts';
 
 export type AttemptStatus = 'success' | 'failed' | 'canceled';
 export const ATTEMPT_STATUSES: readonly AttemptStatus[] = ['success', 'failed', 'canceled'];
+/** What an event listing filters on: its deliveries' states, and `scheduled` (pending, not due yet). */
+export type EventStatus = AttemptStatus | 'scheduled';
+export const EVENT_STATUSES: readonly EventStatus[] = [...ATTEMPT_STATUSES, 'scheduled'];
 
 /** Bounds on a time column; values are validated ISO 8601 strings, passed to Postgres as they are. */
 export interface TimeRange {
@@ -32,7 +35,7 @@ export interface EventFilter {
   /** Events delivered (routed) to any of these destinations. */
   destinationIds?: readonly string[];
   /** Events with a delivery (to one of destinationIds, when given) in one of these states. */
-  statuses?: readonly AttemptStatus[];
+  statuses?: readonly EventStatus[];
   topics?: readonly string[];
   /** Bounds on the event time. */
   time?: TimeRange;

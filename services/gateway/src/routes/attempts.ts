@@ -3,7 +3,7 @@ import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import type { QueryStore } from '../queries/store.ts';
-import { ATTEMPT_STATUSES, type AttemptStatus, type AttemptView, type Tenants, type TimeRange } from '../queries/views.ts';
+import { ATTEMPT_STATUSES, type AttemptView, type Tenants, type TimeRange } from '../queries/views.ts';
 import { requireTenantAccess } from '../auth.ts';
 import type { TenantCheck } from './deps.ts';
 import { destinationView } from '../destination-view.ts';
@@ -142,13 +142,13 @@ export function parsePage(q: Query, p: Problems, kind: 'att' | 'evt'): ListPage 
   return page;
 }
 
-export function parseStatuses(q: Query, p: Problems): AttemptStatus[] | undefined {
+/** The `status` values given, each one of `allowed`. */
+export function parseStatuses<S extends string>(q: Query, p: Problems, allowed: readonly S[]): S[] | undefined {
   const values = multi(q, 'status');
   for (const v of values ?? []) {
-    if (!(ATTEMPT_STATUSES as readonly string[]).includes(v))
-      p.add('query.status', `must be one of ${ATTEMPT_STATUSES.join(', ')} (got "${v}")`);
+    if (!(allowed as readonly string[]).includes(v)) p.add('query.status', `must be one of ${allowed.join(', ')} (got "${v}")`);
   }
-  return values as AttemptStatus[] | undefined;
+  return values as S[] | undefined;
 }
 
 const INCLUDES = ['event', 'event.data', 'response_data', 'destination'] as const;
@@ -266,7 +266,7 @@ function listParams(q: Query) {
   const p = new Problems();
   const page = parsePage(q, p, 'att');
   const time = parseTime(q, p);
-  const statuses = parseStatuses(q, p);
+  const statuses = parseStatuses(q, p, ATTEMPT_STATUSES);
   const include = parseInclude(q, p);
   p.throwIfAny();
   return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { QueryStore } from '../queries/store.ts';
-import type { Tenants } from '../queries/views.ts';
+import { EVENT_STATUSES, type Tenants } from '../queries/views.ts';
 import type { TenantCheck } from './deps.ts';
 import { createPendingReasons } from '../pending-reason.ts';
 import {
@@ -15,11 +15,15 @@ import {
   parseTime,
   type Query,
   readableTenants,
-  statusQueryDocs,
   timeQueryDocs,
 } from './attempts.ts';
 import { existingDestination, idParam, multi, type TenantReq } from './common.ts';
 import { answers } from '../openapi.ts';
+
+const statusQueryDocs = manyQueryDocs(
+  'success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds).',
+  EVENT_STATUSES,
+);
 
 const eventListQuery = {
   type: 'object',
@@ -104,7 +108,7 @@ function listParams(q: Query) {
   const p = new Problems();
   const page = parsePage(q, p, 'evt');
   const time = parseTime(q, p);
-  const statuses = parseStatuses(q, p);
+  const statuses = parseStatuses(q, p, EVENT_STATUSES);
   p.throwIfAny();
   return { page, time, statuses, topics: multi(q, 'topic') };
 }

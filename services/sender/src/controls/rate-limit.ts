@@ -11,11 +11,15 @@
  * on the clock when a delivery really starts, so a pause of this process delays deliveries but never
  * bunches them.
  *
- * A delivery whose turn is at most HOLD_MS away waits for it here (holding one of its destination's
- * slots, never more than DESTINATION_CONCURRENCY); a later one is parked in the retry tiers until about
- * its turn (not an attempt): its destination's backlog then holds no slot of the partition, so other
- * destinations and tenants are not slowed. Parked deliveries are given turns one gap apart, so they
- * come back about at the rate they can go.
+ * Each delivery gets the next turn of its destination, one gap after the last one given. One whose
+ * turn is at most HOLD_MS away waits for it here (holding one of its destination's slots, never more
+ * than DESTINATION_CONCURRENCY); a later one is parked in the retry tiers until its turn (not an
+ * attempt), and keeps that turn: it comes back carrying it (`turn_at`; the retry scheduler releases
+ * such a delivery just before it is due, not a tier hop later) and starts then, rather than queueing behind the
+ * deliveries that arrived since. So a backlog drains at the limit, its deliveries in the order they
+ * came, and holds no slot of the partition while it waits: other destinations and tenants are not
+ * slowed. A turn sooner than MIN_PARK_MS is not given to a parked delivery: the shortest tier would
+ * bring it back late, into the turns of others.
  */
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord, RateLimit } from '@switchyard/shared/model/index.ts';
@@ -25,6 +29,17 @@ import type { CurrentState } from '../destination-state.ts';
 export const SLACK_MS = 100;
 /** The longest a delivery waits for its turn in memory; one due later is parked. */
 export const HOLD_MS = 500;
+/**
+ * The soonest turn a parked delivery is given: the shortest retry tier (1 s) plus its release slack
+ * (0.1 s) and fetch wait (up to 0.2 s), so it is back in time for it.
+ */
+export const MIN_PARK_MS = 1200;
+/**
+ * How long before its turn a parked delivery is released from the retry tiers, to wait the rest
+ * here: its way back through the delivery topic (behind the records of its partition, its key's
+ * queue) takes time, and a delivery back late leaves its turn unused.
+ */
+export const TURN_LEAD_MS = 300;
 
 /** Milliseconds between the starts of two deliveries under `limit`; 0 without one. */
 export function gapOf(limit: RateLimit | undefined | null): number {
@@ -34,24 +49,43 @@ export function gapOf(limit: RateLimit | undefined | null): number {
   return Math.max(perSecond, perMinute);
 }
 
-interface KeyState {
-  gap: number;
-  /** When the last delivery really started (performance.now()). */
-  lastStart: number;
-  /** The turn the next delivery waiting in memory gets. */
-  next: number;
-  /** The turn the next parked delivery gets. */
-  parkNext: number;
-  /** Deliveries waiting in memory for their turn now. */
-  waiting: number;
+/** How close two starts may come when making up late ones: CATCH_UP of a gap. */
+export const CATCH_UP = 0.75;
+
+/**
+ * How close two starts may be under `limit`, and the window rule that bounds them: a start late
+ * (a timer fired late, the process paused) is made up by the next ones, CATCH_UP of a gap apart,
+ * as long as no (1000 + SLACK_MS) ms hold more than `per_second` starts, and never closer than the
+ * per-minute gap. Where the per-minute limit is the stricter, starts are a gap apart, as turns are.
+ */
+function spacingOf(limit: RateLimit, gap: number): { minGap: number; window: number } {
+  const perMinuteGap = limit.per_minute ? (60_000 + SLACK_MS) / limit.per_minute : 0;
+  if (!limit.per_second || perMinuteGap >= gap) return { minGap: gap, window: 0 };
+  return { minGap: Math.max(gap * CATCH_UP, perMinuteGap), window: limit.per_second };
 }
 
+interface KeyState {
+  gap: number;
+  minGap: number;
+  /** The real starts of the last `window` deliveries (performance.now()), a ring; empty when starts are a gap apart. */
+  starts: Float64Array;
+  head: number;
+  /** When the last delivery really started (performance.now()). */
+  lastStart: number;
+  /** The turn the next delivery gets (after every turn given, parked ones included). */
+  next: number;
+  /** The turns of the deliveries waiting in memory now. */
+  turns: number[];
+}
+
+/** Go once `go` resolves; or park until `parkMs` from now, its turn then. */
 export type Admission = { go: Promise<void> } | { parkMs: number };
 
 export interface RateLimiterOptions {
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
   holdMs?: number;
+  minParkMs?: number;
 }
 
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -61,55 +95,103 @@ export class RateLimiter {
   private readonly now: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly holdMs: number;
+  private readonly minParkMs: number;
 
   constructor(o: RateLimiterOptions = {}) {
     this.now = o.now ?? (() => performance.now());
     this.sleep = o.sleep ?? sleepFor;
     this.holdMs = o.holdMs ?? HOLD_MS;
+    this.minParkMs = Math.max(o.minParkMs ?? MIN_PARK_MS, this.holdMs);
   }
 
   /**
    * A delivery of destination `key` under `limit`: `go` resolves when it may start (at once without
    * a limit), or `parkMs` says how long to park it for, when its turn is more than HOLD_MS away.
    * `hold`: never parked, whenever its turn (an ordered destination's: parking would reorder it).
+   * `turnInMs`: a parked delivery back for the turn it was given (ms from now; negative when late):
+   * it starts then, or as soon after as the spacing allows; one back early is parked again until
+   * then, and one so late that others fill the hold takes the next turn, as a new one would.
    */
-  admit(key: string, limit: RateLimit | undefined | null, hold = false): Admission | null {
+  admit(key: string, limit: RateLimit | undefined | null, hold = false, turnInMs?: number): Admission | null {
     const gap = gapOf(limit);
-    if (!gap) {
+    if (!limit || !gap) {
       this.keys.delete(key);
       return null;
     }
     const now = this.now();
+    const { minGap, window } = spacingOf(limit, gap);
     let s = this.keys.get(key);
-    if (!s) {
-      s = { gap, lastStart: Number.NEGATIVE_INFINITY, next: now, parkNext: now, waiting: 0 };
+    // A changed limit applies from the next turn on (the start history kept while its window is the same).
+    if (!s || s.starts.length !== window) {
+      s = {
+        gap,
+        minGap,
+        starts: new Float64Array(window).fill(Number.NEGATIVE_INFINITY),
+        head: 0,
+        lastStart: s?.lastStart ?? Number.NEGATIVE_INFINITY,
+        next: s?.next ?? now,
+        turns: s?.turns ?? [],
+      };
       this.keys.set(key, s);
     }
-    // A changed limit applies from the next turn on.
     s.gap = gap;
-    const turn = Math.max(now, s.next, s.lastStart + gap);
-    if (!hold && turn - now > this.holdMs) {
-      const parkedTurn = Math.max(turn, s.parkNext);
-      s.parkNext = parkedTurn + gap;
-      return { parkMs: Math.ceil(parkedTurn - now) };
+    s.minGap = minGap;
+    if (turnInMs !== undefined && Number.isFinite(turnInMs)) {
+      if (!hold && turnInMs > this.holdMs) return { parkMs: Math.ceil(turnInMs) };
+      // Back late: after every delivery waiting here (their turns are due too, or about to be).
+      const turn = this.soonest(s, now + Math.max(0, turnInMs), turnInMs > 0 ? now + turnInMs : Number.POSITIVE_INFINITY);
+      if (hold || turn - now <= this.holdMs) return this.wait(s, turn);
     }
-    s.next = turn + gap;
-    s.waiting++;
+    const turn = this.soonest(s, Math.max(now, s.next));
+    if (!hold && turn - now > this.holdMs) {
+      const parked = Math.max(turn, now + this.minParkMs);
+      s.next = parked + gap;
+      return { parkMs: Math.ceil(parked - now) };
+    }
+    return this.wait(s, turn);
+  }
+
+  /**
+   * When a delivery given turn `turn` can start: after the last real start and those waiting with
+   * turns up to `after` (its own, unless told), a gap apart.
+   */
+  private soonest(s: KeyState, turn: number, after = turn): number {
+    let at = s.lastStart;
+    for (const w of s.turns) if (w <= after) at = Math.max(w, at + s.gap);
+    return Math.max(turn, at + s.gap);
+  }
+
+  private wait(s: KeyState, turn: number): Admission {
+    s.next = Math.max(s.next, turn + s.gap);
+    s.turns.push(turn);
+    s.turns.sort((a, b) => a - b);
     return { go: this.waitTurn(s, turn) };
+  }
+
+  /** The soonest the next delivery may start, by the real starts before it. */
+  private allowedAt(s: KeyState): number {
+    const spaced = s.lastStart + s.minGap;
+    // The oldest of the last `window` starts: the window rule.
+    return s.starts.length ? Math.max(spaced, (s.starts[s.head] as number) + 1000 + SLACK_MS) : spaced;
   }
 
   private async waitTurn(s: KeyState, turn: number): Promise<void> {
     try {
       let wait = turn - this.now();
-      // Timers due together after a pause fire together: each start is checked against the last real one.
+      // Timers due together after a pause fire together: each start is checked against the real ones before it.
       for (;;) {
         if (wait > 0) await this.sleep(wait);
-        wait = s.lastStart + s.gap - this.now();
+        wait = this.allowedAt(s) - this.now();
         if (wait <= 0) break;
       }
-      s.lastStart = this.now();
+      const now = this.now();
+      s.lastStart = now;
+      if (s.starts.length) {
+        s.starts[s.head] = now;
+        s.head = (s.head + 1) % s.starts.length;
+      }
     } finally {
-      s.waiting--;
+      s.turns.splice(s.turns.indexOf(turn), 1);
     }
   }
 
@@ -121,7 +203,7 @@ export class RateLimiter {
   /** Deliveries waiting in memory for their turn now, across destinations (a gauge). */
   waiting(): number {
     let n = 0;
-    for (const s of this.keys.values()) n += s.waiting;
+    for (const s of this.keys.values()) n += s.turns.length;
     return n;
   }
 
@@ -129,7 +211,7 @@ export class RateLimiter {
   sweep(idleMs: number): void {
     const now = this.now();
     for (const [key, s] of this.keys) {
-      if (!s.waiting && now - Math.max(s.lastStart, s.parkNext - s.gap) > idleMs) this.keys.delete(key);
+      if (!s.turns.length && now - Math.max(s.lastStart, s.next - s.gap) > idleMs) this.keys.delete(key);
     }
   }
 }
@@ -137,7 +219,10 @@ export class RateLimiter {
 export interface RateGateDeps {
   /** The destination as it is now (destination-state.ts): its current limit applies. */
   current(snapshot: DeliveryRecord['destination']): CurrentState | Promise<CurrentState>;
-  /** Parks a delivery, unchanged but for its due time, in the retry tiers until `dueAt` (not an attempt). */
+  /**
+   * Parks a delivery, unchanged but for its due time and `turn_at`, in the retry tiers until
+   * `dueAt` (not an attempt); it comes back to its delivery topic then, not a tier hop later.
+   */
   park(delivery: DeliveryRecord, dueAt: Date, headers?: Record<string, string>): Promise<void>;
   limiter?: RateLimiter;
 }
@@ -159,11 +244,14 @@ export function createRateGate(deps: RateGateDeps) {
       const limit = delivery.destination.rate_limit;
       // A destination that never had a limit costs nothing here; one set since is seen at its next change.
       const state = limit || limiter.knows(keyOf(delivery)) ? await deps.current(delivery.destination) : null;
+      // Back from being parked: the turn it was given, from now.
+      const turnInMs = delivery.turn_at ? Date.parse(delivery.turn_at) - Date.now() : undefined;
       // An ordered destination's delivery waits for its turn here however long: parked, it would lose its place.
       const admission = limiter.admit(
         keyOf(delivery),
         state && 'destination' in state ? state.destination.rate_limit : undefined,
         delivery.destination.ordered === true,
+        turnInMs,
       );
       if (!admission) return false;
       const type = delivery.destination.type;
@@ -172,7 +260,8 @@ export function createRateGate(deps: RateGateDeps) {
         metrics.rateLimited.inc({ type, outcome: 'waited' });
         return false;
       }
-      await deps.park(delivery, new Date(Date.now() + admission.parkMs), headers);
+      const dueAt = new Date(Date.now() + admission.parkMs);
+      await deps.park({ ...delivery, turn_at: dueAt.toISOString() }, dueAt, headers);
       metrics.rateLimited.inc({ type, outcome: 'parked' });
       return true;
     },

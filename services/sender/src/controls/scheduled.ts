@@ -3,8 +3,8 @@
  * still come due in the retry tiers; before delivering one, the sender asks here, and a canceled
  * one ends as a `canceled` attempt (response_data.reason "event_canceled") instead of a request.
  * Only deliveries of scheduled events are looked up (one primary-key read when each comes due), and
- * never a manual retry (a person asked for that one). One released up to 250 ms before it is due
- * (as the retry tiers release) waits here for the rest: a scheduled event is never delivered early.
+ * never a manual retry (a person asked for that one). One that reaches a sender before it is due (due
+ * within 250 ms when routed, or another clock) waits here for the rest: never delivered early.
  */
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
@@ -15,8 +15,9 @@ export function createCancellations(db: Knex) {
     /** True when `delivery` is of a scheduled event that was canceled. Throws when the database cannot be read (our fault: retried). */
     async canceled(delivery: DeliveryRecord): Promise<boolean> {
       if (!delivery.event.deliver_at || delivery.manual) return false;
-      metrics.scheduledDeliveries.inc({ type: delivery.destination.type, stage: 'due' });
-      // The retry tiers release what is due within 250 ms: never deliver a scheduled event early.
+      // Once per delivery (its first attempt), as the router counts it waiting once.
+      if (delivery.attempt_number === 1) metrics.scheduledDeliveries.inc({ type: delivery.destination.type, stage: 'due' });
+      // The router sends one due within 250 ms at once, and clocks differ: never deliver a scheduled event early.
       const early = Date.parse(delivery.event.deliver_at) - Date.now();
       if (early > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(early, 1000)));
       const row = await db('event_cancellations')
