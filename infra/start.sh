@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# npm start: embedded mode as plain JavaScript. Builds the portal and dist/ (infra/build.ts) when
+# missing or older than their sources, then runs dist/services/embedded/src/main.js. The built tree
+# is what production runs; it spares the process the type stripper, WebAssembly memory that is never
+# given back (about 44 MB a process: docs/performance.md, "Built JavaScript").
+# V8 flags: the image's (Dockerfile): a 4 MB young generation and a 1 GiB old generation
+# (docs/performance.md, "Embedded mode").
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+source infra/node.sh
+bash infra/portal.sh
+# A lock so that two starts at once (parallel tests) do not build over each other: the second
+# finds the build fresh and goes on.
+exec 9>".build.lock"
+flock 9
+stamp=dist/.built
+stale() {
+  [ -f "$stamp" ] || return 0
+  [ -n "$(find shared/src shared/schemas shared/package.json services/*/src services/*/package.json services/portal/dist -newer "$stamp" -print -quit 2>/dev/null)" ]
+}
+if stale; then
+  echo "start: building dist/ (npm run build)" >&2
+  # Built beside dist/ and moved into place, so an interrupted build never leaves a half tree.
+  rm -rf dist.next
+  # Stamped with the time the build began: a source saved during the build makes the next start rebuild.
+  began=$(date +%s)
+  node --disable-warning=ExperimentalWarning infra/build.ts --out dist.next >/dev/null
+  touch -d "@$began" dist.next/.built
+  rm -rf dist
+  mv dist.next dist
+fi
+exec 9>&-
+exec node --max-semi-space-size=4 --max-old-space-size=1024 dist/services/embedded/src/main.js "$@"
