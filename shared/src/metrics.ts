@@ -143,6 +143,22 @@ export const metrics = {
     labelNames: ['type', 'stage'] as const,
     registers: [registry],
   }),
+  scheduledEvents: new client.Gauge({
+    name: 'switchyard_scheduled_events',
+    help: 'Scheduled events (deliver_at) not yet due and not canceled: the scheduled backlog, read from the database at each scrape by the attempts service (0 in other services: take max).',
+    registers: [registry],
+    async collect() {
+      if (!scheduledBacklog) {
+        this.reset();
+        return;
+      }
+      try {
+        this.set(await withTimeout(scheduledBacklog(), LAG_TIMEOUT_MS));
+      } catch {
+        // The last count stays rather than a wrong one (the database is away; /readyz says so).
+      }
+    },
+  }),
   parkedDestinations: new client.Gauge({
     name: 'switchyard_parked_destinations',
     help: 'Destinations whose deliveries this process parked in the last 60 seconds, by group.',
@@ -190,6 +206,13 @@ interface TarnPool {
 }
 
 const PARKED_WINDOW_MS = 60_000;
+/** Counts the scheduled backlog for `switchyard_scheduled_events`; set by the attempts service only. */
+let scheduledBacklog: (() => Promise<number>) | null = null;
+
+/** The attempts service's count of scheduled events still ahead (`switchyard_scheduled_events`). */
+export function watchScheduledBacklog(count: (() => Promise<number>) | null): void {
+  scheduledBacklog = count;
+}
 /** Per group: destination key -> when one of its deliveries was last parked (pruned at each scrape). */
 const parkedKeys = new Map<string, Map<string, number>>();
 const pools = new Set<Knex>();

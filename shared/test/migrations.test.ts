@@ -194,3 +194,23 @@ t.test('015 adds the unwritten attempts to ordered positions, none on the rows a
   t.notOk(await db.schema.hasColumn('ordered_positions', 'attempts'), 'gone after down');
   t.notOk(await db.schema.hasColumn('ordered_positions', 'ended_at'));
 });
+
+t.test('016 indexes the scheduled events only, on every partition of events; down drops it', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  const indexes = async () =>
+    (
+      (await db.raw(`SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%(deliver_at)%' ORDER BY tablename`)).rows as {
+        tablename: string;
+        indexdef: string;
+      }[]
+    ).map((r) => [r.tablename, /WHERE \(deliver_at IS NOT NULL\)/.test(r.indexdef)]);
+  const found = await indexes();
+  t.ok(found.length >= 2, `the parent and its partitions: ${JSON.stringify(found)}`);
+  t.ok(
+    found.every(([, partial]) => partial),
+    'partial: events without deliver_at are not in it',
+  );
+  await db.migrate.down({ name: '016_scheduled_events_index' });
+  t.same(await indexes(), [], 'gone after down');
+});

@@ -14,6 +14,7 @@ import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { createAlerts } from './alerts.ts';
+import { reportScheduledBacklog } from './scheduled-backlog.ts';
 import { writeIsolating } from './isolate.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -253,10 +254,12 @@ export async function start(rt: Runtime): Promise<Service> {
   });
   // Deleted tenants' events, deliveries, attempts and idempotency keys, also what a gateway left.
   const erasure = startTenantErasure(rt.db, { everyMs: 60_000, log: logger });
+  const stopBacklog = reportScheduledBacklog(rt.db);
   logger.info('attempts service consuming');
   return {
     async close() {
       closing = true;
+      stopBacklog();
       await partitions.stop();
       await erasure.stop();
       await Promise.all(consumers.map((c) => c.close()));

@@ -14,6 +14,7 @@ import * as m012 from './012_scheduled_events.ts';
 import * as m013 from './013_destination_ordered.ts';
 import * as m014 from './014_ordered_spill.ts';
 import * as m015 from './015_ordered_attempts.ts';
+import * as m016 from './016_scheduled_events_index.ts';
 
 export interface Migration {
   name: string;
@@ -38,4 +39,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '013_destination_ordered', ...m013 },
   { name: '014_ordered_spill', ...m014 },
   { name: '015_ordered_attempts', ...m015 },
+  { name: '016_scheduled_events_index', ...m016 },
 ];
