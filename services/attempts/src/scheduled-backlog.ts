@@ -2,7 +2,7 @@
 // ahead and that were not canceled, counted at each scrape through the partial index on deliver_at.
 // The attempts service reports it, since it is the one service every deployment runs with the
 // database (as embedded mode's one process does).
-import type { Knex } from 'knex';
+import type { Knex } from '@switchyard/shared/db/index.ts';
 import { watchScheduledBacklog } from '@switchyard/shared/metrics.ts';
 
 export async function countScheduled(db: Knex): Promise<number> {
