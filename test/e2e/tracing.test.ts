@@ -116,7 +116,12 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
   await waitFor('the webhook delivery', () => rx.requests.length >= 1);
 
   const of = (name: string) => collector.spans.filter((c) => c.span.name === name && attr(c.span, 'switchyard.event_id') === eventId);
-  await waitFor('the store attempt span exported', () => of('store attempt').length >= 1, 30_000);
+  // Each process exports on its own schedule: wait until every step's span has arrived.
+  await waitFor(
+    'every span of the event exported',
+    () => ['publish', 'route', 'deliver', 'store attempt'].every((n) => of(n).length >= 1),
+    30_000,
+  );
 
   const [publish, route, deliver, store] = ['publish', 'route', 'deliver', 'store attempt'].map((n) => {
     const found = of(n);
@@ -166,7 +171,13 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
   const retried = `retried-${Date.now().toString(36)}`;
   t.equal((await api('POST', '/api/v1/publish', { id: retried, tenant_id: tenant, topic: 'order.paid', data: { n: 2 } })).status, 202);
   const spansOf = (name: string) => collector.spans.filter((c) => c.span.name === name && attr(c.span, 'switchyard.event_id') === retried);
-  await waitFor('both attempts stored and exported', () => spansOf('store attempt').length >= 2, 30_000);
+  // Each process exports its spans on its own schedule: wait for the sender's as well as the
+  // attempts service's, or the second deliver span may not have arrived yet.
+  await waitFor(
+    'both attempts delivered, stored and exported',
+    () => spansOf('store attempt').length >= 2 && spansOf('deliver').length >= 2,
+    30_000,
+  );
   const delivers = spansOf('deliver').sort(
     (a, b) => Number(attr(a.span, 'switchyard.attempt_number')) - Number(attr(b.span, 'switchyard.attempt_number')),
   );
