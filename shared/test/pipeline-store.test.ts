@@ -1,39 +1,18 @@
 // What the attempts service writes: events and their pending deliveries from routed records (bytes
 // counted as published, a redelivery changing nothing), and how stored attempts move their delivery's row: the latest attempt of a batch decides the status,
 // a success (in the batch or stored before) is never undone, and a redelivered attempt counts once.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openEmbeddedDb } from '../src/db/embedded.ts';
-import { createDb, type Knex, migrateLatest } from '../src/db/index.ts';
+import type { Knex } from '../src/db/index.ts';
 import { ensurePartitions } from '../src/db/partitions.ts';
 import { PipelineStore } from '../src/db/stores/pipeline.ts';
 import { uuidv7 } from '../src/ids.ts';
 import type { AttemptRecord, RoutedRecord } from '../src/model/index.ts';
-import { createTestDatabase } from '../src/testing/index.ts';
+import { onBothDatabases } from '../src/testing/databases.ts';
 
-/** Runs one check against a fresh Postgres database and a fresh PGlite (embedded mode) one. */
-function onBothDatabases(what: string, check: (t: Test, db: Knex) => Promise<void>): void {
-  t.test(`${what} (Postgres)`, async (t) => {
-    const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-    t.teardown(() => db.destroy());
-    await check(t, db);
-  });
-  t.test(`${what} (PGlite, embedded mode)`, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'sy-pipeline-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const e = await openEmbeddedDb(dir);
-    t.teardown(() => e.close());
-    await check(t, e.db);
-  });
-}
-
-onBothDatabases('attempts: latest decides, a success stands, redeliveries count once', attemptsMoveDeliveries);
-onBothDatabases('routed events: stored as published, payload bytes counted, redeliveries change nothing', routedEventsStored);
+onBothDatabases(t, 'attempts: latest decides, a success stands, redeliveries count once', attemptsMoveDeliveries);
+onBothDatabases(t, 'routed events: stored as published, payload bytes counted, redeliveries change nothing', routedEventsStored);
 
 async function routedEventsStored(t: Test, db: Knex): Promise<void> {
-  await migrateLatest(db);
   await ensurePartitions(db, new Date(), { behindDays: 1 });
   const store = new PipelineStore(db);
   const at = new Date(Date.now() - 30_000).toISOString();
@@ -117,7 +96,6 @@ async function routedEventsStored(t: Test, db: Knex): Promise<void> {
 }
 
 async function attemptsMoveDeliveries(t: Test, db: Knex): Promise<void> {
-  await migrateLatest(db);
   await ensurePartitions(db, new Date(), { behindDays: 1 });
   const store = new PipelineStore(db);
   const base = Date.now() - 60_000;

@@ -2,35 +2,15 @@
 // real database (Postgres, and PGlite as embedded mode runs it): batches of attempts interleaving
 // failures and successes, as a destination failing now and then under load produces them. An alert
 // describes the run of failures that reached the threshold, never the state the batch ended in.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
 import { uuidv7 } from '@switchyard/shared/ids.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord, OperatorEvent } from '@switchyard/shared/model/index.ts';
-import { createTestDatabase } from '@switchyard/shared/testing/index.ts';
+import { onBothDatabases } from '@switchyard/shared/testing/databases.ts';
 import { createAlerts } from '../src/alerts.ts';
 import { HealthStore } from '../src/health-store.ts';
 
 const THRESHOLD = 3;
-
-function onBothDatabases(what: string, check: (t: Test, db: Knex) => Promise<void>): void {
-  t.test(`${what} (Postgres)`, async (t) => {
-    const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-    t.teardown(() => db.destroy());
-    await check(t, db);
-  });
-  t.test(`${what} (PGlite, embedded mode)`, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'sy-health-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const e = await openEmbeddedDb(dir);
-    t.teardown(() => e.close());
-    await check(t, e.db);
-  });
-}
 
 /** Attempts of one destination, a second apart, from a pattern: F failed (503), S success. */
 function attempts(destination_id: string, pattern: string, from: number): AttemptRecord[] {
@@ -70,8 +50,7 @@ function alertsOf() {
   return { onHealth, emitted };
 }
 
-onBothDatabases('an alert describes the run that reached the threshold, not the end of its batch', async (t, db) => {
-  await migrateLatest(db);
+onBothDatabases(t, 'an alert describes the run that reached the threshold, not the end of its batch', async (t: Test, db) => {
   const health = new HealthStore(db);
   const { onHealth, emitted } = alertsOf();
   const describe = () =>

@@ -1,39 +1,17 @@
 // The scheduled backlog gauge (scheduled-backlog.ts): events whose deliver_at is ahead and that were
 // not canceled, on a real database (Postgres, and PGlite as embedded mode runs it), read through
 // /metrics' registry as a scrape does; 0 where no attempts service reports it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
 import { registry } from '@switchyard/shared/metrics.ts';
-import { createTestDatabase } from '@switchyard/shared/testing/index.ts';
+import { onBothDatabases } from '@switchyard/shared/testing/databases.ts';
 import { countScheduled, reportScheduledBacklog } from '../src/scheduled-backlog.ts';
-
-function onBothDatabases(what: string, check: (t: Test, db: Knex) => Promise<void>): void {
-  t.test(`${what} (Postgres)`, async (t) => {
-    const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-    t.teardown(() => db.destroy());
-    await migrateLatest(db);
-    await check(t, db);
-  });
-  t.test(`${what} (PGlite, embedded mode)`, async (t) => {
-    const dir = mkdtempSync(join(tmpdir(), 'sy-backlog-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const e = await openEmbeddedDb(dir);
-    t.teardown(() => e.close());
-    await migrateLatest(e.db);
-    await check(t, e.db);
-  });
-}
 
 const scraped = async () => {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === 'switchyard_scheduled_events');
   return (m?.values as Array<{ value: number }> | undefined)?.map((v) => v.value) ?? [];
 };
 
-onBothDatabases('events still ahead and not canceled are the backlog', async (t, db) => {
+onBothDatabases(t, 'events still ahead and not canceled are the backlog', async (t: Test, db) => {
   const event = (id: string, deliverAt: string | null) => ({
     tenant_id: 'acme',
     id,

@@ -5,17 +5,14 @@
 // which comes from the retry tiers after later events, is not.
 // And a sender killed after a delivery's position was written, before its attempt was: the skipped
 // delivery's attempt is written after the restart, stored once (Postgres and the embedded PGlite).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { createTestDatabase, type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
-import { createOrderedDelivery, createOrderedStore } from '../src/controls/ordered.ts';
+import { openTestDb } from '@switchyard/shared/testing/databases.ts';
+import { waitFor } from '@switchyard/shared/testing/index.ts';
+import { createOrderedDelivery, createOrderedStore, type OrderedDelivery } from '../src/controls/ordered.ts';
 import { createDeliveryHandler, type Handled } from '../src/handler.ts';
 import type { Sender } from '../src/sender.ts';
 
@@ -48,10 +45,20 @@ const deliveryOf = (n: number, extra: Partial<DeliveryRecord['event']> = {}): De
   event_position: { partition: 2, offset: String(n) },
 });
 
+/**
+ * What the delivery consumer does with one record of the partition (`d` at `offset`): skipped (its
+ * step, writing attempts again, run), spilled, or handled and its attempt written.
+ */
+async function consumeOne(inOrder: OrderedDelivery, offset: number, d: DeliveryRecord): Promise<void> {
+  const record = { topic: TOPIC, partition: 0, offset: String(offset), value: d };
+  const skipped = await inOrder.skip(d, record);
+  if (skipped) return skipped();
+  if (await inOrder.spills(record)) return;
+  await (await inOrder.deliver(d, undefined, record)).write();
+}
+
 t.test('an event routed again after a router crash is not delivered again; a due scheduled one is', async (t) => {
-  const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-  t.teardown(() => db.destroy());
-  await migrateLatest(db);
+  const db = await openTestDb(t, 'Postgres');
   const sent: number[] = [];
   const sender: Sender = {
     async deliver({ event }) {
@@ -80,14 +87,7 @@ t.test('an event routed again after a router crash is not delivered again; a due
     });
   let inOrder = make();
   t.teardown(() => inOrder.close());
-  /** What the delivery consumer does with one record of the partition. */
-  const consume = async (offset: number, d: DeliveryRecord) => {
-    const record = { topic: TOPIC, partition: 0, offset: String(offset), value: d };
-    const skipped = await inOrder.skip(d, record);
-    if (skipped) return skipped();
-    if (await inOrder.spills(record)) return;
-    await (await inOrder.deliver(d, undefined, record)).write();
-  };
+  const consume = (offset: number, d: DeliveryRecord) => consumeOne(inOrder, offset, d);
 
   // 17, 18, 19, then 17 and 18 routed again (new records, after 19).
   await consume(100, deliveryOf(17));
@@ -116,30 +116,6 @@ t.test('an event routed again after a router crash is not delivered again; a due
   await consume(109, legacy);
   t.same(sent, [17, 18, 19, 15, 20, 16], 'a delivery without it goes by its record alone');
 });
-
-/** The stores ordered delivery runs on: Postgres (the stack) and PGlite (embedded), migrated. */
-const STORES: Array<[string, (t: Teardown) => Promise<Knex>]> = [
-  [
-    'Postgres',
-    async (t) => {
-      const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });
-      t.teardown(() => db.destroy());
-      await migrateLatest(db);
-      return db;
-    },
-  ],
-  [
-    'PGlite',
-    async (t) => {
-      const dir = mkdtempSync(join(tmpdir(), 'sy-ordered-'));
-      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-      const e = await openEmbeddedDb(dir);
-      t.teardown(() => e.close());
-      await migrateLatest(e.db);
-      return e.db;
-    },
-  ],
-];
 
 /**
  * A sender process over `db`: the attempts topic is the attempts service's store itself (what it
@@ -214,22 +190,15 @@ const savedAttempts = async (db: Knex) => {
   return { offset: Number(row.offset), ids: (JSON.parse(row.attempts ?? '[]') as AttemptRecord[]).map((a) => a.id) };
 };
 
-for (const [name, open] of STORES) {
+for (const name of ['Postgres', 'PGlite'] as const) {
   t.test(
     `${name}: a kill after a direct delivery's position was written, before its attempt: written after the restart, once`,
     async (t) => {
-      const db = await open(t);
+      const db = await openTestDb(t, name);
       const p = senderOver(db);
       let inOrder = p.start();
       t.teardown(() => inOrder.close());
-      /** The delivery consumer with one record: handled, then its step (the attempt's write) run. */
-      const consume = async (offset: number, n: number) => {
-        const record = { topic: TOPIC, partition: 0, offset: String(offset), value: deliveryOf(n) };
-        const skipped = await inOrder.skip(record.value, record);
-        if (skipped) return skipped();
-        if (await inOrder.spills(record)) return;
-        await (await inOrder.deliver(record.value, undefined, record)).write();
-      };
+      const consume = (offset: number, n: number) => consumeOne(inOrder, offset, deliveryOf(n));
 
       await consume(100, 1);
       // Killed: 2 and 3 are delivered and their positions written, their attempts never leave.
@@ -301,18 +270,12 @@ for (const [name, open] of STORES) {
   t.test(
     `${name}: a kill after a drained delivery's position was written, before its attempt: written after the restart, once`,
     async (t) => {
-      const db = await open(t);
+      const db = await openTestDb(t, name);
       // Event 5 fails its first try: it and 6 go to the spill, and its second try comes from the drain.
       const p = senderOver(db, (n, attempt) => n === 5 && attempt === 1);
       let inOrder = p.start();
       t.teardown(() => inOrder.close());
-      const consume = async (offset: number, n: number) => {
-        const record = { topic: TOPIC, partition: 0, offset: String(offset), value: deliveryOf(n) };
-        const skipped = await inOrder.skip(record.value, record);
-        if (skipped) return skipped();
-        if (await inOrder.spills(record)) return;
-        await (await inOrder.deliver(record.value, undefined, record)).write();
-      };
+      const consume = (offset: number, n: number) => consumeOne(inOrder, offset, deliveryOf(n));
       let release = () => {};
       const held = new Promise<void>((resolve) => {
         release = resolve;
