@@ -5,17 +5,8 @@
 // Postgres; with SWITCHYARD_E2E_MODE=embedded (test/embedded/e2e-ordered.test.ts), one embedded
 // process instead (killed and started again).
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  startReceiver,
-  startService,
-  testEnv,
-  untilCount,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
+import { orderedPipeline } from './ordered-pipeline.ts';
 
 interface Attempt {
   event_id: string;
@@ -23,32 +14,13 @@ interface Attempt {
   attempt_number: number;
   manual: boolean;
 }
-interface Order {
-  ordered: boolean;
-  blocked: { event_id: string; attempt_number: number; waiting: number } | null;
-}
 
 t.test('ordered destination: later events wait behind a failing one, in order, across a kill -9', async (t) => {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
-    TOPICS: 'user.created',
+  const { api, rx, ordered, ids, nOf, arrivals, distinct, order, publish, killSender } = await orderedPipeline(t, 'ord', {
     KAFKA_PARTITIONS: '2',
-    SENDER_TYPES: 'webhook',
     // Two retries, 3 s and 8 s after the failures before them (±10%): long enough to kill the sender meanwhile.
     RETRY_SCHEDULE: '3,8',
   });
-  const startAll = async () => {
-    await startService(t, 'attempts', env);
-    const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-    await startService(t, 'gateway', env);
-    return sender;
-  };
-  let sender = await startAll();
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
-  const rx = await startReceiver(t);
-  const nOf = (r: { body: string }) => (JSON.parse(r.body) as { n: number }).n;
   // n = 3 fails twice, then passes; n = 13 always fails.
   const tries = new Map<number, number>();
   rx.respond((r) => {
@@ -59,33 +31,7 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     return (n === 3 && k <= 2) || n === 13 ? { status: 503, body: 'not now' } : { status: 200 };
   });
 
-  await api('PUT', '/api/v1/tenants/ord');
-  const create = async (path: string, extra: Record<string, unknown>) => {
-    const r = await api<{ id: string; ordered?: boolean }>('POST', '/api/v1/tenants/ord/destinations', {
-      type: 'webhook',
-      topics: '*',
-      config: { url: `${rx.url}${path}` },
-      ...extra,
-    });
-    if (r.status !== 201) throw new Error(`create destination answered ${r.status}: ${JSON.stringify(r.body)}`);
-    return r.body;
-  };
-  const ordered = await create('/ordered', { ordered: true });
   t.equal(ordered.ordered, true);
-  await create('/free', {});
-  const orderUrl = `/api/v1/tenants/ord/destinations/${ordered.id}/order`;
-
-  const ids = new Map<number, string>();
-  const publish = async (from: number, to: number) => {
-    // One at a time, each accepted before the next: the events topic holds them in this order.
-    for (let n = from; n < to; n++) {
-      const r = await api<{ id: string }>('POST', '/api/v1/publish', { tenant_id: 'ord', topic: 'user.created', data: { n } });
-      if (r.status !== 202) throw new Error(`publish answered ${r.status}`);
-      ids.set(n, r.body.id);
-    }
-  };
-  const arrivals = (path: string) => rx.requests.filter((r) => r.url === path).map(nOf);
-  const distinct = (path: string) => new Set(arrivals(path)).size;
   const inOrder = (seq: number[]) => seq.every((n, i) => i === 0 || n >= (seq[i - 1] as number));
 
   // Success after two failures: 4..9 wait for 3.
@@ -100,7 +46,7 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
   const blocked = await waitFor(
     'the order endpoint naming the blocking event',
     async () => {
-      const o = (await api<Order>('GET', orderUrl)).body;
+      const o = await order();
       return o.blocked?.event_id === ids.get(13) && (o.blocked?.waiting ?? 0) > 0 ? o : null;
     },
     120_000,
@@ -114,9 +60,8 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     arrivals('/ordered').some((n) => n > 13),
     'nothing after 13 arrived while it blocks',
   );
-  await sender.stop('SIGKILL');
   // Embedded: the one process, killed and started again; otherwise the sender alone.
-  sender = e2eMode() === 'embedded' ? await startAll() : await startService(t, 'sender', env);
+  await killSender();
 
   await untilCount('the ordered destination, all twenty', () => distinct('/ordered'), 20);
   const all = arrivals('/ordered');
@@ -157,7 +102,7 @@ t.test('ordered destination: later events wait behind a failing one, in order, a
     return a.length >= 3 ? a : null;
   });
   t.same(three.map((a) => `${a.attempt_number}:${a.status}`).sort(), ['1:failed', '2:failed', '3:success'], 'one attempt per try of 3');
-  t.same((await api<Order>('GET', orderUrl)).body, { ordered: true, blocked: null, waiting: 0 }, 'nothing blocks it any more');
+  t.same(await order(), { ordered: true, blocked: null, waiting: 0 }, 'nothing blocks it any more');
 
   // A manual retry of an old event is delivered again, out of order.
   const before = rx.requests.length;
