@@ -6,15 +6,9 @@ import { connect } from 'node:net';
 import kafkajs, { type ISocketFactory } from 'kafkajs';
 import { pino } from 'pino';
 import t from 'tap';
+import { DELAYED_FETCH_MAX_WAIT_MS } from '../src/bus/consume.ts';
 import type { Bus, InRecord } from '../src/bus/index.ts';
-import {
-  createKafkaBus,
-  DEFAULT_MAX_MESSAGE_BYTES,
-  DELAYED_FETCH_LIMITS,
-  DELAYED_FETCH_MAX_WAIT_MS,
-  runKept,
-  splitBySize,
-} from '../src/kafka/index.ts';
+import { createKafkaBus, DEFAULT_MAX_MESSAGE_BYTES, DELAYED_FETCH_LIMITS, runKept, splitBySize } from '../src/kafka/index.ts';
 import { partitionOfKey } from '../src/kafka/partitioner.ts';
 import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';

@@ -8,12 +8,6 @@ import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 /** Deliveries due sooner than this go out at once: the scheduler releases what is due within it too. */
 const DUE_NOW_MS = 250;
 
-/**
- * The tier a delivery waits in first: the longest that releases it before deliver_at, its release
- * slack included (tierBefore), so that it is never late by the slack of a long tier.
- */
-export const firstTier = tierBefore;
-
 /** Splits a batch's deliveries into those due now and those of scheduled events, by the tier they wait in. */
 export function splitScheduled(
   deliveries: DeliveryRecord[],
@@ -27,7 +21,8 @@ export function splitScheduled(
       due.push(d);
       continue;
     }
-    const tier = firstTier(at - now);
+    // The longest tier that releases it before deliver_at, slack included: never late by a long tier's slack.
+    const tier = tierBefore(at - now);
     const list = waiting.get(tier) ?? [];
     list.push({ ...d, due_at: new Date(at).toISOString() });
     waiting.set(tier, list);

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { firstTier, splitScheduled } from '../src/scheduled.ts';
+import { tierBefore } from '@switchyard/shared/bus/consume.ts';
+import { splitScheduled } from '../src/scheduled.ts';
 
 const delivery = (deliverAt?: string): DeliveryRecord => ({
   event: {
@@ -20,13 +21,13 @@ const delivery = (deliverAt?: string): DeliveryRecord => ({
 });
 
 t.test('the first tier is the longest that releases the delivery before it is due, slack included', async (t) => {
-  t.equal(firstTier(0), 0);
-  t.equal(firstTier(4_999), 0);
-  t.equal(firstTier(5_000), 0, '5 s ahead: the 5 s tier would release it up to 0.7 s late');
-  t.equal(firstTier(5_700), 1, 'its delay, a tenth more and a fetch wait: in time');
-  t.equal(firstTier(31_000), 1, 'the 30 s tier only from 31.2 s (its slack is at most 1 s)');
-  t.equal(firstTier(31_200), 2);
-  t.equal(firstTier(7 * 86_400_000), RETRY_TIERS_SECONDS.length - 1, 'a week waits in the longest tier, hop after hop');
+  t.equal(tierBefore(0), 0);
+  t.equal(tierBefore(4_999), 0);
+  t.equal(tierBefore(5_000), 0, '5 s ahead: the 5 s tier would release it up to 0.7 s late');
+  t.equal(tierBefore(5_700), 1, 'its delay, a tenth more and a fetch wait: in time');
+  t.equal(tierBefore(31_000), 1, 'the 30 s tier only from 31.2 s (its slack is at most 1 s)');
+  t.equal(tierBefore(31_200), 2);
+  t.equal(tierBefore(7 * 86_400_000), RETRY_TIERS_SECONDS.length - 1, 'a week waits in the longest tier, hop after hop');
 });
 
 t.test('deliveries of events not due yet wait in the tiers, due at deliver_at; the rest go at once', async (t) => {

@@ -1,3 +1,4 @@
+import { setTimeout } from 'node:timers/promises';
 import { tierBefore, tierHopMs } from '@switchyard/shared/bus/consume.ts';
 import { RETRY_TIERS_SECONDS } from '@switchyard/shared/bus/topics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
@@ -53,7 +54,7 @@ const heldUntilDue = (d: DeliveryRecord): boolean => d.turn_at !== undefined;
  */
 export function createRetryScheduler(deps: SchedulerDeps) {
   const now = deps.now ?? Date.now;
-  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const sleep = deps.sleep ?? ((ms: number) => setTimeout(ms));
   /**
    * Parks a delivery (not an attempt) of a destination stalled for `stalledMs`: for exactly the
    * delay of one tier (one hop through Kafka, where a due time between tiers would take several),

@@ -216,12 +216,13 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
 /** The consumer of one type's delivery topic, with its per-destination concurrency and health. */
 function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<KeyedConsumer> {
   const { config, tracing } = deps.rt;
+  const concurrency = partitionConcurrencyOf(type, config.SENDER_CONCURRENCY);
   return deps.rt.bus.consume<DeliveryRecord>({
     groupId: GROUP.sender(type),
     topics: [TOPIC.deliveries[type]],
-    concurrency: partitionConcurrencyOf(type, config.SENDER_CONCURRENCY),
+    concurrency,
     maxInFlightBytes: config.SENDER_MAX_INFLIGHT_BYTES,
-    keyConcurrency: keyConcurrencyOf(type, partitionConcurrencyOf(type, config.SENDER_CONCURRENCY), config.DESTINATION_CONCURRENCY),
+    keyConcurrency: keyConcurrencyOf(type, concurrency, config.DESTINATION_CONCURRENCY),
     keyHealth: {
       stallMs: config.DESTINATION_STALL_MS,
       // A delivery that ran (nearly) into the timeout: measured on another clock than the timer's.

@@ -45,13 +45,21 @@ export function releaseSlackMs(delayMs: number): number {
   return Math.min(delayMs / 10, 1000);
 }
 
-/** The longest a Kafka delayed consumer's fetch waits (kafka/delayed.ts, DELAYED_FETCH_MAX_WAIT_MS). */
-const TIER_FETCH_WAIT_MS = 200;
+/**
+ * Longest a delayed consumer's fetch waits for data (Kafka: kafka/delayed.ts; kafkajs's default: 5 s). A resumed partition
+ * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
+ * the tiers' other partitions) has returned, or after sleeping this long when every partition is
+ * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
+ * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most
+ * 200 ms a fetch"). Only while a partition is paused: with none there is nothing to resume, and the
+ * fetch long-polls (kafkajs/fetch-wait.ts), so idle tiers are not asked five times a second.
+ */
+export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
 /** The longest a record spends in retry tier `tier`: its delay, the release slack and a fetch wait. */
 export function tierHopMs(tier: number): number {
   const delay = (RETRY_TIERS_SECONDS[tier] ?? 0) * 1000;
-  return delay + releaseSlackMs(delay) + TIER_FETCH_WAIT_MS;
+  return delay + releaseSlackMs(delay) + DELAYED_FETCH_MAX_WAIT_MS;
 }
 
 /**

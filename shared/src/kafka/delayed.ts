@@ -1,7 +1,7 @@
 // The Kafka bus's delayed consumer (the retry tiers): a partition whose head is not due yet is
 // paused, its fetched records dropped, and resumed at the head's due time plus slack.
 import type { Consumer, ConsumerRunConfig, EachBatchPayload } from 'kafkajs';
-import { DELAYED_RELEASE_SLICE, releaseSlackMs, releaseSlice } from '../bus/consume.ts';
+import { DELAYED_FETCH_MAX_WAIT_MS, DELAYED_RELEASE_SLICE, releaseSlackMs, releaseSlice } from '../bus/consume.ts';
 import type { BusConsumer, DelayedConsumeOptions } from '../bus/index.ts';
 import { type KafkaContext, toInRecord } from './client.ts';
 import { firstJoin, runKept, SESSION_TIMEOUT_MS } from './group.ts';
@@ -17,17 +17,6 @@ import { adaptFetchWait, IDLE_FETCH_WAIT_MS } from './kafkajs/fetch-wait.ts';
  * since KIP-74).
  */
 export const DELAYED_FETCH_LIMITS = { maxBytes: 2 * 1024 * 1024, maxBytesPerPartition: 256 * 1024 } as const;
-
-/**
- * Longest a delayed consumer's fetch waits for data (kafkajs's default: 5 s). A resumed partition
- * joins only the next fetch, and kafkajs starts that one after the fetch in flight (a long poll of
- * the tiers' other partitions) has returned, or after sleeping this long when every partition is
- * paused; with the default, retries left their tier 2.5 s after they were due at the median and up
- * to 5 s (1 s tier: 0.11 s and 0.23 s with 200 ms; docs/performance.md, "Retry tiers wait at most
- * 200 ms a fetch"). Only while a partition is paused: with none there is nothing to resume, and the
- * fetch long-polls (kafkajs/fetch-wait.ts), so idle tiers are not asked five times a second.
- */
-export const DELAYED_FETCH_MAX_WAIT_MS = 200;
 
 /** What one delayed consumer's batch handler works with. */
 interface DelayedRun<T> {

@@ -15,7 +15,7 @@ import { createProducer } from './producer.ts';
 
 export { ReplicationError } from './admin.ts';
 export { DEFAULT_MAX_MESSAGE_BYTES, type KafkaBusOptions } from './client.ts';
-export { DELAYED_FETCH_LIMITS, DELAYED_FETCH_MAX_WAIT_MS } from './delayed.ts';
+export { DELAYED_FETCH_LIMITS } from './delayed.ts';
 export { runKept, SESSION_TIMEOUT_MS } from './group.ts';
 export { splitBySize } from './producer.ts';
 

@@ -45,6 +45,7 @@
  * (behind a blocked delivery, in the spill, if any), out of the event's original order, and never
  * retried in place.
  */
+import { setTimeout } from 'node:timers/promises';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { newId } from '@switchyard/shared/ids.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
@@ -347,19 +348,7 @@ export interface OrderedDeps {
   now?(): number;
 }
 
-const sleepFor = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason as Error);
-    const done = () => {
-      clearTimeout(timer);
-      reject(signal.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+const sleepFor = (ms: number, signal: AbortSignal): Promise<void> => setTimeout(ms, undefined, { signal });
 
 /** A destination's drain in this process. */
 interface Drain {
@@ -487,12 +476,12 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     return dr;
   };
 
-  /** Appends a record to its destination's spill (counted by the local drain, so it does not end past it). */
-  const append = async (d: DeliveryRecord, at: Position) => {
+  /** Writes to `d`'s destination's spill, counted by its local drain (started if need be), so that it does not end past the write. */
+  const appending = async <T>(d: DeliveryRecord, write: () => Promise<T>): Promise<T> => {
     const dr = drainOf(destOf(d));
     dr.appending++;
     try {
-      await store.spill(d, at);
+      return await write();
     } finally {
       dr.appending--;
       dr.appended++;
@@ -516,7 +505,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
         const { spilled, block } = await store.state(d);
         if (!spilled && !(block && block.event_id === d.event.id && !d.manual)) return false;
       }
-      await append(d, record);
+      await appending(d, () => store.spill(d, record));
       return true;
     },
     /**
@@ -536,14 +525,8 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       beforeWrite?.(h);
       await h.write();
       metrics.orderedRetries.inc({ type: d.destination.type });
-      const dr = drainOf(destOf(d));
-      dr.appending++;
-      try {
-        await store.spillBlocked(d, at, h.attempt.attempt_number, h.next.dueAt);
-      } finally {
-        dr.appending--;
-        dr.appended++;
-      }
+      const next = h.next;
+      await appending(d, () => store.spillBlocked(d, at, h.attempt.attempt_number, next.dueAt));
       return { ...h, write: async () => {} };
     },
     /** Stops the drains (a delivery waiting for its retry stays spilled and blocking) and gives up their leases. */
