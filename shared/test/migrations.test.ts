@@ -214,3 +214,12 @@ t.test('016 indexes the scheduled events only, on every partition of events; dow
   await db.migrate.down({ name: '016_scheduled_events_index' });
   t.same(await indexes(), [], 'gone after down');
 });
+
+t.test('017 drops the block count the spill replaced; down brings it back', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  t.notOk(await db.schema.hasColumn('ordered_blocks', 'waiting'), 'gone');
+  await db('ordered_blocks').insert({ tenant_id: 't', destination_id: 'd', event_id: 'e', attempt_number: 1, next_attempt_at: new Date() });
+  await db.migrate.down({ name: '017_ordered_blocks_waiting' });
+  t.same(await db('ordered_blocks').pluck('waiting'), [0], 'back after down, 0 on the rows there');
+});

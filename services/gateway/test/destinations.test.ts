@@ -252,7 +252,6 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
       event_id: 'ev1',
       attempt_number: 2,
       next_attempt_at: new Date('2030-01-01T00:00:00Z'),
-      waiting: 0,
     });
     const spilled = (offset: number, event_id: string) => ({
       tenant_id: 'acme',

@@ -150,13 +150,7 @@ export function createOrderedStore(db: Knex): OrderedStore {
     next_attempt_at: new Date(row.next_attempt_at),
   });
   const setBlock = (q: Knex, d: DeliveryRecord, attemptNumber: number, next: Date) => {
-    // The deliveries waiting behind it: the rest of the spill.
-    const waiting = q.raw('(SELECT count(*) FROM ordered_spill WHERE tenant_id = ? AND destination_id = ? AND event_id <> ?)', [
-      d.destination.tenant_id,
-      d.destination.id,
-      d.event.id,
-    ]);
-    const row = { ...where(d), event_id: d.event.id, attempt_number: attemptNumber, next_attempt_at: next, waiting };
+    const row = { ...where(d), event_id: d.event.id, attempt_number: attemptNumber, next_attempt_at: next };
     // `since` stays while the same event blocks; a new blocking event starts it again.
     return q('ordered_blocks')
       .insert(row)

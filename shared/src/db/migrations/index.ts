@@ -15,6 +15,7 @@ import * as m013 from './013_destination_ordered.ts';
 import * as m014 from './014_ordered_spill.ts';
 import * as m015 from './015_ordered_attempts.ts';
 import * as m016 from './016_scheduled_events_index.ts';
+import * as m017 from './017_ordered_blocks_waiting.ts';
 
 export interface Migration {
   name: string;
@@ -40,4 +41,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '014_ordered_spill', ...m014 },
   { name: '015_ordered_attempts', ...m015 },
   { name: '016_scheduled_events_index', ...m016 },
+  { name: '017_ordered_blocks_waiting', ...m017 },
 ];
