@@ -32,9 +32,11 @@ bash infra/kafka/kafka.sh start
 wait "$pg_pid"
 
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
-# The Pub/Sub test peer (Go, pstest), built once and cached in .tools; tests start it on free ports.
+# The Pub/Sub (pstest) and S3 (gofakes3) test peers, built with Go once and cached in .tools; tests
+# start them on free ports.
 SWITCHYARD_PUBSUB_PEER=$(bash infra/pubsub/pubsub.sh install)
-export SWITCHYARD_PUBSUB_PEER
+SWITCHYARD_S3_PEER=$(bash infra/s3/s3.sh install)
+export SWITCHYARD_PUBSUB_PEER SWITCHYARD_S3_PEER
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/switchyard"
 export SWITCHYARD_TEST_RUN="$run"
 

@@ -17,7 +17,7 @@ import { startElasticMq } from '../../shared/src/testing/peers/elasticmq.ts';
 import { startKinesalite } from '../../shared/src/testing/peers/kinesalite.ts';
 import { startPubSubPeer } from '../../shared/src/testing/peers/pubsub.ts';
 import { startRabbitMq } from '../../shared/src/testing/peers/rabbitmq.ts';
-import { S3RVER_KEY, startS3rver } from '../../shared/src/testing/peers/s3rver.ts';
+import { startS3Peer } from '../../shared/src/testing/peers/s3.ts';
 import { startServiceBusPeer } from '../../shared/src/testing/peers/servicebus.ts';
 import type { BenchType } from './scenarios.ts';
 
@@ -120,13 +120,12 @@ export async function startTypePeer(
       };
     }
     case 's3': {
-      const s3 = await startS3rver(t);
+      const s3 = await startS3Peer(t);
       const gate = await startAwsGate(t, {
         upstream: { host: '127.0.0.1', port: s3.port },
         protocol: 's3',
         throttleCode: 'SlowDown',
         throttleStatus: 503,
-        upstreamKeyId: S3RVER_KEY,
       });
       gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
       const admin = new S3Client({ endpoint: gate.url, region: 'us-east-1', credentials: ADMIN, forcePathStyle: true });

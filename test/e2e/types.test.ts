@@ -1,5 +1,5 @@
 // Delivery to every type beyond webhook, end to end, each against a real peer on loopback (ElasticMQ,
-// kinesalite, s3rver, a private RabbitMQ node, a local event gateway): published events arrive with
+// kinesalite, the S3 peer behind the AWS gate, a private RabbitMQ node, a local event gateway): published events arrive with
 // the contract's body and metadata and their attempts list as success; a wrong credential is a failed
 // attempt with a clear reason, not a pending delivery; and deliveries that waited in their topic while
 // no sender of their type ran are delivered once one starts. Every service its own process; with
@@ -23,7 +23,8 @@ import {
 import { startElasticMq } from '@switchyard/shared/testing/peers/elasticmq.ts';
 import { startKinesalite } from '@switchyard/shared/testing/peers/kinesalite.ts';
 import { startRabbitMq } from '@switchyard/shared/testing/peers/rabbitmq.ts';
-import { S3RVER_KEY, startS3rver } from '@switchyard/shared/testing/peers/s3rver.ts';
+import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
+import { startS3Peer } from '@switchyard/shared/testing/peers/s3.ts';
 
 interface Attempt {
   event_id: string;
@@ -34,10 +35,10 @@ interface Attempt {
 }
 
 t.test('sqs, rabbitmq, kinesis, s3 and gateway destinations, each against a real peer', async (t) => {
-  const [emq, kin, s3, rabbit, gw] = await Promise.all([
+  const [emq, kin, s3peer, rabbit, gw] = await Promise.all([
     startElasticMq(t),
     startKinesalite(t),
-    startS3rver(t),
+    startS3Peer(t),
     startRabbitMq(t, [{ name: 'switchyard', password: 'rabbit-pass-1' }]),
     startReceiver(t),
   ]);
@@ -46,14 +47,22 @@ t.test('sqs, rabbitmq, kinesis, s3 and gateway destinations, each against a real
     const expected = `v0=${createHmac('sha256', signingKey).update(r.body).digest('base64')}`;
     return r.headers['x-hookdeck-signature'] === expected ? { status: 200, body: '{"ok":true}' } : { status: 401 };
   });
+  // The S3 peer checks no signature: destinations reach it through the gate, which knows one key.
+  const s3 = await startAwsGate(t, {
+    upstream: { host: '127.0.0.1', port: s3peer.port },
+    protocol: 's3',
+    throttleCode: 'SlowDown',
+    throttleStatus: 503,
+  });
+  s3.keys.set('AKIDE2E', 'e2e-secret');
   const aws = { region: 'us-east-1', requestHandler: new NodeHttpHandler() };
   const sqs = new SQSClient({ ...aws, endpoint: emq.url, region: 'elasticmq', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   const kinesis = new KinesisClient({ ...aws, endpoint: kin.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   const s3c = new S3Client({
     ...aws,
-    endpoint: s3.url,
+    endpoint: s3peer.url,
     forcePathStyle: true,
-    credentials: { accessKeyId: S3RVER_KEY, secretAccessKey: S3RVER_KEY },
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
   });
   t.teardown(() => {
     for (const c of [sqs, kinesis, s3c]) c.destroy();
@@ -113,7 +122,7 @@ t.test('sqs, rabbitmq, kinesis, s3 and gateway destinations, each against a real
         endpoint: s3.url,
         key_template: 'join(\'/\', [metadata.topic, metadata."event-id"])',
       },
-      { key: S3RVER_KEY, secret: S3RVER_KEY },
+      { key: 'AKIDE2E', secret: 'e2e-secret' },
     ),
     rabbitmq: await create(
       'rabbitmq',

@@ -1,9 +1,9 @@
-// Conformance fixture: s3, against s3rver (the S3 protocol, from npm) behind the AWS gate, which
-// checks each request's signature against its key table and throttles on request (s3rver knows one
-// key and checks no v4 signature, so the gate hands it that key).
+// Conformance fixture: s3, against the S3 peer (infra/s3: gofakes3, the S3 REST protocol, in its own
+// process) behind the AWS gate, which checks each request's signature against its key table and
+// throttles on request (the peer checks no signature).
 import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
-import { S3RVER_KEY, startS3rver } from '@switchyard/shared/testing/peers/s3rver.ts';
+import { startS3Peer } from '@switchyard/shared/testing/peers/s3.ts';
 import { createEgressAgent, parseAllowList } from '../../src/egress.ts';
 import { createS3Sender } from '../../src/s3/sender.ts';
 import type { Target } from '../../src/sender.ts';
@@ -16,13 +16,12 @@ const allow = parseAllowList(['127.0.0.0/8']);
 conformance({
   type: 's3',
   async start(t) {
-    const s3 = await startS3rver(t);
+    const s3 = await startS3Peer(t);
     const gate = await startAwsGate(t, {
       upstream: { host: '127.0.0.1', port: s3.port },
       protocol: 's3',
       throttleCode: 'SlowDown',
       throttleStatus: 503,
-      upstreamKeyId: S3RVER_KEY,
     });
     gate.keys.set(ADMIN.accessKeyId, ADMIN.secretAccessKey);
     // The egress-checked agent the service shares between the HTTP types and s3.

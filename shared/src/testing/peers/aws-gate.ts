@@ -1,13 +1,12 @@
 /**
- * The AWS front of an emulator that does not check credentials (ElasticMQ, kinesalite, s3rver): an
+ * The AWS front of an emulator that does not check credentials (ElasticMQ, kinesalite, the S3 peer): an
  * HTTP proxy on loopback that verifies every request's Signature Version 4 against its own table of
  * access keys, written from the specification (not the SDK's signer), and answers as AWS does when
  * it does not verify: the service's own error shape, in its protocol (AWS JSON, or S3's XML). It can
  * also throttle, answering as the service does when throttled, with a Retry-After; fail chosen entries
  * of a batch (SQS SendMessageBatch, Kinesis PutRecords) as the service reports a failed entry, the
  * others going through; and hang up on a request as a peer going down would. Verified requests
- * go to the emulator unchanged (or with the key id rewritten, `upstreamKeyId`, for s3rver, which
- * knows one key and never checks a v4 signature).
+ * go to the emulator unchanged.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -157,8 +156,6 @@ export interface AwsGateOptions {
   throttleCode: string;
   /** HTTP status of that answer (400 for the JSON services, 503 for S3's SlowDown). */
   throttleStatus?: number;
-  /** Key id the verified request carries on to the emulator instead of the caller's. */
-  upstreamKeyId?: string;
 }
 
 interface EntryFault {
@@ -252,9 +249,6 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
         });
       }
       const headers = { ...req.headers };
-      if (opts.upstreamKeyId && v.keyId) {
-        headers.authorization = String(headers.authorization).replace(`Credential=${v.keyId}/`, `Credential=${opts.upstreamKeyId}/`);
-      }
       const split = splitBatch(String(req.headers['x-amz-target'] ?? ''), body);
       if (split) {
         // The emulator checks no signature, so the shortened body goes on under the caller's.
