@@ -39,6 +39,31 @@ export interface BatchLimits {
 /** Sends one batch; answers one outcome per entry, in order. A destination's failure is data, never thrown. */
 export type SendBatch<E> = (entries: E[], signal: AbortSignal) => Promise<Outcome[]>;
 
+/** Whole-request refusals that may be one entry's doing (a message over the queue's size, a malformed record). */
+const REFUSED: ReadonlySet<unknown> = new Set(['invalid_config', 'rejected']);
+
+/**
+ * `send`, where a batch of several entries refused as a whole for what it carries is sent again one
+ * entry a request, so one bad entry fails alone and the others go through (SQS and moto refuse a
+ * whole SendMessageBatch for one message over the queue's MaximumMessageSize). When some entries
+ * then go through, the destination's settings work: a refusal is that entry's (`rejected`,
+ * retried as usual), not the destination's `invalid_config`.
+ */
+export function refusedAlone<E>(send: SendBatch<E>): SendBatch<E> {
+  return async (entries, signal) => {
+    const outcomes = await send(entries, signal);
+    const whole = (o: Outcome) => o.status === 'failed' && REFUSED.has(o.response_data?.reason) && o.response_data?.batch_entry !== true;
+    if (entries.length < 2 || !outcomes.every(whole)) return outcomes;
+    const alone = (await Promise.all(entries.map((e) => send([e], signal)))).map((o) => o[0] as Outcome);
+    if (!alone.some((o) => o.status === 'success')) return alone;
+    return alone.map((o) =>
+      o.response_data?.reason === 'invalid_config'
+        ? failed('rejected', String(o.response_data.message), { ...o.response_data, reason: 'rejected', batch_entry: true })
+        : o,
+    );
+  };
+}
+
 export interface Coalescer<E> {
   /** Adds one delivery's entry of `bytes`; resolves to that entry's outcome. */
   add(entry: E, bytes: number, signal: AbortSignal): Promise<Outcome>;

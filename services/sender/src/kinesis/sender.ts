@@ -10,7 +10,8 @@
  * KINESIS_BATCH_WAIT_MS if none of the destination's requests is out, or when the one out answers:
  * under load the next batch fills while a request is out. Every record keeps its own
  * outcome: a record the answer refuses (ProvisionedThroughputExceededException, InternalFailure)
- * fails that delivery alone, retried as any failed attempt; the others succeed.
+ * fails that delivery alone, retried as any failed attempt; the others succeed. A request refused
+ * as a whole for what it carries goes again a record a request (`refusedAlone`).
  *
  * Order: within one request Kinesis writes the records of a shard in the request's order, so
  * deliveries of one partition key that share a request keep the order they reached the client in.
@@ -20,7 +21,7 @@
  */
 import { KinesisClient, PutRecordsCommand, type PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
 import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
-import { createCoalescer } from '../batch.ts';
+import { createCoalescer, refusedAlone } from '../batch.ts';
 import type { AllowList } from '../egress.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
@@ -52,7 +53,7 @@ export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
       const streamName = String(target.config.stream_name ?? '');
       const batches = createCoalescer<PutRecordsRequestEntry>(
         { ...KINESIS_BATCH, waitMs: opts.batchWaitMs ?? KINESIS_BATCH_WAIT_MS },
-        async (records, signal): Promise<Outcome[]> => {
+        refusedAlone(async (records, signal): Promise<Outcome[]> => {
           try {
             const out = await client.send(new PutRecordsCommand({ StreamName: streamName, Records: records }), { abortSignal: signal });
             // One answer per record, in the request's order.
@@ -72,7 +73,7 @@ export function createKinesisSender(opts: KinesisSenderOptions): TypeSender {
             }
             return records.map(() => outcome);
           }
-        },
+        }),
       );
       return {
         async deliver({ event, deliveryMetadata, signal }) {

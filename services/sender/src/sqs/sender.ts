@@ -9,11 +9,12 @@
  * destination's requests is out, or when the one out answers: under load the next batch fills while a
  * request is out. Every message keeps its own outcome: a batch whose answer lists one entry as failed
  * fails that delivery alone, and the others succeed; a request that fails as a whole (throttled,
- * refused credentials, the network) fails each of its deliveries as a single request would have.
+ * refused credentials, the network) fails each of its deliveries as a single request would have,
+ * except one refused for what it carries, sent again a message a request (`refusedAlone`).
  */
 import { type SendMessageBatchRequestEntry, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
-import { createCoalescer } from '../batch.ts';
+import { createCoalescer, refusedAlone } from '../batch.ts';
 import type { AllowList } from '../egress.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type Outcome, succeeded, type TypeSender } from '../sender.ts';
@@ -43,7 +44,7 @@ export function createSqsSender(opts: { allow: AllowList; batchWaitMs?: number }
       const fifo = queueUrl.endsWith('.fifo');
       const batches = createCoalescer<Entry>(
         { ...SQS_BATCH, waitMs: opts.batchWaitMs ?? SQS_BATCH_WAIT_MS },
-        async (entries, signal): Promise<Outcome[]> => {
+        refusedAlone(async (entries, signal): Promise<Outcome[]> => {
           try {
             const out = await client.send(
               new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries.map((e, i) => ({ Id: String(i), ...e })) }),
@@ -59,7 +60,7 @@ export function createSqsSender(opts: { allow: AllowList; batchWaitMs?: number }
             const outcome = awsFailure(err, signal);
             return entries.map(() => outcome);
           }
-        },
+        }),
       );
       return {
         async deliver({ event, deliveryMetadata, signal }) {

@@ -79,6 +79,11 @@ export interface BatchPeer {
    * each), as the service refuses one entry; answers the reason the outcome must name.
    */
   failEntries(marker: string): FailureReason;
+  /**
+   * The next `times` requests holding an entry whose body contains `marker` are refused as a whole
+   * for what they carry (400, the service's malformed-request code).
+   */
+  refuseRequests(marker: string, times: number): void;
   /** The next request from `target`'s credentials is cut off unanswered, as a peer going down. */
   hangUp(target: Target): void;
   /** The next request from `target`'s credentials is answered as throttled (the whole request). */
@@ -91,6 +96,8 @@ export interface BatchPeer {
 
 export interface Fixture {
   type: DestinationType;
+  /** The peer's name, where a type's suite runs against more than one. */
+  peer?: string;
   /** Starts the peer on loopback and registers its teardown; throws (failing the suite) when it cannot start. */
   start(t: Test): Promise<Peer>;
   /** Why the peer cannot check credentials at all (an emulator reached without TLS): rotation then only renews the client. */
@@ -193,7 +200,7 @@ function newId(target: Target): Target {
 }
 
 export function conformance(fixture: Fixture): void {
-  t.test(`${fixture.type} sender conformance`, async (t) => {
+  t.test(`${fixture.type} sender conformance${fixture.peer ? ` (${fixture.peer})` : ''}`, async (t) => {
     const peer = await fixture.start(t);
     const { wrapped, counts } = counted(peer.sender);
     const cache = createClientCache(wrapped);
@@ -399,6 +406,32 @@ async function batchCases(t: Test, peer: Peer, batch: BatchPeer, cache: ReturnTy
     );
     t.match(await cache.deliver(input(target, events[3] as EventRecord)), { status: 'success' }, 'the retry succeeds');
     await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: a request refused for one entry is sent again an entry a request, and only it fails', async (t) => {
+    const target = newId(await peer.destination());
+    const marker = `malformed-${Date.now().toString(36)}`;
+    // The batch, then the entry alone: refused twice; its retry goes through.
+    batch.refuseRequests(marker, 2);
+    const events = Array.from({ length: 8 }, () => sampleEvent());
+    (events[5] as EventRecord).data = { ...(events[5]?.data as object), marker };
+    const outs = await together(target, events);
+    t.match(outs[5], { status: 'failed', retryable: true, response_data: { reason: 'rejected' } }, JSON.stringify(outs[5]?.response_data));
+    t.ok(
+      outs.every((o, i) => i === 5 || o.status === 'success'),
+      'the other seven succeeded',
+    );
+    t.match(await cache.deliver(input(target, events[5] as EventRecord)), { status: 'success' }, 'the retry succeeds');
+    await exactlyOnce(t, target, events);
+  });
+
+  await t.test('batch: a request refused for what every entry carries fails each, as the destination’s setting', async (t) => {
+    const target = newId(await peer.destination());
+    const marker = `misfit-${Date.now().toString(36)}`;
+    batch.refuseRequests(marker, 1 + 4);
+    const events = Array.from({ length: 4 }, () => sampleEvent({ data: { marker } }));
+    const outs = await together(target, events);
+    for (const o of outs) t.match(o, { status: 'failed', retryable: false, response_data: { reason: 'invalid_config' } });
   });
 
   await t.test('batch: an oversize entry goes alone, and only it fails', async (t) => {

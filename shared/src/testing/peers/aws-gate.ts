@@ -9,7 +9,7 @@
  * go to the emulator unchanged.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Teardown } from '../index.ts';
 
@@ -29,6 +29,11 @@ export interface AwsGate {
    * own answer with `code`; the other entries go to the emulator.
    */
   failEntries(marker: string, opts: { code: string; message?: string; senderFault?: boolean; times?: number }): void;
+  /**
+   * Refuses, `times` times, a whole batch request that holds an entry whose body contains `marker`,
+   * with `code` (HTTP 400), as SQS refuses a SendMessageBatch for one message over the queue's size.
+   */
+  refuseRequests(marker: string, opts: { code: string; message?: string; times: number }): void;
   /** Closes the connection of the next `n` requests signed by `keyId` once read, without an answer (none reaches the emulator). */
   hangUp(keyId: string, n?: number): void;
   /** Requests seen (verified or not), for tests that count. */
@@ -171,14 +176,37 @@ const BATCHES: Record<string, { list: string; bodyOf(entry: Record<string, unkno
   'Kinesis_20131202.PutRecords': { list: 'Records', bodyOf: (e) => Buffer.from(String(e.Data ?? ''), 'base64').toString('utf8') },
 };
 
+/**
+ * The upstream answer's end-to-end headers: a proxy drops the hop-by-hop ones, so an emulator that
+ * closes each connection (moto's HTTP/1.0 server) does not close the client's.
+ */
+function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const { connection: _c, 'keep-alive': _k, 'transfer-encoding': _te, upgrade: _u, trailer: _t, ...rest } = headers;
+  return rest;
+}
+
 export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<AwsGate> {
   const keys = new Map<string, string>();
   const throttled = new Map<string, { n: number; retryAfter: number }>();
   const entryFaults = new Map<string, EntryFault>();
+  const refusals = new Map<string, { code: string; message: string; times: number }>();
   const hangUps = new Map<string, number>();
   const seenBy = new Map<string, number>();
   let seen = 0;
   let connections = 0;
+
+  /** The refusal of a whole batch request, when one of its entries carries a refused marker. */
+  const refusalOf = (target: string, body: Buffer) => {
+    const batch = BATCHES[target];
+    if (!batch || refusals.size === 0) return null;
+    const entries = ((JSON.parse(body.toString('utf8')) as Record<string, unknown>)[batch.list] ?? []) as Array<Record<string, unknown>>;
+    for (const [marker, refusal] of refusals) {
+      if (!entries.some((e) => batch.bodyOf(e).includes(marker))) continue;
+      if (--refusal.times <= 0) refusals.delete(marker);
+      return refusal;
+    }
+    return null;
+  };
 
   /**
    * The entries of a batch request that fail here, by index, and the body to forward without them
@@ -248,6 +276,8 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
           'retry-after': String(th.retryAfter),
         });
       }
+      const refusal = refusalOf(String(req.headers['x-amz-target'] ?? ''), body);
+      if (refusal) return answerError(res, opts.protocol, 400, refusal.code, refusal.message);
       const headers = { ...req.headers };
       const split = splitBatch(String(req.headers['x-amz-target'] ?? ''), body);
       if (split) {
@@ -264,7 +294,7 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
         { host: opts.upstream.host, port: opts.upstream.port, method: req.method, path: req.url, headers },
         (upRes) => {
           if (!split || upRes.statusCode !== 200) {
-            res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            res.writeHead(upRes.statusCode ?? 502, endToEnd(upRes.headers));
             upRes.pipe(res);
             return;
           }
@@ -272,7 +302,7 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
           upRes.on('data', (c: Buffer) => parts.push(c));
           upRes.on('end', () => {
             const merged = Buffer.from(JSON.stringify(mergeAnswer(split, JSON.parse(Buffer.concat(parts).toString('utf8')))));
-            const { 'content-length': _length, 'transfer-encoding': _te, ...rest } = upRes.headers;
+            const { 'content-length': _length, ...rest } = endToEnd(upRes.headers);
             res.writeHead(200, { ...rest, 'content-length': String(merged.length) });
             res.end(merged);
           });
@@ -306,6 +336,9 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
     },
     failEntries(marker, o) {
       entryFaults.set(marker, { code: o.code, message: o.message ?? o.code, senderFault: o.senderFault ?? false, times: o.times ?? 1 });
+    },
+    refuseRequests(marker, o) {
+      refusals.set(marker, { code: o.code, message: o.message ?? o.code, times: o.times });
     },
     hangUp(keyId, n = 1) {
       hangUps.set(keyId, n);
