@@ -34,8 +34,8 @@ wait "$pg_pid"
 export KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT"
 # The Pub/Sub (pstest) and S3 (gofakes3) test peers, built with Go once and cached in .tools; tests
 # start them on free ports.
-SWITCHYARD_PUBSUB_PEER=$(bash infra/pubsub/pubsub.sh install)
-SWITCHYARD_S3_PEER=$(bash infra/s3/s3.sh install)
+SWITCHYARD_PUBSUB_PEER=$(bash infra/go-peer.sh pubsub)
+SWITCHYARD_S3_PEER=$(bash infra/go-peer.sh s3)
 export SWITCHYARD_PUBSUB_PEER SWITCHYARD_S3_PEER
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PG_PORT/switchyard"
 export SWITCHYARD_TEST_RUN="$run"

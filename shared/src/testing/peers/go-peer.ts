@@ -1,5 +1,5 @@
 /**
- * A test peer written in Go (infra/pubsub, infra/s3): built once by its infra script, started on a
+ * A test peer written in Go (infra/pubsub, infra/s3): built once by infra/go-peer.sh, started on a
  * free loopback port and stopped by `close`. infra/test.sh builds each once and passes the binary in
  * the peer's environment variable; without it this builds it (slow the first time). The binary prints
  * "listening HOST:PORT" once it serves and exits when its stdin closes, so a dying test leaves
@@ -19,8 +19,8 @@ export interface GoPeer {
 export interface GoPeerSpec {
   /** For messages: "pubsub peer". */
   what: string;
-  /** The install script, from the repository root: "infra/pubsub/pubsub.sh". */
-  script: string;
+  /** Its folder under infra/: "pubsub". */
+  name: string;
   /** The environment variable infra/test.sh sets to the built binary. */
   binaryVar: string;
 }
@@ -28,8 +28,8 @@ export interface GoPeerSpec {
 function binary(spec: GoPeerSpec): string {
   const given = process.env[spec.binaryVar];
   if (given) return given;
-  const script = fileURLToPath(new URL(`../../../../${spec.script}`, import.meta.url));
-  return execFileSync('bash', [script, 'install'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const script = fileURLToPath(new URL('../../../../infra/go-peer.sh', import.meta.url));
+  return execFileSync('bash', [script, spec.name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
 
 export async function startGoPeer(spec: GoPeerSpec): Promise<GoPeer> {

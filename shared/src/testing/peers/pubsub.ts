@@ -6,5 +6,5 @@ import { type GoPeer, startGoPeer } from './go-peer.ts';
 
 /** Its `host` is host:port, as PUBSUB_EMULATOR_HOST and a destination's `endpoint` take it. */
 export function startPubSubPeer(): Promise<GoPeer> {
-  return startGoPeer({ what: 'pubsub peer', script: 'infra/pubsub/pubsub.sh', binaryVar: 'SWITCHYARD_PUBSUB_PEER' });
+  return startGoPeer({ what: 'pubsub peer', name: 'pubsub', binaryVar: 'SWITCHYARD_PUBSUB_PEER' });
 }

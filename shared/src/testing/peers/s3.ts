@@ -7,7 +7,7 @@ import type { Teardown } from '../index.ts';
 import { startGoPeer } from './go-peer.ts';
 
 export async function startS3Peer(t: Teardown): Promise<{ port: number; url: string }> {
-  const peer = await startGoPeer({ what: 's3 peer', script: 'infra/s3/s3.sh', binaryVar: 'SWITCHYARD_S3_PEER' });
+  const peer = await startGoPeer({ what: 's3 peer', name: 's3', binaryVar: 'SWITCHYARD_S3_PEER' });
   t.teardown(() => peer.close());
   const port = Number(peer.host.slice(peer.host.lastIndexOf(':') + 1));
   return { port, url: `http://${peer.host}` };
