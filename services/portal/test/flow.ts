@@ -464,6 +464,28 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     60_000,
   );
   t.pass('the activity chart counts 1025 attempts, 1 failed');
+  // A page left open across the hour keeps counting: this browser's clock starts a second before the
+  // hour the attempts are in, so at first they are past the chart's 24 hours; once its clock passes
+  // the hour, a refresh moves the window and counts them.
+  const lateContext = await browser.newContext();
+  const late = await lateContext.newPage();
+  await late.clock.install({ time: Math.floor(Date.now() / 3_600_000) * 3_600_000 - 1000 });
+  await late.goto(await portalUrl(admin, 'acme', 'light'));
+  await late.getByRole('link', { name: `${receiver.url}/hook` }).click();
+  await late.getByRole('link', { name: 'Deliveries' }).click();
+  await late.locator('.chart-box svg').first().waitFor();
+  await late.clock.fastForward(2000);
+  await waitFor(
+    'the chart of a page opened before the hour counting all 1,025 attempts after it',
+    async () => {
+      await late.getByRole('button', { name: 'Refresh' }).click();
+      await late.waitForTimeout(400);
+      return /1025 attempts, 1 failed/.test((await late.locator('#activity-title').textContent()) ?? '');
+    },
+    60_000,
+  );
+  t.pass('a chart left open past the hour moves its window');
+  await lateContext.close();
   await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
 
   // A scheduled event shows as scheduled, with when it is due.

@@ -13,13 +13,18 @@ const HOUR = 3600_000;
  * attempt of the window is counted however many there are.
  */
 function ActivityChart({ destinationId }: { destinationId: string }) {
-  const since = useMemo(() => new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR), []);
   const q = useQuery({
     queryKey: ['destination', destinationId, 'activity'],
-    queryFn: () => api.attemptCounts(destinationId, since.toISOString()),
+    queryFn: async () => {
+      // The window is taken at each fetch: a page left open past the hour moves with it, else the
+      // new hour's attempts would fall outside its 24 buckets.
+      const since = new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR);
+      return { since, counts: await api.attemptCounts(destinationId, since.toISOString()) };
+    },
     refetchInterval: 30_000,
   });
   const data = useMemo(() => {
+    const since = q.data?.since ?? new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR);
     const buckets = Array.from({ length: 24 }, (_, i) => {
       const at = new Date(since.getTime() + i * HOUR);
       return {
@@ -29,13 +34,13 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
         canceled: 0,
       };
     });
-    for (const s of q.data?.series ?? []) {
+    for (const s of q.data?.counts.series ?? []) {
       const b = buckets[Math.floor((Date.parse(String(s.time)) - since.getTime()) / HOUR)];
       const status = s.status as 'success' | 'failed' | 'canceled';
       if (b && status in b) b[status] += Number(s.count ?? 0);
     }
     return buckets;
-  }, [q.data, since]);
+  }, [q.data]);
   const total = data.reduce((n, b) => n + b.success + b.failed + b.canceled, 0);
   const failed = data.reduce((n, b) => n + b.failed, 0);
   return (
