@@ -69,6 +69,19 @@ async function portalUrl(admin: Api, tenant: string, theme: 'light' | 'dark'): P
   return r.body.redirect_url;
 }
 
+/** Clicks Refresh until the activity chart counts the 1,025 attempts of the flow, one failed. */
+async function chartCounts(page: Page, what: string): Promise<void> {
+  await waitFor(
+    what,
+    async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(400);
+      return /1025 attempts, 1 failed/.test((await page.locator('#activity-title').textContent()) ?? '');
+    },
+    60_000,
+  );
+}
+
 /** Clicks Refresh until the deliveries table has at least `n` rows (listings trail deliveries a little). */
 async function rowsAtLeast(page: Page, n: number, selector = 'table.attempts tbody tr'): Promise<number> {
   return waitFor(
@@ -454,15 +467,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   t.equal(batch.body.results.filter((r) => r.status === 202).length, 1000, 'all accepted');
   await waitFor('1,025 deliveries', () => receiver.requests.length >= 1025, 120_000);
   t.equal(receiver.requests.length, 1025, '1,025 requests, the first answered 503');
-  await waitFor(
-    'the chart counting all 1,025 attempts',
-    async () => {
-      await page.getByRole('button', { name: 'Refresh' }).click();
-      await page.waitForTimeout(400);
-      return /1025 attempts, 1 failed/.test((await page.locator('#activity-title').textContent()) ?? '');
-    },
-    60_000,
-  );
+  await chartCounts(page, 'the chart counting all 1,025 attempts');
   t.pass('the activity chart counts 1025 attempts, 1 failed');
   // A page left open across the hour keeps counting: this browser's clock starts a second before the
   // hour the attempts are in, so at first they are past the chart's 24 hours; once its clock passes
@@ -475,15 +480,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   await late.getByRole('link', { name: 'Deliveries' }).click();
   await late.locator('.chart-box svg').first().waitFor();
   await late.clock.fastForward(2000);
-  await waitFor(
-    'the chart of a page opened before the hour counting all 1,025 attempts after it',
-    async () => {
-      await late.getByRole('button', { name: 'Refresh' }).click();
-      await late.waitForTimeout(400);
-      return /1025 attempts, 1 failed/.test((await late.locator('#activity-title').textContent()) ?? '');
-    },
-    60_000,
-  );
+  await chartCounts(late, 'the chart of a page opened before the hour counting all 1,025 attempts after it');
   t.pass('a chart left open past the hour moves its window');
   await lateContext.close();
   await page.getByRole('link', { name: 'Destinations', exact: true }).first().click();
