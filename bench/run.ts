@@ -39,7 +39,7 @@ import {
   TYPE_DESTINATIONS,
   typeOfScenario,
 } from './lib/scenarios.ts';
-import { type Infra, SERVICES, startInfra } from './lib/stack.ts';
+import { type Infra, SERVICES, startFlags, startInfra } from './lib/stack.ts';
 import { moderateTargets } from './lib/efficiency.ts';
 import { type Pause, type PhaseContext, type PhaseOptions, runPhase, warmBroker } from './lib/phase.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
@@ -221,7 +221,7 @@ function benchOptions(opt: RawOptions): BenchOptions {
     pgStatements: opt['pg-statements'],
     logLevel: opt['log-level'],
     servicesRoot: opt['services-root'],
-    serviceEnv: serviceEnvOf(opt.env),
+    serviceEnv: serviceEnvOf(opt.env, embedded),
     nodeFlags,
     hangingPairs,
     latencyFraction: Number(opt['latency-fraction']),
@@ -250,7 +250,7 @@ function benchOptions(opt: RawOptions): BenchOptions {
 // glibc malloc lines), so the benchmark measures what ships; --env K=V overrides them.
 const IMAGE_RUNTIME_ENV = ['NODE_OPTIONS', 'MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX'];
 
-function serviceEnvOf(kvs: string[]): Record<string, string> {
+function serviceEnvOf(kvs: string[], embedded: boolean): Record<string, string> {
   const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
   const imageEnv = Object.fromEntries(
     IMAGE_RUNTIME_ENV.flatMap((name) => {
@@ -258,6 +258,8 @@ function serviceEnvOf(kvs: string[]): Record<string, string> {
       return value ? [[name, value.replace(/^"|"$/g, '')]] : [];
     }),
   );
+  // Embedded mode runs with npm start's V8 flags (infra/start.sh), not the image's.
+  if (embedded) imageEnv.NODE_OPTIONS = startFlags(readFileSync(join(ROOT, 'infra/start.sh'), 'utf8')).join(' ');
   return {
     METRICS_PORT: '0', // several services on one host: each its own free port
     ...imageEnv,

@@ -27,10 +27,13 @@ export async function succeededAttempts(db: pg.Client, topic: string): Promise<n
 /**
  * Embedded mode's stored attempts: the records its attempts service has written, from the
  * process's metrics (`switchyard_records_consumed_total` of the `attempts` group counts a batch once
- * it is stored).
+ * it is stored). Null when the process serves no metrics (a `--services-root` tree older than them):
+ * its stored attempts are not counted, and the phase goes by deliveries alone.
  */
-export async function attemptsConsumed(gatewayUrl: string): Promise<number> {
-  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+export async function attemptsConsumed(gatewayUrl: string): Promise<number | null> {
+  const res = await fetch(`${gatewayUrl}/metrics`);
+  const text = await res.text();
+  if (res.status === 404) return null;
   return sumMetric(text, 'switchyard_records_consumed_total', { group: 'attempts' });
 }
 

@@ -235,7 +235,8 @@ interface Running {
   db: pg.Client | null;
   /** Another type's peer: deliveries are read from the attempts. */
   viaAttempts: boolean;
-  attemptCount: () => Promise<number>;
+  /** Attempts stored so far; null where the deployment cannot tell (see attemptsConsumed). */
+  attemptCount: () => Promise<number | null>;
   notes: string[];
 }
 
@@ -255,7 +256,8 @@ async function probePipeline(r: Running): Promise<void> {
   if (probe.status !== 202) throw new Error(`probe publish: ${probe.status} ${JSON.stringify(probe.body)}`);
   for (;;) {
     const got = await deliveredSoFar(r, 'bench.probe');
-    if (got >= r.built.healthyPerEvent && (await r.attemptCount()) >= r.built.healthyPerEvent) break;
+    const stored = got >= r.built.healthyPerEvent ? await r.attemptCount() : 0;
+    if (got >= r.built.healthyPerEvent && (stored === null || stored >= r.built.healthyPerEvent)) break;
     if (Date.now() - probeStart > 120_000) throw new Error('the probe event was not delivered and stored within 120 s');
     await Promise.race([r.dep.crashed, sleep(200)]);
   }
@@ -300,7 +302,16 @@ interface Sampled {
  */
 async function sampleUntilDrained(
   r: Running,
-  o: { load: LoadHandle; loadDone: () => boolean; sampler: ProcSampler; tracked: Tracked[]; w: Window; idle: boolean; attempts0: number },
+  o: {
+    load: LoadHandle;
+    loadDone: () => boolean;
+    sampler: ProcSampler;
+    tracked: Tracked[];
+    w: Window;
+    idle: boolean;
+    /** Null: stored attempts are not counted, the drain goes by deliveries alone. */
+    attempts0: number | null;
+  },
   setReceived: (n: number) => void,
 ): Promise<Sampled> {
   const { ctx, name, db, built, notes } = r;
@@ -308,7 +319,7 @@ async function sampleUntilDrained(
   // Stored attempts are counted every second; in embedded mode from its /metrics, every 5 s, which
   // costs the measured process less; never while idle, where nothing is stored and a query would
   // be the only work the pipeline does.
-  const attemptPollMs = idle ? Infinity : db ? 1000 : 5000;
+  const attemptPollMs = idle || o.attempts0 === null ? Infinity : db ? 1000 : 5000;
   const attemptSeries: Array<{ t: number; n: number }> = [{ t: w.loadStart, n: 0 }];
   let lastPrint = Date.now();
   let lastAttemptPoll = 0;
@@ -337,7 +348,7 @@ async function sampleUntilDrained(
     if (statementsOpened && !pgStatements && now >= w.to) await readWindow();
     if (now - lastAttemptPoll >= attemptPollMs || (loadEnd && now - lastAttemptPoll >= 1000 && !idle)) {
       lastAttemptPoll = now;
-      attempts = (await r.attemptCount()) - o.attempts0;
+      attempts = ((await r.attemptCount()) ?? 0) - (o.attempts0 ?? 0);
       attemptSeries.push({ t: now, n: attempts });
     }
     if (received > lastProgress.rx || attempts > lastProgress.att) lastProgress = { t: now, rx: received, att: attempts };
@@ -362,7 +373,7 @@ async function sampleUntilDrained(
       lastPrint = now;
     }
     if (loadEnd) {
-      const caughtUp = received - s.duplicates.ok >= expected && attempts >= expected;
+      const caughtUp = received - s.duplicates.ok >= expected && (o.attempts0 === null || attempts >= expected);
       if (caughtUp) break;
       if (now - drainStart > drainMaxMs) {
         notes.push(`drain stopped after ${drainMaxMs / 1000} s with ${fmtInt(expected - received)} deliveries outstanding`);
@@ -438,7 +449,7 @@ async function measure(
     phaseS: number;
     phaseWarmupS: number;
     ceilingNear: CeilingResult;
-    attempts0: number;
+    attempts0: number | null;
     runnerBackend: number;
     undoPauses: Array<() => void>;
   },
@@ -477,8 +488,10 @@ async function measure(
   });
   sampler.stop();
   const lr = await loadResult;
-  const attempts = (await r.attemptCount()) - attempts0;
-  sampled.attemptSeries.push({ t: Date.now(), n: attempts });
+  const stored = attempts0 === null ? null : await r.attemptCount();
+  const attempts = stored === null || attempts0 === null ? null : stored - attempts0;
+  if (attempts === null) notes.push('stored attempts not counted: this deployment serves no metrics to count them from');
+  else sampled.attemptSeries.push({ t: Date.now(), n: attempts });
 
   // Scheduled events arrive that much after the load that published them: the window moves with them.
   const shift = (def.scheduleS ?? 0) * 1000;
@@ -537,7 +550,7 @@ async function measure(
       deliveredPerSec: Math.round(deliveredPerSec),
       eventsPerSec: Math.round(deliveredPerSec / Math.max(1, built.healthyPerEvent)),
       perDestinationPerSec: round(deliveredPerSec / Math.max(1, built.healthyDestinations), 2),
-      attemptsPerSec: Math.round((at(w.to) - at(w.from)) / windowS),
+      attemptsPerSec: attempts === null ? null : Math.round((at(w.to) - at(w.from)) / windowS),
       latencyMs: final.latency?.ok ?? { ...EMPTY_SUMMARY },
       expected,
       received: final.received.ok,
@@ -565,7 +578,7 @@ async function measure(
   const d = result.delivery;
   log(
     `${name} done: ${fmtInt(result.publish.acceptedPerSec)} events/s published, ${fmtInt(d.deliveredPerSec)} deliveries/s (${(result.ceilingRatio * 100).toFixed(0)}% of ceiling), ` +
-      `${fmtInt(d.attemptsPerSec)} attempts/s stored, ${result.efficiency.cpuMsPerDelivery} pipeline CPU ms/delivery; publish->receive p50 ${d.latencyMs.p50} p99 ${d.latencyMs.p99} max ${d.latencyMs.max} ms; ` +
+      `${d.attemptsPerSec === null ? 'uncounted' : fmtInt(d.attemptsPerSec)} attempts/s stored, ${result.efficiency.cpuMsPerDelivery} pipeline CPU ms/delivery; publish->receive p50 ${d.latencyMs.p50} p99 ${d.latencyMs.p99} max ${d.latencyMs.max} ms; ` +
       `publish API p50 ${result.publish.latencyMs.p50} p99 ${result.publish.latencyMs.p99} ms; missing ${d.missing}, duplicates ${d.duplicates}, ` +
       `signatures ${d.verify.ok}/${d.verify.checked} ok; load1 ${result.machine.load1Start} -> ${result.machine.load1End}, others ${result.machine.otherAvgPct}% cpu`,
   );

@@ -65,8 +65,8 @@ export interface PhaseResult {
     eventsPerSec: number;
     /** Per healthy destination. */
     perDestinationPerSec: number;
-    /** Attempt rows stored in Postgres per second in the window. */
-    attemptsPerSec: number;
+    /** Attempt rows stored per second in the window; null where they could not be counted. */
+    attemptsPerSec: number | null;
     /** publish -> receive, healthy destinations, arrivals in the window. */
     latencyMs: Summary;
     expected: number;
@@ -80,7 +80,7 @@ export interface PhaseResult {
     drainS: number;
     verify: { checked: number; ok: number; failed: number; noSecret: number; unsigned: number; errors: string[] };
   };
-  stored: { attempts: number; attemptsByStatus: Record<string, number>; events: number };
+  stored: { attempts: number | null; attemptsByStatus: Record<string, number>; events: number };
   /** Requests the destinations made at the peer over the phase (probe and drain included), where the peer counts them (the AWS types). */
   /** `connections`: TCP connections the peer accepted over the load (keep-alive reuse), where it counts them. */
   peerRequests?: { requests: number; attempts: number; perThousand: number; connections?: number };
@@ -178,7 +178,7 @@ export const allTargets = (r: RunResult): Target[] => [...r.targets, ...(r.embed
 /** A results JSON the runner wrote (bench/runs/*.json, bench/results/baseline.json). */
 export const readRunResult = (file: string): RunResult => JSON.parse(readFileSync(file, 'utf8')) as RunResult;
 
-const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const n0 = (x: number | null) => (x === null ? '–' : Math.round(x).toLocaleString('en-US'));
 const ms = (x: number) => (x >= 100 ? n0(x) : x.toFixed(1));
 const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 

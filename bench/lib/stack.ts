@@ -182,6 +182,17 @@ export async function deploy(o: DeployOptions): Promise<Deployment> {
 }
 
 /**
+ * The V8 flags `npm start` runs embedded mode with: those of infra/start.sh's `exec node` line (`text`
+ * is the script). Throws when the line is not there, so a changed script cannot leave the bench on
+ * other flags than users get.
+ */
+export function startFlags(text: string): string[] {
+  const line = /^exec node ((?:--\S+ )+)dist\/services\/embedded\/src\/main\.js/m.exec(text);
+  if (!line?.[1]) throw new Error('infra/start.sh: no `exec node --flags dist/services/embedded/src/main.js` line');
+  return line[1].trim().split(' ');
+}
+
+/**
  * Embedded mode as `npm start` runs it: gateway, router, sender and attempts in one process
  * (`services/embedded`), on the embedded log and PGlite in a fresh DATA_DIR, removed at stop.
  */
