@@ -7,6 +7,10 @@
  * API_BODY_TIMEOUT_MS is answered 408 REQUEST_TIMEOUT and its connection closed. Bytes are given
  * back when the answer goes out. Past the budget: 503 SERVICE_UNAVAILABLE with Retry-After: 1,
  * nothing changed; one body always fits when nothing else is held.
+ *
+ * A body that had fully arrived by the time its route was found (most bodies: they come in the
+ * same packets as their headers) is counted at once, whole; only one still arriving is counted
+ * through a stream, chunk by chunk, under the timer (docs/performance.md, "Gateway").
  */
 import { Transform } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -34,6 +38,7 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
     const tenant = req.principal?.kind === 'tenant' ? req.principal.tenantId : null;
     let held = 0;
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const release = () => {
       if (done) return;
       done = true;
@@ -51,16 +56,26 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
       if (err.code === 'SERVICE_UNAVAILABLE') void reply.header('retry-after', '1');
       return err;
     };
+    /** Holds `n` more bytes of this body; false when the budget (or the tenant's share) is full. */
+    const take = (n: number): boolean => {
+      const tenantHeld = tenant === null ? 0 : (byTenant.get(tenant) ?? 0);
+      if ((tenant !== null && tenantHeld > 0 && tenantHeld + n > perTenantMax) || !bodies.tryTake(n)) return false;
+      held += n;
+      if (tenant !== null) byTenant.set(tenant, tenantHeld + n);
+      return true;
+    };
+    reply.raw.once('close', release);
+    // Already here in full (the request's own stream, its end parsed): what it holds is known now.
+    if ((payload as { complete?: boolean }).complete === true && payload === req.raw) {
+      if (!take(payload.readableLength)) throw refuse(full());
+      return payload;
+    }
     const counted = new Transform({
       transform(chunk: Buffer, _enc, cb) {
-        const n = chunk.length;
-        const tenantHeld = tenant === null ? 0 : (byTenant.get(tenant) ?? 0);
-        if ((tenant !== null && tenantHeld > 0 && tenantHeld + n > perTenantMax) || !bodies.tryTake(n)) {
+        if (!take(chunk.length)) {
           cb(refuse(full()));
           return;
         }
-        held += n;
-        if (tenant !== null) byTenant.set(tenant, tenantHeld + n);
         cb(null, chunk);
       },
       flush(cb) {
@@ -68,10 +83,9 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
         cb();
       },
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       counted.destroy(refuse(new AppError('REQUEST_TIMEOUT', `The request body did not arrive within ${o.bodyTimeoutMs} ms.`)));
     }, o.bodyTimeoutMs);
-    reply.raw.once('close', release);
     payload.on('error', (err) => counted.destroy(err));
     // Fastify's body limit reads these: the bytes received so far, as the original stream counts them.
     return Object.defineProperty(payload.pipe(counted), 'receivedEncodedLength', {

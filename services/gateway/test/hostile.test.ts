@@ -3,7 +3,7 @@
 // Gate checks run on both databases (Postgres, and PGlite as embedded mode runs it); publishing
 // needs Kafka, so its acceptance is checked on the first.
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SignJWT } from 'jose';
 import t, { type Test } from 'tap';
 import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
@@ -241,6 +241,62 @@ t.test('tenant tokens must carry exp within the issued lifetime and no future ia
   t.equal(await get(await sign({ exp: now + 3600 })), 401, 'no iat');
   t.equal(await get(await sign({ iat: now, exp: now + 10 * 365 * 86400 })), 401, 'a lifetime of ten years');
   t.equal(await get(await sign({ iat: now + 3600, exp: now + 7200 })), 401, 'issued an hour in the future');
+});
+
+t.test('bodies that arrive whole with their headers are held whole, and given back', async (t) => {
+  // Ten connected sockets each send a complete ~700-byte publish in one write, in one turn: with a
+  // budget of 2 KiB the first bodies fill it (each held until Kafka acknowledges its event), and
+  // the others are refused 503 and change nothing.
+  const { app, call } = await buildTestApp(t, { API_MAX_INFLIGHT_BYTES: '2048' });
+  await call('PUT', '/api/v1/tenants/whole');
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const sockets = await Promise.all(
+    Array.from({ length: 10 }, () => {
+      const s = connect(port, '127.0.0.1');
+      t.teardown(() => s.destroy());
+      return new Promise<Socket>((resolve) => s.once('connect', () => resolve(s)));
+    }),
+  );
+  const ids = sockets.map((_, i) => `whole-${i}`);
+  const answers = sockets.map(
+    (s) =>
+      new Promise<string>((resolve) => {
+        let got = '';
+        s.on('data', (d) => {
+          got += d.toString();
+          if (/\r\n\r\n[\s\S]*\}$/.test(got)) s.end();
+        });
+        s.on('close', () => resolve(got));
+        s.on('error', () => resolve(got));
+      }),
+  );
+  for (const [i, s] of sockets.entries()) {
+    const body = JSON.stringify({ id: ids[i], tenant_id: 'whole', topic: 'user.created', data: { pad: 'x'.repeat(600) } });
+    s.write(
+      `POST /api/v1/publish HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-admin-key\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+  }
+  const texts = await Promise.all(answers);
+  const status = texts.map((a) => Number(a.slice(9, 12)));
+  t.ok(
+    status.every((s) => s === 202 || s === 503),
+    `every answer is 202 or 503: ${status.join(' ')}`,
+  );
+  t.ok(status.filter((s) => s === 202).length >= 1, 'the first bodies are taken');
+  t.ok(status.filter((s) => s === 503).length >= 1, 'bodies past the budget are refused');
+  for (const [i, text] of texts.entries()) {
+    if (status[i] !== 503) continue;
+    t.match(text, /retry-after: 1/i, 'a refusal says when to retry');
+    t.match(text, /"code":"SERVICE_UNAVAILABLE"/, 'in the documented shape');
+  }
+  // Every byte was given back with its answer: each body fits again, one after another, and a
+  // refused publish left no trace (retried, it is new; an accepted one is a duplicate).
+  for (const [i, id] of ids.entries()) {
+    const again = await call('POST', '/api/v1/publish', { id, tenant_id: 'whole', topic: 'user.created', data: { pad: 'x'.repeat(600) } });
+    t.equal(again.status, 202, `${id} again`);
+    t.equal(again.body.duplicate, status[i] === 202, `${id} a duplicate only if accepted before`);
+  }
 });
 
 t.test('slow bodies hold only the bytes they sent, and time out', async (t) => {
