@@ -23,6 +23,25 @@ export interface HealthChange {
   last: AttemptRecord;
 }
 
+// A batch's destinations go to Postgres as one JSON parameter (json_to_recordset), as the pipeline
+// store's writes do: a composite IN list and a multi-row VALUES, one bind parameter per column and
+// destination, had knex compiling a statement as long as the batch (db/stores/pipeline.ts).
+const SELECT_HEALTH = `
+  SELECT h.tenant_id, h.destination_id, h.consecutive_failures
+  FROM json_to_recordset(?::json) AS k(tenant_id text, destination_id text)
+  JOIN destination_health h ON h.tenant_id = k.tenant_id AND h.destination_id = k.destination_id`;
+const UPSERT_HEALTH = `
+  INSERT INTO destination_health (tenant_id, destination_id, consecutive_failures, last_attempt_at,
+                                  last_success_at, last_failure_at, last_failure_code)
+  SELECT * FROM json_to_recordset(?::json) AS r(tenant_id text, destination_id text, consecutive_failures integer,
+       last_attempt_at timestamptz, last_success_at timestamptz, last_failure_at timestamptz, last_failure_code text)
+  ON CONFLICT (tenant_id, destination_id) DO UPDATE SET
+    consecutive_failures = excluded.consecutive_failures,
+    last_attempt_at = excluded.last_attempt_at,
+    last_success_at = coalesce(excluded.last_success_at, destination_health.last_success_at),
+    last_failure_at = coalesce(excluded.last_failure_at, destination_health.last_failure_at),
+    last_failure_code = coalesce(excluded.last_failure_code, destination_health.last_failure_code)`;
+
 /** Consecutive failed attempts per destination; the attempts topic is keyed by destination, so one writer each. */
 export class HealthStore {
   private readonly db: Knex;
@@ -35,14 +54,13 @@ export class HealthStore {
     const attempts = all.filter((a) => a.status !== 'canceled');
     if (!attempts.length) return [];
     const byDest = Map.groupBy(attempts, (a) => `${a.tenant_id}\u0000${a.destination_id}`);
-    const keys = [...byDest.values()].map((l) => [(l[0] as AttemptRecord).tenant_id, (l[0] as AttemptRecord).destination_id]);
-    const current = (await this.db('destination_health')
-      .whereIn(['tenant_id', 'destination_id'], keys)
-      .select('tenant_id', 'destination_id', 'consecutive_failures')) as Array<{
-      tenant_id: string;
-      destination_id: string;
-      consecutive_failures: number;
-    }>;
+    const keys = [...byDest.values()].map((l) => ({
+      tenant_id: (l[0] as AttemptRecord).tenant_id,
+      destination_id: (l[0] as AttemptRecord).destination_id,
+    }));
+    const { rows: current } = (await this.db.raw(SELECT_HEALTH, [JSON.stringify(keys)])) as {
+      rows: Array<{ tenant_id: string; destination_id: string; consecutive_failures: number }>;
+    };
     const before = new Map(current.map((r) => [`${r.tenant_id}\u0000${r.destination_id}`, r.consecutive_failures]));
     const changes: HealthChange[] = [];
     for (const [k, list] of byDest) {
@@ -75,8 +93,8 @@ export class HealthStore {
         .get(`${c.tenant_id}\u0000${c.destination_id}`)
         ?.filter((a) => a.status === status)
         .reduce<AttemptRecord | undefined>((m, a) => (!m || a.time > m.time ? a : m), undefined);
-    await this.db('destination_health')
-      .insert(
+    await this.db.raw(UPSERT_HEALTH, [
+      JSON.stringify(
         changes.map((c) => ({
           tenant_id: c.tenant_id,
           destination_id: c.destination_id,
@@ -86,15 +104,8 @@ export class HealthStore {
           last_failure_at: lastOf(c, 'failed')?.time ?? null,
           last_failure_code: lastOf(c, 'failed')?.code ?? null,
         })),
-      )
-      .onConflict(['tenant_id', 'destination_id'])
-      .merge({
-        consecutive_failures: this.db.raw('excluded.consecutive_failures'),
-        last_attempt_at: this.db.raw('excluded.last_attempt_at'),
-        last_success_at: this.db.raw('coalesce(excluded.last_success_at, destination_health.last_success_at)'),
-        last_failure_at: this.db.raw('coalesce(excluded.last_failure_at, destination_health.last_failure_at)'),
-        last_failure_code: this.db.raw('coalesce(excluded.last_failure_code, destination_health.last_failure_code)'),
-      });
+      ),
+    ]);
     return changes;
   }
 }

@@ -65,7 +65,9 @@ export function decode(buf: Buffer, pos: number, offset: number): StoredRecord {
   p += hLen;
   const vLen = buf.readInt32BE(p);
   p += 4;
-  const value = vLen < 0 ? null : Buffer.from(buf.subarray(p, p + vLen));
+  // A view of the read, not a copy: toInRecord parses it and lets it go; one kept as bytes (keepRaw,
+  // a dead letter) holds the read's buffer only while its batch is handled.
+  const value = vLen < 0 ? null : buf.subarray(p, p + vLen);
   return { offset, timestamp, key, headers, value };
 }
 
