@@ -318,8 +318,8 @@ async function sampleUntilDrained(
   const { load, sampler, tracked, w, idle } = o;
   // Stored attempts are counted every second; in embedded mode from its /metrics, every 5 s, which
   // costs the measured process less; never while idle, where nothing is stored and a query would
-  // be the only work the pipeline does.
-  const attemptPollMs = idle || o.attempts0 === null ? Infinity : db ? 1000 : 5000;
+  // be the only work the pipeline does; nor where the deployment cannot count them (attempts0 null).
+  const attemptPollMs = idle ? Infinity : db ? 1000 : 5000;
   const attemptSeries: Array<{ t: number; n: number }> = [{ t: w.loadStart, n: 0 }];
   let lastPrint = Date.now();
   let lastAttemptPoll = 0;
@@ -346,9 +346,9 @@ async function sampleUntilDrained(
       await resetStatements(db as pg.Client);
     }
     if (statementsOpened && !pgStatements && now >= w.to) await readWindow();
-    if (now - lastAttemptPoll >= attemptPollMs || (loadEnd && now - lastAttemptPoll >= 1000 && !idle)) {
+    if (o.attempts0 !== null && (now - lastAttemptPoll >= attemptPollMs || (loadEnd && now - lastAttemptPoll >= 1000 && !idle))) {
       lastAttemptPoll = now;
-      attempts = ((await r.attemptCount()) ?? 0) - (o.attempts0 ?? 0);
+      attempts = ((await r.attemptCount()) ?? 0) - o.attempts0;
       attemptSeries.push({ t: now, n: attempts });
     }
     if (received > lastProgress.rx || attempts > lastProgress.att) lastProgress = { t: now, rx: received, att: attempts };

@@ -6,6 +6,8 @@ import { api, type Attempt, type Destination, type EventItem, type ListQuery, ty
 import { ErrorMessage, Loading, StatusBadge, Time, useNotify, useTopics } from '../components.tsx';
 
 const HOUR = 3600_000;
+/** The start of the chart's 24 hourly buckets: the hour before the current one, 23 hours back. */
+const windowStart = () => new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR);
 
 /**
  * Success, failure and cancels per hour over the last 24 hours: the tenant metrics API's hour counts
@@ -18,13 +20,13 @@ function ActivityChart({ destinationId }: { destinationId: string }) {
     queryFn: async () => {
       // The window is taken at each fetch: a page left open past the hour moves with it, else the
       // new hour's attempts would fall outside its 24 buckets.
-      const since = new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR);
+      const since = windowStart();
       return { since, counts: await api.attemptCounts(destinationId, since.toISOString()) };
     },
     refetchInterval: 30_000,
   });
   const data = useMemo(() => {
-    const since = q.data?.since ?? new Date(Math.floor(Date.now() / HOUR) * HOUR - 23 * HOUR);
+    const since = q.data?.since ?? windowStart();
     const buckets = Array.from({ length: 24 }, (_, i) => {
       const at = new Date(since.getTime() + i * HOUR);
       return {
