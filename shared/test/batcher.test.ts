@@ -1,5 +1,20 @@
 import t from 'tap';
-import { createBatcher, createSerial } from '../src/batcher.ts';
+import { createBatcher, createLingerGate, createSerial } from '../src/batcher.ts';
+
+/** A batcher whose flushes are recorded and answer each item with itself. */
+function recording(maxBatch: number, lingerMs: number, lingerUntil?: number) {
+  const flushes: number[][] = [];
+  const add = createBatcher(
+    async (items: number[]) => {
+      flushes.push(items);
+      return items;
+    },
+    maxBatch,
+    lingerMs,
+    lingerUntil,
+  );
+  return { flushes, add };
+}
 
 t.test('a lone call flushes at once; concurrent calls share a flush', async (t) => {
   const flushes: number[][] = [];
@@ -30,15 +45,7 @@ t.test('a failed flush fails only its own callers; max batch size is kept', asyn
 });
 
 t.test('with a linger, calls made while nothing runs wait to share one flush', async (t) => {
-  const flushes: number[][] = [];
-  const add = createBatcher(
-    async (items: number[]) => {
-      flushes.push(items);
-      return items;
-    },
-    10,
-    30,
-  );
+  const { flushes, add } = recording(10, 30);
   const first = add(1);
   await new Promise((r) => setTimeout(r, 5));
   t.same(flushes, [], 'nothing flushed before the linger ends');
@@ -71,6 +78,61 @@ t.test('a full batch, and calls made during a flush, do not wait for the linger'
     [1, 2, 3],
     [4, 5],
   ]);
+});
+
+t.test('a linger ends early once lingerUntil calls wait', async (t) => {
+  const { flushes, add } = recording(1000, 60_000, 3);
+  const two = [add(1), add(2)];
+  await new Promise((r) => setImmediate(r));
+  t.same(flushes, [], 'two calls keep lingering');
+  t.same(await Promise.all([...two, add(3)]), [1, 2, 3], 'the third ends the linger');
+  t.same(flushes, [[1, 2, 3]]);
+});
+
+t.test('the linger gate shuts after lone lingers and opens again once a trial linger finds company', async (t) => {
+  let clock = 0;
+  const gate = createLingerGate(() => clock);
+  const lone: boolean[] = [];
+  for (let i = 0; i < 4; i++) {
+    lone.push(gate.open());
+    gate.record(false);
+  }
+  t.same(lone, [true, true, true, true], 'it lingers while the recent lingers mostly found company');
+  t.notOk(gate.open(), 'after four lone lingers it shuts');
+  clock += 49;
+  t.notOk(gate.open(), 'still shut before the first trial is due');
+  clock += 1;
+  t.ok(gate.open(), 'a trial linger 50 ms on');
+  gate.record(false);
+  clock += 99;
+  t.notOk(gate.open(), 'the next trial waits twice as long');
+  clock += 1;
+  t.ok(gate.open());
+  gate.record(false);
+  for (let i = 0; i < 10; i++) {
+    clock += 1_000;
+    t.ok(gate.open(), 'trials never more than a second apart');
+    gate.record(false);
+  }
+  clock += 1_000;
+  gate.record(true);
+  t.ok(gate.open(), 'a trial that found company opens it again');
+  gate.record(true);
+  gate.record(false);
+  t.ok(gate.open(), 'one lone linger among company does not shut it');
+});
+
+t.test('a caller that waits for each answer stops paying the linger', async (t) => {
+  const { flushes, add } = recording(10, 200);
+  const waited: boolean[] = [];
+  for (let i = 0; i < 12; i++) {
+    const at = performance.now();
+    await add(i);
+    waited.push(performance.now() - at >= 190);
+  }
+  t.same(waited.slice(0, 4), [true, true, true, true], 'the first calls linger');
+  t.ok(waited.filter(Boolean).length <= 5, `the rest go at once, but for one trial at most: ${waited}`);
+  t.equal(flushes.length, 12, 'each call its own flush, as before');
 });
 
 t.test('a serial runs its calls one at a time, in order; a failure fails only its own call', async (t) => {

@@ -42,6 +42,13 @@ const EVENT_WAIT_MS = 30_000;
 /** Keys of recently stored events kept in memory (about 100 bytes each: 2 MB), seconds of traffic at full load. */
 const RECENT_EVENTS_MAX = 20_000;
 /**
+ * How often an attempt waiting for its event asks the events table. Each look-up is planned against
+ * every events partition (about 3 ms at 300 events/s, 40% of Postgres's time when asked every few
+ * ms); the events this instance stores are seen without it (docs/performance.md, "Attempts service
+ * and Postgres").
+ */
+const EVENT_TABLE_POLL_MS = 200;
+/**
  * Tracing on only: `store` in one span per attempt record, a child of the delivery span whose
  * traceparent the record carries, ended when the batch is written (and the records committable).
  */
@@ -152,11 +159,18 @@ function createEventWait(store: PipelineStore, logger: Logger, closing: () => bo
   };
   const eventsStored = async (attempts: AttemptRecord[]) => {
     const deadline = Date.now() + EVENT_WAIT_MS;
-    const unknown = attempts.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
-    let waiting = await store.missingEvents(unknown);
+    const unknown = (list: AttemptRecord[]) => list.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
+    let waiting = await store.missingEvents(unknown(attempts));
+    let asked = Date.now();
     for (let pause = 5; waiting.length && !closing() && Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
       await new Promise((r) => setTimeout(r, pause));
-      waiting = await store.missingEvents(waiting);
+      // Mostly stored meanwhile by this instance's own routed consumer, which is seen here at once;
+      // the table (another instance's events) is asked at most every EVENT_TABLE_POLL_MS.
+      waiting = unknown(waiting);
+      if (waiting.length && Date.now() - asked >= EVENT_TABLE_POLL_MS) {
+        waiting = await store.missingEvents(waiting);
+        asked = Date.now();
+      }
     }
     if (waiting.length && !closing()) {
       logger.warn({ attempts: waiting.length, event_id: waiting[0]?.event_id }, 'attempts stored before their events');

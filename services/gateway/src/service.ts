@@ -6,7 +6,10 @@ import { build } from './app.ts';
 
 export async function start(rt: Runtime): Promise<Service> {
   const producer = await rt.bus.producer();
-  const app = await build(rt.config, {
+  // The embedded log's appends share one fdatasync while one is under way, so holding a publish
+  // there only delays its answer (docs/performance.md, "Gateway linger").
+  const config = rt.mode.log === 'embedded' ? { ...rt.config, PUBLISH_LINGER_MS: 0 } : rt.config;
+  const app = await build(config, {
     db: rt.db,
     cipher: rt.cipher,
     producer,
@@ -15,7 +18,7 @@ export async function start(rt: Runtime): Promise<Service> {
     tracing: rt.tracing,
     readLag: rt.bus.lag?.bind(rt.bus),
   });
-  await app.listen({ port: rt.config.API_PORT, host: rt.config.API_HOST });
+  await app.listen({ port: config.API_PORT, host: config.API_HOST });
   return {
     async close() {
       await app.close(); // stops accepting, lets in-flight requests finish

@@ -99,17 +99,36 @@ async function watchDestinations(rt: Runtime, store: DestinationStore) {
 }
 
 /**
+ * Longest a record the sender writes waits for others to share its produce request. A delivery's
+ * next one does not wait for its attempt's write (a destination's slot is freed once it answers),
+ * and the attempts service waits far longer for its batches, so at a moderate rate the attempts of
+ * a few router batches share one request instead of a request each (docs/performance.md, "Sender
+ * output linger").
+ */
+const OUTPUT_LINGER_MS = 20;
+/**
+ * Records that end the linger early: a record waiting to be written still holds its partition's
+ * slot (SENDER_CONCURRENCY), so at full speed a long wait would hold up deliveries.
+ */
+const OUTPUT_LINGER_RECORDS = 16;
+
+/**
  * What the sender writes: attempts, retry tiers and deliveries. Records written while a produce
  * request is in flight go out together in the next one, whatever their topic: the idempotent
  * producer sends one request at a time, so one request per record would cap deliveries at one per
  * round trip.
  */
 function createOutput(producer: BusProducer, tracing: boolean) {
-  const batcher = createBatcher(async (items: Array<{ topic: Topic; record: OutRecord }>) => {
-    const byTopic = Map.groupBy(items, (i) => i.topic);
-    await producer.sendMany([...byTopic].map(([topic, list]) => ({ topic, records: list.map((i) => i.record) })));
-    return items.map(() => undefined);
-  }, 1000);
+  const batcher = createBatcher(
+    async (items: Array<{ topic: Topic; record: OutRecord }>) => {
+      const byTopic = Map.groupBy(items, (i) => i.topic);
+      await producer.sendMany([...byTopic].map(([topic, list]) => ({ topic, records: list.map((i) => i.record) })));
+      return items.map(() => undefined);
+    },
+    1000,
+    OUTPUT_LINGER_MS,
+    OUTPUT_LINGER_RECORDS,
+  );
   const produce = (topic: Topic, record: OutRecord): Promise<void> => batcher({ topic, record });
   // Tracing on only: the trace headers of attempts being written, from their delivery's span.
   const attemptHeaders = new WeakMap<AttemptRecord, Record<string, string>>();

@@ -109,7 +109,7 @@ export interface ConsumeOptions<T> {
    * minimum). Fewer, larger batches at low load for this much more latency: hundreds of ms off the
    * delivery path (attempts), a few ms on it (the router). Only while records come: after an empty
    * fetch the next one long-polls (kafkajs/fetch-wait.ts), so an idle consumer does not ask the
-   * broker every few ms.
+   * broker every few ms; and not after handling the last batch took this long (at full speed).
    */
   batchWaitMs?: number;
   /**

@@ -83,11 +83,11 @@ export const GATEWAY_SETTINGS = {
   MAX_DESTINATIONS_PER_TENANT: { kind: 'integer', default: '20', minimum: 1, description: 'Destinations one tenant may own.' },
   PUBLISH_LINGER_MS: {
     kind: 'integer',
-    default: '0',
+    default: '5',
     minimum: 0,
     maximum: 100,
     description:
-      "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, but every lone publish is answered this much later, so a client that publishes one event at a time slows down. 0: produce at once.",
+      "Longest a gateway holds a published event, when no produce request is in flight, for others to share its request (Kafka's producers call it linger.ms): fewer, larger writes when many clients publish at a low rate, for up to this much more latency. Kept only while it pays: after a few holds that no other publish joined (a client publishing one event at a time, waiting for each answer) the gateway produces at once, and tries one hold at most every second until others join again. Kafka only: the embedded log's appends share one fdatasync already. 0: produce at once.",
   },
   PUBLISH_TIMEOUT_MS: {
     kind: 'integer',

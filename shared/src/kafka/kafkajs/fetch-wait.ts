@@ -10,7 +10,8 @@
 // records, the batch wait (more may be on their way); after none, a long poll that the broker answers
 // as soon as a record arrives (minimum 1 byte), and at the latest after IDLE_FETCH_WAIT_MS. The first
 // record after a quiet spell is therefore handed over at once, alone, and the batches that follow
-// wait as before.
+// wait as before. A consumer that was busy for its batch wait handling the last fetch does not wait
+// again (startFetchMinBytes): at full speed the wait would only slow it down.
 //
 // The retry tiers' consumer (consumeDelayed) waits at most 200 ms a fetch so that a partition resumed
 // when its head is due joins a fetch soon (docs/performance.md, "Retry tiers wait at most 200 ms a
@@ -63,6 +64,16 @@ export function nextFetchWait(wait: FetchWait, got: boolean): { minBytes: number
   return got ? { minBytes: wait.minBytes, maxWaitTime: wait.maxWaitMs } : { minBytes: 1, maxWaitTime: wait.idleWaitMs };
 }
 
+/**
+ * The minimum bytes of a batch consumer's fetch as it starts, `busyMs` after the last one came back:
+ * a consumer that spent at least its batch wait handling what that brought has given records that
+ * long to come already, so it takes what is there at once (the batch is as full as the wait would
+ * make it). At full speed the wait is then never paid; at a moderate rate it is.
+ */
+export function startFetchMinBytes(wait: FetchWait, minBytes: number, busyMs: number): number {
+  return busyMs >= wait.maxWaitMs ? 1 : minBytes;
+}
+
 /** A delayed consumer's fetch wait: short while a partition waits to be resumed, else a long poll. */
 export function delayedFetchWait(wait: FetchWait, anyPaused: boolean): number {
   return anyPaused ? wait.maxWaitMs : wait.idleWaitMs;
@@ -80,14 +91,20 @@ if (!proto[PATCHED]) {
     // Fail loudly: a kafkajs upgrade moved what this change patches (review this module).
     throw new Error('kafkajs ConsumerGroup internals changed: review shared/src/kafka/kafkajs/fetch-wait.ts');
   }
+  // When each batch group's last fetch came back (kafkajs fetches again once its batches are handled).
+  const returnedAt = new WeakMap<ConsumerGroupInternals, number>();
   proto.fetch = async function (this: ConsumerGroupInternals, nodeId: number) {
-    const delayed = waits.get(this.groupId);
+    const starting = waits.get(this.groupId);
     // Decided as the fetch starts: a partition paused while it is in flight is resumed (at its due
     // time plus slack, at least 100 ms later) after it has come back, or 1 s later at worst.
-    if (delayed?.kind === 'delayed') this.maxWaitTime = delayedFetchWait(delayed, this.subscriptionState.paused().length > 0);
+    if (starting?.kind === 'delayed') this.maxWaitTime = delayedFetchWait(starting, this.subscriptionState.paused().length > 0);
+    const back = returnedAt.get(this);
+    if (starting?.kind === 'batch' && back !== undefined)
+      this.minBytes = startFetchMinBytes(starting, this.minBytes, performance.now() - back);
     const batches = await fetch.call(this, nodeId);
     const wait = waits.get(this.groupId);
     if (wait?.kind !== 'batch') return batches;
+    returnedAt.set(this, performance.now());
     // One group's fetchers (one per broker) share these fields: with several brokers a fetch may use
     // the wait another broker's last fetch chose, which costs a batch or a poll, never a record.
     Object.assign(
