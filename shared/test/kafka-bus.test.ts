@@ -12,7 +12,7 @@ import { createKafkaBus, DEFAULT_MAX_MESSAGE_BYTES, DELAYED_FETCH_LIMITS, runKep
 import { partitionOfKey } from '../src/kafka/partitioner.ts';
 import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
-import { createTopicReady, uniqueName, waitFor } from '../src/testing/index.ts';
+import { createTopicReady, uniqueName, waitFor, waitForLeaders } from '../src/testing/index.ts';
 
 const log = createLogger('test', 'silent');
 const DELAY_MS = 1000;
@@ -495,10 +495,11 @@ t.test('a send after a failed one is written, though the broker kept the failed 
     return socket;
   };
   const topic: TopicDef = { name: 'kept', key: 'k', description: 'one partition' };
+  const prefix = `${uniqueName('kb-kept')}.`;
   const bus = createKafkaBus({
     brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'],
     clientId: 'kafka-bus-test',
-    topicPrefix: `${uniqueName('kb-kept')}.`,
+    topicPrefix: prefix,
     partitions: 1,
     replicationFactor: 1,
     log,
@@ -506,6 +507,11 @@ t.test('a send after a failed one is written, though the broker kept the failed 
   });
   t.teardown(() => bus.close());
   await bus.ensureTopics([topic]);
+  // The producer here retries for a few hundred ms only: on a busy host the broker may not yet
+  // serve the new topic's metadata, so wait for its leader first.
+  const admin = new kafkajs.Kafka({ brokers: [process.env.KAFKA_BROKERS ?? '127.0.0.1:9092'], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  await waitForLeaders(admin, `${prefix}kept`, 1).finally(() => admin.disconnect());
   const producer = await bus.producer();
   await producer.send(topic, [{ key: 'k', value: 'before' }]);
   fault = 'cut the next produce';

@@ -408,6 +408,16 @@ interface TopicAdmin {
  */
 export async function createTopicReady(admin: TopicAdmin, topic: string, numPartitions: number, timeoutMs = 30_000): Promise<void> {
   await waitFor(`topic ${topic} created`, () => admin.createTopics({ topics: [{ topic, numPartitions }] }).then(() => true), timeoutMs);
+  await waitForLeaders(admin, topic, numPartitions, timeoutMs);
+}
+
+/** Waits until the broker's metadata gives each partition of a topic made elsewhere a leader. */
+export async function waitForLeaders(
+  admin: Pick<TopicAdmin, 'fetchTopicMetadata'>,
+  topic: string,
+  numPartitions: number,
+  timeoutMs = 30_000,
+): Promise<void> {
   await waitFor(
     `leaders of ${topic}`,
     async () => {
