@@ -12,6 +12,8 @@ export interface PgStatement {
   calls: number;
   /** Execution time summed over the calls, ms: time inside the server, waits included, not only CPU. */
   totalMs: number;
+  /** Planning time summed over the calls, ms (pg_stat_statements.track_planning; absent in older runs). */
+  planMs?: number;
   rows: number;
   /** Whitespace collapsed, lists of parameters squashed (`IN (...)`), cut at 200 characters. */
   query: string;
@@ -22,6 +24,7 @@ export interface PgStatements {
   /** Every statement of the database in the window (not only the top ones). */
   totalCalls: number;
   totalMs: number;
+  planMs?: number;
   top: PgStatement[];
 }
 
@@ -46,8 +49,8 @@ export async function resetStatements(db: pg.Client): Promise<void> {
 
 /** This database's statements since the reset, the most expensive first; the runner's own left out. */
 export async function readStatements(db: pg.Client, windowS: number, topN = 12): Promise<PgStatements> {
-  const { rows } = await db.query<{ calls: string; total_ms: number; rows: string; query: string }>(
-    `SELECT calls::text, total_exec_time AS total_ms, rows::text, query FROM pg_stat_statements
+  const { rows } = await db.query<{ calls: string; total_ms: number; plan_ms: number; rows: string; query: string }>(
+    `SELECT calls::text, total_exec_time AS total_ms, total_plan_time AS plan_ms, rows::text, query FROM pg_stat_statements
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE $1
       ORDER BY total_exec_time DESC ${RUNNER_TAG}`,
     [`%${RUNNER_TAG}%`],
@@ -55,13 +58,16 @@ export async function readStatements(db: pg.Client, windowS: number, topN = 12):
   const byText = new Map<string, PgStatement>();
   for (const r of rows) {
     const query = squash(r.query).slice(0, 200);
-    const q = byText.get(query) ?? { calls: 0, totalMs: 0, rows: 0, query };
+    const q = byText.get(query) ?? { calls: 0, totalMs: 0, planMs: 0, rows: 0, query };
     q.calls += Number(r.calls);
     q.totalMs += r.total_ms;
+    q.planMs = (q.planMs ?? 0) + r.plan_ms;
     q.rows += Number(r.rows);
     byText.set(query, q);
   }
-  const all = [...byText.values()].map((q) => ({ ...q, totalMs: round(q.totalMs, 3) })).sort((a, b) => b.totalMs - a.totalMs);
+  const all = [...byText.values()]
+    .map((q) => ({ ...q, totalMs: round(q.totalMs, 3), planMs: round(q.planMs ?? 0, 3) }))
+    .sort((a, b) => b.totalMs - a.totalMs);
   return {
     windowS,
     totalCalls: all.reduce((s, r) => s + r.calls, 0),
@@ -69,24 +75,33 @@ export async function readStatements(db: pg.Client, windowS: number, topN = 12):
       all.reduce((s, r) => s + r.totalMs, 0),
       3,
     ),
+    planMs: round(
+      all.reduce((s, r) => s + (r.planMs ?? 0), 0),
+      3,
+    ),
     top: all.slice(0, topN),
   };
 }
 
-/** Markdown for one phase: each statement's share of the execution time, per second and per row. */
+/**
+ * Markdown for one phase: each statement's share of the execution time, per second and per row, and
+ * its planning time per call where the run recorded it.
+ */
 export function statementsMarkdown(s: PgStatements): string {
   const L: string[] = [];
+  const planned = s.planMs !== undefined;
+  const planning = planned ? `, ${round((s.planMs ?? 0) / 1000 / s.windowS, 3)} s of planning` : '';
   L.push(
-    `${fmtInt(s.totalCalls / s.windowS)} statements/s, ${round(s.totalMs / 1000 / s.windowS, 2)} s of execution per second of the window (waits included, so not only CPU).`,
+    `${fmtInt(s.totalCalls / s.windowS)} statements/s, ${round(s.totalMs / 1000 / s.windowS, 2)} s of execution${planning} per second of the window (waits included, so not only CPU).`,
   );
   L.push('');
-  L.push('| share of time | calls/s | ms per call | rows/s | µs per row | statement |');
-  L.push('|---:|---:|---:|---:|---:|---|');
+  L.push(`| share of time | calls/s | ms per call |${planned ? ' plan ms per call |' : ''} rows/s | µs per row | statement |`);
+  L.push(`|---:|---:|---:|${planned ? '---:|' : ''}---:|---:|---|`);
   for (const q of s.top) {
     const share = s.totalMs ? (100 * q.totalMs) / s.totalMs : 0;
     const perRow = q.rows ? `${fmtInt((1000 * q.totalMs) / q.rows)}` : '';
     L.push(
-      `| ${share.toFixed(1)}% | ${fmtInt(q.calls / s.windowS)} | ${round(q.totalMs / Math.max(1, q.calls), 3)} | ${fmtInt(q.rows / s.windowS)} | ${perRow} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`,
+      `| ${share.toFixed(1)}% | ${fmtInt(q.calls / s.windowS)} | ${round(q.totalMs / Math.max(1, q.calls), 3)} |${planned ? ` ${round((q.planMs ?? 0) / Math.max(1, q.calls), 3)} |` : ''} ${fmtInt(q.rows / s.windowS)} | ${perRow} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`,
     );
   }
   return L.join('\n');

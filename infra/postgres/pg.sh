@@ -52,7 +52,7 @@ start() {
   fi
   local opts="-c listen_addresses=127.0.0.1 -p $port -k /tmp -c max_connections=200 -c shared_buffers=256MB"
   if [ "${PG_FAST:-0}" = 1 ]; then opts="$opts -c fsync=off -c synchronous_commit=off -c full_page_writes=off"; fi
-  if [ "${PG_STAT_STATEMENTS:-0}" = 1 ]; then opts="$opts -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top"; fi
+  if [ "${PG_STAT_STATEMENTS:-0}" = 1 ]; then opts="$opts -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top -c pg_stat_statements.track_planning=on"; fi
   as_owner "$bin/pg_ctl" -D "$data" -l "$data/server.log" -o "$opts" -w -t 60 start >/dev/null \
     || { tail -n 20 "$data/server.log" >&2; die "PostgreSQL did not start"; }
   if ! "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -tAc "select 1 from pg_database where datname='$db'" | grep -q 1; then

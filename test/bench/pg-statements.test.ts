@@ -4,6 +4,7 @@
 import pg from 'pg';
 import t from 'tap';
 import {
+  type PgStatement,
   type PgStatements,
   RUNNER_TAG,
   readStatements,
@@ -58,6 +59,7 @@ t.test("a window's statements are counted from the reset, this database's only, 
     s.top.reduce((n, q) => n + q.calls, 0),
   );
   t.ok(s.totalMs > 0);
+  t.ok((insert?.planMs ?? 0) > 0, 'planning time is read (track_planning, as the benchmark loads it)');
   t.same(
     s.top.map((q) => q.totalMs),
     s.top.map((q) => q.totalMs).sort((a, b) => b - a),
@@ -101,6 +103,13 @@ t.test('the table gives shares, rates, cost per call and per row', async (t) => 
   t.match(md, /\| 40\.0% \| 20 \| 10 \| 2,000 \| 100 \| `INSERT INTO attempts/);
   t.match(md, /\| 10\.0% \| 80 \| 0\.625 \| 80 \| 625 \| /);
   t.ok(md.includes("`SELECT a \\|\\| b FROM t WHERE c = ''x''`"), 'pipes escaped, backticks replaced: the row stays one cell');
+});
+
+t.test('planning time per call is a column when the run recorded it', async (t) => {
+  const md = statementsMarkdown({ ...sample, planMs: 400, top: [{ ...(sample.top[0] as PgStatement), planMs: 400 }] });
+  t.match(md, /0\.5 s of execution, 0\.01 s of planning per second/);
+  t.match(md, /\| ms per call \| plan ms per call \|/);
+  t.match(md, /\| 40\.0% \| 20 \| 10 \| 0\.5 \| 2,000 \| 100 \| `INSERT INTO attempts/);
 });
 
 t.test('the summary has the section only for phases that read statements', async (t) => {

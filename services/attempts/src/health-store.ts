@@ -1,5 +1,6 @@
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { AttemptRecord } from '@switchyard/shared/model/index.ts';
+import { statement } from '@switchyard/shared/db/statement.ts';
 
 /** A run of consecutive failures that reached the threshold, as far as one batch saw it. */
 export interface FailureRun {
@@ -26,11 +27,16 @@ export interface HealthChange {
 // A batch's destinations go to Postgres as one JSON parameter (json_to_recordset), as the pipeline
 // store's writes do: a composite IN list and a multi-row VALUES, one bind parameter per column and
 // destination, had knex compiling a statement as long as the batch (db/stores/pipeline.ts).
-const SELECT_HEALTH = `
+const SELECT_HEALTH = statement(
+  'select_health',
+  `
   SELECT h.tenant_id, h.destination_id, h.consecutive_failures
   FROM json_to_recordset(?::json) AS k(tenant_id text, destination_id text)
-  JOIN destination_health h ON h.tenant_id = k.tenant_id AND h.destination_id = k.destination_id`;
-const UPSERT_HEALTH = `
+  JOIN destination_health h ON h.tenant_id = k.tenant_id AND h.destination_id = k.destination_id`,
+);
+const UPSERT_HEALTH = statement(
+  'upsert_health',
+  `
   INSERT INTO destination_health (tenant_id, destination_id, consecutive_failures, last_attempt_at,
                                   last_success_at, last_failure_at, last_failure_code)
   SELECT * FROM json_to_recordset(?::json) AS r(tenant_id text, destination_id text, consecutive_failures integer,
@@ -40,7 +46,8 @@ const UPSERT_HEALTH = `
     last_attempt_at = excluded.last_attempt_at,
     last_success_at = coalesce(excluded.last_success_at, destination_health.last_success_at),
     last_failure_at = coalesce(excluded.last_failure_at, destination_health.last_failure_at),
-    last_failure_code = coalesce(excluded.last_failure_code, destination_health.last_failure_code)`;
+    last_failure_code = coalesce(excluded.last_failure_code, destination_health.last_failure_code)`,
+);
 
 /** Consecutive failed attempts per destination; the attempts topic is keyed by destination, so one writer each. */
 export class HealthStore {
@@ -58,7 +65,7 @@ export class HealthStore {
       tenant_id: (l[0] as AttemptRecord).tenant_id,
       destination_id: (l[0] as AttemptRecord).destination_id,
     }));
-    const { rows: current } = (await this.db.raw(SELECT_HEALTH, [JSON.stringify(keys)])) as {
+    const { rows: current } = (await SELECT_HEALTH.run(this.db, [JSON.stringify(keys)])) as {
       rows: Array<{ tenant_id: string; destination_id: string; consecutive_failures: number }>;
     };
     const before = new Map(current.map((r) => [`${r.tenant_id}\u0000${r.destination_id}`, r.consecutive_failures]));
@@ -93,7 +100,7 @@ export class HealthStore {
         .get(`${c.tenant_id}\u0000${c.destination_id}`)
         ?.filter((a) => a.status === status)
         .reduce<AttemptRecord | undefined>((m, a) => (!m || a.time > m.time ? a : m), undefined);
-    await this.db.raw(UPSERT_HEALTH, [
+    await UPSERT_HEALTH.run(this.db, [
       JSON.stringify(
         changes.map((c) => ({
           tenant_id: c.tenant_id,

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Cipher } from '../../crypto.ts';
 import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject, RateLimit } from '../../model/index.ts';
+import { type Statement, statement } from '../statement.ts';
 
 interface DestinationRow {
   tenant_id: string;
@@ -30,6 +31,23 @@ function toRoute(r: DestinationRow): DestinationRoute {
 /** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
 const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
 const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch', 'rate_limit', 'ordered'];
+
+/**
+ * Tenants of a list that exist, each with the columns named of its destinations in creation order;
+ * a tenant without destinations comes back as one row of nulls. The list is one array parameter, so
+ * the text is the same for every batch and the statement is prepared once (db/statement.ts).
+ */
+function ofExistingTenantsStatement(name: string, columns: string[]) {
+  return statement(
+    name,
+    `SELECT t.id AS tenant_id, ${columns.map((c) => `d.${c}`).join(', ')}
+     FROM tenants t LEFT JOIN destinations d ON d.tenant_id = t.id
+     WHERE t.id = ANY(?::text[])
+     ORDER BY d.created_at, d.id`,
+  );
+}
+const ROUTES_OF = ofExistingTenantsStatement('routes_of_tenants', ROUTE_COLUMNS);
+const ROUTABLES_OF = ofExistingTenantsStatement('routables_of_tenants', ROUTABLE_COLUMNS);
 
 /** Secrets go into the snapshot sealed as stored: only a sender opens them. */
 function toRoutable(r: DestinationRow): RoutableDestination {
@@ -161,7 +179,7 @@ export class DestinationStore {
    * sealed as stored (only a sender opens them), so nothing is decrypted or re-encrypted here.
    */
   routableOf(tenantIds: string[]): Promise<Map<string, RoutableDestination[]>> {
-    return this.ofExistingTenants(tenantIds, ROUTABLE_COLUMNS, toRoutable);
+    return this.ofExistingTenants(tenantIds, ROUTABLES_OF, toRoutable);
   }
 
   /** One destination as its deliveries carry it (a manual retry), secrets sealed as stored. */
@@ -177,20 +195,16 @@ export class DestinationStore {
    * theirs matches. One query, routing columns only.
    */
   routesOf(tenantIds: string[]): Promise<Map<string, DestinationRoute[]>> {
-    return this.ofExistingTenants(tenantIds, ROUTE_COLUMNS, toRoute);
+    return this.ofExistingTenants(tenantIds, ROUTES_OF, toRoute);
   }
 
   /**
    * Every tenant of `tenantIds` that exists, each with its destinations (the columns named, in
    * creation order, possibly none); a tenant that does not exist is not in the map.
    */
-  private async ofExistingTenants<T>(tenantIds: string[], columns: string[], map: (r: DestinationRow) => T): Promise<Map<string, T[]>> {
+  private async ofExistingTenants<T>(tenantIds: string[], query: Statement, map: (r: DestinationRow) => T): Promise<Map<string, T[]>> {
     if (!tenantIds.length) return new Map();
-    const rows = (await this.db('tenants as t')
-      .leftJoin('destinations as d', 'd.tenant_id', 't.id')
-      .whereIn('t.id', tenantIds)
-      .orderBy([{ column: 'd.created_at' }, { column: 'd.id' }])
-      .select(['t.id as tenant_id', ...columns.map((c) => `d.${c}`)])) as DestinationRow[];
+    const { rows } = await query.run<{ rows: DestinationRow[] }>(this.db, [tenantIds]);
     const out = new Map<string, T[]>();
     for (const r of rows) {
       let list = out.get(r.tenant_id);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { escapeUnstorable, jsonTextUnstorable } from '../../events/storable.ts';
 import type { AttemptRecord, RoutedRecord } from '../../model/index.ts';
+import { statement } from '../statement.ts';
 
 /**
  * A delivery row's key. created_at is the event's received time, so both writers (routed events and
@@ -13,7 +14,9 @@ const DELIVERY_KEY = '(tenant_id, event_id, destination_id, created_at)';
 // query compiler) had knex at a fifth of the attempts service's CPU profile.
 // A `json` column of the record keeps its text exactly as sent, so byte counts can be taken there.
 
-const INSERT_EVENTS = `
+const INSERT_EVENTS = statement(
+  'insert_events',
+  `
   INSERT INTO events (tenant_id, id, topic, time, metadata, data, payload_bytes, eligible_for_retry, destination_id,
                       received_at, matched_destination_ids, skipped_destination_ids, deliver_at)
   SELECT tenant_id, id, topic, time, metadata::jsonb, data::jsonb,
@@ -24,16 +27,22 @@ const INSERT_EVENTS = `
        eligible_for_retry boolean, destination_id text, received_at timestamptz, matched_destination_ids text[],
        skipped_destination_ids text[], deliver_at timestamptz)
   ON CONFLICT DO NOTHING
-  RETURNING tenant_id, topic, received_at`;
+  RETURNING tenant_id, topic, received_at`,
+);
 
 // The metrics API's per-minute counts (migration 006) of the rows just inserted.
-const COUNT_EVENTS = `
+const COUNT_EVENTS = statement(
+  'count_events',
+  `
   INSERT INTO event_counts AS c (tenant_id, minute, topic, count)
   SELECT tenant_id, date_trunc('minute', received_at, 'UTC'), topic, count(*)
   FROM json_to_recordset(?::json) AS r(tenant_id text, topic text, received_at timestamptz)
   GROUP BY 1, 2, 3
-  ON CONFLICT (tenant_id, minute, topic) DO UPDATE SET count = c.count + EXCLUDED.count`;
-const COUNT_ATTEMPTS = `
+  ON CONFLICT (tenant_id, minute, topic) DO UPDATE SET count = c.count + EXCLUDED.count`,
+);
+const COUNT_ATTEMPTS = statement(
+  'count_attempts',
+  `
   WITH r AS (
     SELECT * FROM json_to_recordset(?::json) AS r(tenant_id text, time timestamptz, destination_id text, topic text, status text, code text)
   ), per_minute AS (
@@ -43,18 +52,24 @@ const COUNT_ATTEMPTS = `
   )
   INSERT INTO attempt_counts_hour AS c (tenant_id, hour, destination_id, topic, status, code, count)
   SELECT tenant_id, date_trunc('hour', time, 'UTC'), destination_id, topic, status, code, count(*) FROM r GROUP BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (tenant_id, hour, destination_id, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count`;
+  ON CONFLICT (tenant_id, hour, destination_id, topic, status, code) DO UPDATE SET count = c.count + EXCLUDED.count`,
+);
 
 const DELIVERY_COLUMNS = `tenant_id text, event_id text, destination_id text, topic text, event_time timestamptz,
        created_at timestamptz, status text`;
 
 // An attempt may have been stored first; its status stands.
-const INSERT_PENDING_DELIVERIES = `
+const INSERT_PENDING_DELIVERIES = statement(
+  'insert_pending_deliveries',
+  `
   INSERT INTO deliveries (tenant_id, event_id, destination_id, topic, event_time, created_at, status)
   SELECT * FROM json_to_recordset(?::json) AS r(${DELIVERY_COLUMNS})
-  ON CONFLICT ${DELIVERY_KEY} DO NOTHING`;
+  ON CONFLICT ${DELIVERY_KEY} DO NOTHING`,
+);
 
-const INSERT_ATTEMPTS = `
+const INSERT_ATTEMPTS = statement(
+  'insert_attempts',
+  `
   INSERT INTO attempts (id, tenant_id, destination_id, event_id, topic, status, code, response_data, attempt_number,
                         manual, time, duration_ms, final, event_received_at)
   SELECT id, tenant_id, destination_id, event_id, topic, status, code, response_data::jsonb, attempt_number,
@@ -63,18 +78,24 @@ const INSERT_ATTEMPTS = `
        status text, code text, response_data json, attempt_number integer, manual boolean, time timestamptz,
        duration_ms integer, final boolean, event_received_at timestamptz)
   ON CONFLICT DO NOTHING
-  RETURNING id`;
+  RETURNING id`,
+);
 
 // An attempt recorded before its event's received_at was carried (none since migration 003) has no
 // partition key: its event is looked up by tenant and id alone.
-const MISSING_EVENTS = `
+const MISSING_EVENTS = statement(
+  'missing_events',
+  `
   SELECT r.i FROM json_to_recordset(?::json) AS r(i integer, tenant_id text, event_id text, received_at timestamptz)
   WHERE NOT EXISTS (
     SELECT 1 FROM events e
-    WHERE e.tenant_id = r.tenant_id AND e.id = r.event_id AND (r.received_at IS NULL OR e.received_at = r.received_at))`;
+    WHERE e.tenant_id = r.tenant_id AND e.id = r.event_id AND (r.received_at IS NULL OR e.received_at = r.received_at))`,
+);
 
 // A success is never undone; counts and times only move forward.
-const UPSERT_ATTEMPTED_DELIVERIES = `
+const UPSERT_ATTEMPTED_DELIVERIES = statement(
+  'upsert_attempted_deliveries',
+  `
   INSERT INTO deliveries AS d (tenant_id, event_id, destination_id, topic, event_time, created_at, status, attempts,
                                last_attempt_at, successful_at, updated_at)
   SELECT tenant_id, event_id, destination_id, topic, event_time, created_at, status, attempts, last_attempt_at,
@@ -86,7 +107,8 @@ const UPSERT_ATTEMPTED_DELIVERIES = `
     attempts = GREATEST(d.attempts, EXCLUDED.attempts),
     last_attempt_at = GREATEST(d.last_attempt_at, EXCLUDED.last_attempt_at),
     successful_at = COALESCE(d.successful_at, EXCLUDED.successful_at),
-    updated_at = EXCLUDED.updated_at`;
+    updated_at = EXCLUDED.updated_at`,
+);
 
 function deliveryRow(e: RoutedRecord['event'], destinationId: string, status: 'pending' | 'skipped') {
   return {
@@ -139,9 +161,9 @@ export class PipelineStore {
       ...skipped_destination_ids.map((d) => deliveryRow(e, d, 'skipped')),
     ]);
     await this.db.transaction(async (tx) => {
-      const inserted = (await tx.raw(INSERT_EVENTS, [JSON.stringify(events)])).rows as unknown[];
-      if (inserted.length) await tx.raw(COUNT_EVENTS, [JSON.stringify(inserted)]);
-      if (rows.length) await tx.raw(INSERT_PENDING_DELIVERIES, [JSON.stringify(rows)]);
+      const inserted = (await INSERT_EVENTS.run(tx, [JSON.stringify(events)])).rows as unknown[];
+      if (inserted.length) await COUNT_EVENTS.run(tx, [JSON.stringify(inserted)]);
+      if (rows.length) await INSERT_PENDING_DELIVERIES.run(tx, [JSON.stringify(rows)]);
     });
   }
 
@@ -154,7 +176,7 @@ export class PipelineStore {
   async missingEvents(attempts: AttemptRecord[]): Promise<AttemptRecord[]> {
     if (!attempts.length) return [];
     const keys = attempts.map((a, i) => ({ i, tenant_id: a.tenant_id, event_id: a.event_id, received_at: a.event_received_at || null }));
-    const { rows } = (await this.db.raw(MISSING_EVENTS, [JSON.stringify(keys)])) as { rows: Array<{ i: number }> };
+    const { rows } = (await MISSING_EVENTS.run(this.db, [JSON.stringify(keys)])) as { rows: Array<{ i: number }> };
     return rows.map((r) => attempts[r.i] as AttemptRecord);
   }
 
@@ -182,7 +204,7 @@ export class PipelineStore {
       // A destination's answer may hold what Postgres cannot store (NUL, a lone surrogate): such a
       // response is stored with those characters written as \u escapes, and `escaped: true` says so.
       if (jsonTextUnstorable(text)) text = JSON.stringify(rows.map(storableResponse));
-      const inserted = (await tx.raw(INSERT_ATTEMPTS, [text])).rows as Array<{ id: string }>;
+      const inserted = (await INSERT_ATTEMPTS.run(tx, [text])).rows as Array<{ id: string }>;
       const fresh = new Set(inserted.map((r) => r.id));
       const added = attempts.filter((a) => fresh.has(a.id));
       // Latest attempt per delivery within the batch decides; a success is never undone.
@@ -207,7 +229,7 @@ export class PipelineStore {
         last_attempt_at: a.time,
         successful_at: succeededAt.get(k) ?? null,
       }));
-      if (deliveries.length) await tx.raw(UPSERT_ATTEMPTED_DELIVERIES, [JSON.stringify(deliveries)]);
+      if (deliveries.length) await UPSERT_ATTEMPTED_DELIVERIES.run(tx, [JSON.stringify(deliveries)]);
       const counted = added.map(({ tenant_id, time, destination_id, topic, status, code }) => ({
         tenant_id,
         time,
@@ -216,7 +238,7 @@ export class PipelineStore {
         status,
         code,
       }));
-      if (counted.length) await tx.raw(COUNT_ATTEMPTS, [JSON.stringify(counted)]);
+      if (counted.length) await COUNT_ATTEMPTS.run(tx, [JSON.stringify(counted)]);
       return added;
     });
   }
