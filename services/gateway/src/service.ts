@@ -1,14 +1,22 @@
 // Gateway: the HTTP API on API_HOST:API_PORT, wired to a runtime (main.ts: its own process;
 // services/embedded: every service in one process).
 import { readiness } from '@switchyard/shared/ops.ts';
+import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { build } from './app.ts';
 
+/**
+ * The gateway's settings on its log: no publish linger on the embedded log, whose appends share
+ * one fdatasync while one is under way, so holding a publish there only delays its answer
+ * (docs/performance.md, "Gateway linger").
+ */
+export function gatewayConfig(config: Config, log: Runtime['mode']['log']): Config {
+  return log === 'embedded' ? { ...config, PUBLISH_LINGER_MS: 0 } : config;
+}
+
 export async function start(rt: Runtime): Promise<Service> {
   const producer = await rt.bus.producer();
-  // The embedded log's appends share one fdatasync while one is under way, so holding a publish
-  // there only delays its answer (docs/performance.md, "Gateway linger").
-  const config = rt.mode.log === 'embedded' ? { ...rt.config, PUBLISH_LINGER_MS: 0 } : rt.config;
+  const config = gatewayConfig(rt.config, rt.mode.log);
   const app = await build(config, {
     db: rt.db,
     cipher: rt.cipher,

@@ -1,6 +1,8 @@
 // PUBLISH_LINGER_MS: publishes made while no produce request is in flight wait to share one, while that pays.
 import t, { type Test } from 'tap';
 import type { BusProducer } from '@switchyard/shared/bus/index.ts';
+import { testConfig } from '@switchyard/shared/testing/index.ts';
+import { gatewayConfig } from '../src/service.ts';
 import { buildTestApp } from './helpers.ts';
 
 async function publishTwo(t: Test, linger: string): Promise<number[]> {
@@ -45,4 +47,11 @@ t.test('a client publishing one event at a time stops waiting out the linger', a
   t.same(held.slice(0, 4), [true, true, true, true], 'the first publishes wait for company');
   // Without the gate all ten would wait; a trial or two may, as may a publish slowed by the host.
   t.ok(held.filter(Boolean).length <= 6, `then they go at once: ${held}`);
+});
+
+t.test('the embedded log takes no linger; Kafka keeps the setting', async (t) => {
+  const config = testConfig({ PUBLISH_LINGER_MS: '7' });
+  t.equal(gatewayConfig(config, 'kafka').PUBLISH_LINGER_MS, 7);
+  t.equal(gatewayConfig(config, 'embedded').PUBLISH_LINGER_MS, 0);
+  t.equal(config.PUBLISH_LINGER_MS, 7, 'the runtime settings are left as they were');
 });
