@@ -1,24 +1,27 @@
 /**
- * The embedded database: PGlite (Postgres compiled to WebAssembly, in this process) behind the same
- * knex client, node-postgres driver, type parsers, migrations and queries as production Postgres.
+ * The embedded database: PGlite (Postgres compiled to WebAssembly) on a thread of its own
+ * (db/embedded-worker.ts), behind the same knex client, node-postgres driver, type parsers,
+ * migrations and queries as production Postgres.
  *
- * PGlite ships a node-postgres connection (`@electric-sql/pglite/node-postgres`) that passes the
- * wire protocol straight to the in-process server; node-postgres takes it through its `connection`
- * option. So knex's own 'pg' dialect runs unchanged: no knex dialect of a third party, and query
- * text, parameter encoding (simple protocol without bindings, so multi-statement migrations work)
- * and result parsing are node-postgres's, exactly as against a server.
+ * node-postgres takes its socket from the `stream` option; here that socket is a message port to the
+ * thread, which hands the bytes to PGlite's wire protocol and sends back its answer. So knex's own
+ * 'pg' dialect and node-postgres's own connection run unchanged, startup included: query text,
+ * parameter encoding and result parsing are exactly as against a server. PGlite's work (about 40%
+ * of embedded mode's CPU at full speed) runs beside the pipeline's JavaScript instead of between it.
  *
- * PGlite is one backend, one session: the pool holds one connection and queries queue for it.
- * Durability: a commit is written to the files (pwrite) before the query returns, so it survives the
- * process being killed; PGlite's file layer never calls fsync, so it does not survive a power cut or
- * kernel crash the way a Postgres server with fsync=on would.
+ * PGlite is one backend, one session: the pool holds one connection and queries queue for it; a
+ * connection opened again (after an idle timeout or an error) starts clean. Durability: a commit is
+ * written to the files (pwrite) before its answer is sent, so it survives the process being killed;
+ * PGlite's file layer never calls fsync, so it does not survive a power cut or kernel crash the way a
+ * Postgres server with fsync=on would.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, extname } from 'node:path';
+import { Duplex } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { PGlite } from '@electric-sql/pglite';
-import { createPgConfig, PglitePgConnection } from '@electric-sql/pglite/node-postgres';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { createDb, type Knex } from './index.ts';
 
 /**
@@ -50,7 +53,6 @@ export interface EmbeddedDb {
   db: Knex;
   close(): Promise<void>;
 }
-
 /**
  * Creates the database of an empty or missing `dir` in a child process. PGlite's initdb peaks at
  * about 0.5 GB and leaves ~40 MB of C heap behind in the process that ran it; run in a child, neither
@@ -70,32 +72,126 @@ async function createDatabase(dir: string): Promise<void> {
   renameSync(staging, dir);
 }
 
-/** Opens (creating on first use) the database in `dir`. Migrations are the caller's, as with Postgres. */
+/**
+ * A node-postgres socket whose other end is the database thread: what node-postgres writes in one
+ * turn of the event loop (a query's Parse, Bind, Describe, Execute and Sync) goes over as one
+ * message, and the answer comes back as the bytes a server would send. The port holds the process
+ * open only while an answer is awaited, so a tool that forgets to close the database still exits.
+ */
+class WorkerSocket extends Duplex {
+  private readonly port: MessagePort;
+  private awaited = 0;
+
+  constructor(worker: Worker) {
+    super();
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    port1.on('message', (answer: Uint8Array) => {
+      if (--this.awaited === 0) port1.unref();
+      if (answer.byteLength) this.push(Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength));
+    });
+    port1.unref();
+    worker.postMessage({ session: port2 }, [port2]);
+  }
+
+  // What node-postgres calls on a TCP socket.
+  connect(): this {
+    process.nextTick(() => this.emit('connect'));
+    return this;
+  }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
+
+  override _read(): void {}
+
+  override _writev(chunks: Array<{ chunk: Buffer }>, done: (err?: Error | null) => void): void {
+    // A fresh buffer, handed over: node-postgres reuses some of its own (the Sync message's).
+    const out = new Uint8Array(chunks.reduce((n, c) => n + c.chunk.byteLength, 0));
+    let at = 0;
+    for (const { chunk } of chunks) {
+      out.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    if (++this.awaited === 1) this.port.ref();
+    this.port.postMessage(out, [out.buffer]);
+    done();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    this._writev([{ chunk }], done);
+  }
+
+  override _final(done: (err?: Error | null) => void): void {
+    this.push(null);
+    done();
+  }
+
+  override _destroy(err: Error | null, done: (err?: Error | null) => void): void {
+    this.port.close();
+    done(err);
+  }
+}
+
+/**
+ * A thread inherits the process's Node options, but one loaded from a file refuses those about a
+ * script given on the command line (`node --input-type=module -e ...`, as tests and tools run), and
+ * options passed explicitly may not hold V8's: such a process gives its thread none.
+ */
+const scriptOnCommandLine = (argv: readonly string[]) => argv.some((a) => /^(-e|-p|-pe|--eval|--print|--input-type)(=|$)/.test(a));
+
+/**
+ * Opens (creating on first use) the database in `dir`, served by a thread of its own
+ * (db/embedded-worker.ts). Migrations are the caller's, as with Postgres.
+ */
 export async function openEmbeddedDb(dir: string): Promise<EmbeddedDb> {
   if (!existsSync(dir) || readdirSync(dir).length === 0) {
     mkdirSync(dirname(dir), { recursive: true });
     await createDatabase(dir);
   }
-  const pglite = await PGlite.create(dir, { startParams: START_PARAMS });
+  // The thread's module beside this one: .ts from the sources, .js in the built tree.
+  const worker = new Worker(new URL(`./embedded-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url), {
+    workerData: { dir, startParams: START_PARAMS },
+    ...(scriptOnCommandLine(process.execArgv) ? { execArgv: [] } : {}),
+  });
+  let closing = false;
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the embedded database's thread exited (${code}) while opening ${dir}`)));
+  });
+  worker.removeAllListeners();
+  worker.on('exit', (code) => {
+    // Without its database embedded mode can do nothing right: end the process, as a lost
+    // connection to a server would end a service that cannot reconnect. What was accepted is in
+    // the log and the database's files; a restart goes on from there.
+    if (!closing) throw new Error(`the embedded database's thread exited (${code})`);
+  });
+  worker.unref();
   const db = createDb({
     url: '',
     poolMax: 1,
-    // node-postgres takes its connection from `connection`; each client the pool opens gets a new
-    // one on the same PGlite (a closed connection object is not reused). A function, so knex keeps
-    // this object as it is (it deep-copies a plain object, which would read the getter once).
-    connection: () =>
-      ({
-        ...createPgConfig(pglite),
-        get connection() {
-          return new PglitePgConnection({ pglite });
-        },
-      }) as unknown as Knex.PgConnectionConfig,
+    // node-postgres takes the socket from `stream`; a function, so each client gets its own.
+    connection: () => ({ user: 'postgres', database: 'postgres', stream: () => new WorkerSocket(worker) }) as Knex.PgConnectionConfig,
   });
   return {
     db,
     async close() {
       await db.destroy();
-      await pglite.close();
+      closing = true;
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      worker.ref();
+      worker.postMessage({ close: true });
+      await exited;
     },
   };
 }
