@@ -8,7 +8,7 @@ export const ROUTER_SETTINGS = {
     minimum: 0,
     maximum: 1000,
     description:
-      'Longest the router lets a fetch of published events fill before routing it (its fetch wait): at low and middling load fewer, larger batches, so fewer database round trips and produce requests downstream, for up to this much more publish-to-delivery latency; publishers never wait for it. Not waited when the router spent as long handling the last fetch (at full speed). 0: route what each fetch brings.',
+      'Longest the router lets a fetch of published events fill before routing it (its fetch wait): at low and middling load fewer, larger batches, so fewer database round trips and produce requests downstream, for up to this much more publish-to-delivery latency; publishers never wait for it. On Kafka, not waited when the router spent as long handling the last fetch (at full speed); the embedded log always waits for a fetch that does not fill. 0: route what each fetch brings.',
   },
   ROUTER_FETCH_MAX_BYTES: {
     kind: 'integer',
