@@ -13,6 +13,7 @@
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import { joined } from './bytes.ts';
 
 const { dir, startParams } = workerData as { dir: string; startParams: string[] };
 const pglite = await PGlite.create(dir, { startParams });
@@ -32,24 +33,13 @@ const inTurn = (fn: () => unknown) => {
  * PGlite's other calls parse the answer too (node-postgres does that on the other side), and its
  * plain raw call keeps every parsed message of every call (PGlite 0.5: tens of MB within minutes).
  */
-async function answer(data: Uint8Array): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
+async function answer(data: Uint8Array): Promise<Uint8Array<ArrayBuffer>> {
+  const parts: Uint8Array<ArrayBuffer>[] = [];
   await pglite.execProtocolRawStream(data, {
     // A view of PGlite's memory, valid only during the call.
-    onRawData: (bytes) => {
-      parts.push(bytes.slice());
-      size += bytes.byteLength;
-    },
+    onRawData: (bytes) => parts.push(bytes.slice()),
   });
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return parts.length === 1 ? (parts[0] as Uint8Array<ArrayBuffer>) : joined(parts);
 }
 
 function serve(port: MessagePort): void {
@@ -60,7 +50,7 @@ function serve(port: MessagePort): void {
   port.on('message', (data: Uint8Array) =>
     inTurn(async () => {
       const out = await answer(data);
-      port.postMessage(out, [out.buffer as ArrayBuffer]);
+      port.postMessage(out, [out.buffer]);
     }),
   );
 }

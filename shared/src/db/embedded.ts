@@ -22,6 +22,7 @@ import { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { joined } from './bytes.ts';
 import { createDb, type Knex } from './index.ts';
 
 /**
@@ -53,6 +54,7 @@ export interface EmbeddedDb {
   db: Knex;
   close(): Promise<void>;
 }
+
 /**
  * Creates the database of an empty or missing `dir` in a child process. PGlite's initdb peaks at
  * about 0.5 GB and leaves ~40 MB of C heap behind in the process that ran it; run in a child, neither
@@ -115,13 +117,8 @@ class WorkerSocket extends Duplex {
   override _read(): void {}
 
   override _writev(chunks: Array<{ chunk: Buffer }>, done: (err?: Error | null) => void): void {
-    // A fresh buffer, handed over: node-postgres reuses some of its own (the Sync message's).
-    const out = new Uint8Array(chunks.reduce((n, c) => n + c.chunk.byteLength, 0));
-    let at = 0;
-    for (const { chunk } of chunks) {
-      out.set(chunk, at);
-      at += chunk.byteLength;
-    }
+    // A copy, handed over: node-postgres reuses some of its buffers (the Sync message's).
+    const out = joined(chunks.map((c) => c.chunk));
     if (++this.awaited === 1) this.port.ref();
     this.port.postMessage(out, [out.buffer]);
     done();
