@@ -4,6 +4,7 @@
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from './health-store.ts';
+import { RecentKeys } from './recent-keys.ts';
 import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, BusProducer, InRecord } from '@switchyard/shared/bus/index.ts';
@@ -152,11 +153,8 @@ function createDeadLetters(producer: BusProducer, logger: Logger) {
 function createEventWait(store: PipelineStore, logger: Logger, closing: () => boolean) {
   // Events this instance stored lately: their attempts need no look-up (the common case; another
   // instance's events, or any after a restart, are looked up in the table).
-  const stored = new Set<string>();
-  const remember = (key: string) => {
-    stored.add(key);
-    if (stored.size > RECENT_EVENTS_MAX) stored.delete(stored.values().next().value as string);
-  };
+  const stored = new RecentKeys(RECENT_EVENTS_MAX);
+  const remember = (key: string) => stored.add(key);
   const eventsStored = async (attempts: AttemptRecord[]) => {
     const deadline = Date.now() + EVENT_WAIT_MS;
     const unknown = (list: AttemptRecord[]) => list.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
