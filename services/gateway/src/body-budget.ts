@@ -13,7 +13,7 @@
  * through a stream, chunk by chunk, under the timer (docs/performance.md, "Gateway").
  */
 import { Transform } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { ByteBudget } from '@switchyard/shared/bus/byte-budget.ts';
 
@@ -65,8 +65,8 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
       return true;
     };
     reply.raw.once('close', release);
-    // Already here in full (the request's own stream, its end parsed): what it holds is known now.
-    if ((payload as { complete?: boolean }).complete === true && payload === req.raw) {
+    // Already here in full: what it holds is known now.
+    if (arrivedWhole(req, payload)) {
       if (!take(payload.readableLength)) throw refuse(full());
       return payload;
     }
@@ -92,4 +92,18 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
       get: () => (payload as { receivedEncodedLength?: number }).receivedEncodedLength,
     });
   });
+}
+
+/**
+ * Whether all of a request's body is already read from its connection: the request's own stream
+ * has ended, or holds every byte its Content-Length announced. A body sent in the packets of its
+ * headers is read in the same turn of the event loop, so it is all here once an async hook before
+ * this one (authentication) has run; Node marks the request complete only later, so holding every
+ * announced byte is what tells it.
+ */
+export function arrivedWhole(req: FastifyRequest, payload: { readableLength: number }): boolean {
+  if (payload !== req.raw) return false;
+  if (req.raw.complete) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && payload.readableLength === Number(length);
 }
