@@ -101,7 +101,7 @@ export function registerBodyBudget(app: FastifyInstance, o: BodyBudgetOptions): 
  * this one (authentication) has run; Node marks the request complete only later, so holding every
  * announced byte is what tells it.
  */
-export function arrivedWhole(req: FastifyRequest, payload: { readableLength: number }): boolean {
+function arrivedWhole(req: FastifyRequest, payload: { readableLength: number }): boolean {
   if (payload !== req.raw) return false;
   if (req.raw.complete) return true;
   const length = req.headers['content-length'];
