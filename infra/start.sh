@@ -34,7 +34,7 @@ if stale; then
   mv dist.next dist
 fi
 exec 9>&-
-# glibc malloc as the production image sets it (Dockerfile, "glibc's malloc"): the bench has always
-# measured embedded mode with these, and now `npm start` runs with them too.
+# glibc malloc as the production image sets it (Dockerfile, "glibc's malloc"), which is what the
+# bench measures embedded mode with.
 export MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2
 exec node --max-semi-space-size=8 --max-old-space-size=1024 --expose-gc dist/services/embedded/src/main.js "$@"
