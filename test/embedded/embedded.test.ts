@@ -151,12 +151,20 @@ t.test('embedded mode: the printed example works; SIGKILL after a 202 loses noth
   t.equal(code, 0, 'SIGTERM stops it cleanly');
 });
 
-t.test("with npm start's flags, the young generation start-up grew is given back", async (t) => {
+t.test("with npm start's flags, the young generation start-up grew and glibc's free pages are given back", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sy-embedded-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const port = await freePort();
   const flags = startFlags(readFileSync(join(ROOT, 'infra/start.sh'), 'utf8'));
-  const p = await startEmbedded(t, { DATA_DIR: dataDir, API_PORT: String(port), LOG_LEVEL: 'info' }, flags);
+  const p = await startEmbedded(t, { DATA_DIR: dataDir, API_PORT: String(port), LOG_LEVEL: 'debug' }, flags);
+  const line = await waitFor('the release after start-up', () =>
+    p
+      .output()
+      .split('\n')
+      .find((l) => l.includes('start-up memory released')),
+  );
+  const glibc = Boolean((process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime);
+  t.equal(JSON.parse(line).trimmed, glibc, "glibc's arenas trimmed where there is glibc");
   // Start-up fills both 8 MB semi-spaces (16 MB); given back, the young generation starts again
   // from V8's 1 MB minimum and doubles only as the work after start-up needs (1-4 MB seen).
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();

@@ -13,6 +13,7 @@ import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
+import { releaseStartupMemory } from './memory.ts';
 import { banner, type Prepared, prepare } from './setup.ts';
 
 catchSignals();
@@ -49,12 +50,9 @@ try {
 const url = `http://${config.API_HOST.includes(':') ? `[${config.API_HOST}]` : config.API_HOST}:${config.API_PORT}`;
 process.stdout.write(banner({ url, prepared, mode: rt.mode, egressAllow: config.EGRESS_ALLOW }));
 rt.logger.info({ url, data_dir: prepared.dataDir, mode: rt.mode }, 'embedded mode ready');
-// Start-up (module loading, migrations, the first fetches) grows V8's young generation to its
-// limit, and V8 keeps it while the process idles: 16 MB of RSS against a 250 MB goal. One
-// memory-reducing collection, once everything runs, gives it back; later load grows it again as it
-// needs (docs/performance.md, "Embedded mode memory"). `gc` exists when node runs with --expose-gc,
-// as infra/start.sh starts it.
-globalThis.gc?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+// Start-up's young generation and glibc's scratch pages back to the kernel: idle RSS under its goal.
+const released = await releaseStartupMemory();
+rt.logger.debug({ released_mb: Math.round(released.rssBytes / 2 ** 20), trimmed: released.trimmed }, 'start-up memory released');
 
 // Reverse order: the gateway stops taking requests first, the attempts service finishes last.
 onShutdown(rt.logger, async () => {
