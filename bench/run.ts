@@ -385,7 +385,7 @@ async function main(): Promise<void> {
     // Targets.
     const targets: Target[] = [];
     const find = (s: string, ph = 'main') => phases.find((p) => p.scenario === s && p.phase === ph);
-    const tp = throughputTarget(phases);
+    const tp = throughputTarget(phases, o.embedded ? 'embedded' : 'stack');
     if (tp) targets.push(tp);
     const lat = find('latency');
     if (lat) {

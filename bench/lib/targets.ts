@@ -4,12 +4,15 @@ import type { ProcSummary } from './proc.ts';
 import { isHangingPhase } from './keep.ts';
 import { type PhaseResult, SERVICE_ANON_TARGET_MB, type Target } from './report.ts';
 
-/** Throughput ÷ the bare ceiling of every full-speed phase: reported, not judged (`met: null`). */
-export function throughputTarget(phases: readonly PhaseResult[]): Target | null {
+/**
+ * Throughput ÷ the bare ceiling of every full-speed phase: reported, not judged (`met: null`).
+ * Embedded mode's line says so, as its other targets do (a baseline lists both deployments').
+ */
+export function throughputTarget(phases: readonly PhaseResult[], deployment: 'stack' | 'embedded' = 'stack'): Target | null {
   const full = phases.filter((p) => p.targetRate === null && !isHangingPhase(p.phase));
   if (!full.length) return null;
   return {
-    target: 'end-to-end throughput ÷ bare ceiling (reported)',
+    target: `${deployment === 'embedded' ? 'embedded: ' : ''}end-to-end throughput ÷ bare ceiling (reported)`,
     measured: full.map((p) => `${p.scenario}${p.phase === 'main' ? '' : `/${p.phase}`} ${(p.ceilingRatio * 100).toFixed(0)}%`).join(', '),
     met: null,
   };

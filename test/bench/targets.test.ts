@@ -43,6 +43,12 @@ t.test('throughput: the ratio of every full-speed phase, reported and never judg
   t.match(tp?.measured, /^single \d+%, tenants \d+%, fanout \d+%, hanging\/healthy \d+%$/);
   t.notMatch(tp?.measured, /latency|hanging\/hanging/, 'neither the fixed-rate phase nor the hanging phase');
   t.equal(throughputTarget(run.phases.filter((p) => p.scenario === 'latency')), null, 'no full-speed phase, no line');
+  t.equal(tp?.target, 'end-to-end throughput ÷ bare ceiling (reported)');
+  t.equal(
+    throughputTarget(run.phases, 'embedded')?.target,
+    'embedded: end-to-end throughput ÷ bare ceiling (reported)',
+    "embedded mode's line is named as its other targets are",
+  );
 });
 
 t.test('--render restates an older result: the latency and keep lines as recorded', async (t) => {
