@@ -278,6 +278,43 @@ t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and 
   t.same(handled, ['a1', 'a2'], 'the handler itself is not run again');
 });
 
+t.test('keyed dispatch: a record diverted at once holds up neither the records behind it nor their commit', async (t) => {
+  let releaseHang = () => {};
+  let releaseWrite = () => {};
+  const dispatch = createKeyedDispatch<{ key: string; offset: string }>({
+    concurrency: 10,
+    keyConcurrency: 1,
+    health: { stallMs: 20 },
+    keyBacklog: 0,
+    async handle(r) {
+      if (r.key === 'hang') await new Promise<void>((res) => (releaseHang = res));
+    },
+    // The hand-off's write, waiting (as a lingering produce would) until released.
+    divert: () => new Promise<void>((res) => (releaseWrite = res)),
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+  });
+  t.teardown(() => dispatch.close());
+  const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
+  const inflight = new Set<Promise<void>>();
+  await dispatch.run({ key: 'hang', offset: '0' }, partition, inflight);
+  await sleep(40); // the key stalls
+  await dispatch.run({ key: 'hang', offset: '1' }, partition, inflight); // diverted at once
+  // Resolved while the hand-off is still being written: the next record starts without waiting.
+  await dispatch.run({ key: 'ok', offset: '2' }, partition, inflight);
+  await sleep(5);
+  t.equal(partition.tracker.inFlight, 2, 'the hanging record and the one being handed off hold their slots');
+  releaseHang();
+  await sleep(5);
+  t.equal(partition.tracker.committable(), '1', 'not committed past the record being handed off');
+  releaseWrite();
+  await Promise.all(inflight);
+  t.equal(partition.tracker.inFlight, 0);
+  t.equal(partition.tracker.committable(), '3', 'committed through every record once the hand-off is written');
+});
+
 t.test('keyed dispatch: an idle slow key still lets one record through to find out whether it recovered', async (t) => {
   const dispatch = createKeyedDispatch<{ key: string }>({
     concurrency: 10,

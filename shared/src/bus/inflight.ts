@@ -229,16 +229,17 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
      */
     divertsNow,
     /**
-     * Starts one record; resolves once it is under way (or, when diverted at once, handed off), with
-     * `finished`, which settles after `settled(true)` when the record is done, or `settled(false)`
-     * when closing interrupted it.
+     * Starts one record; resolves once it is under way (a record diverted at once: as its hand-off
+     * starts), with `finished`, which settles after `settled(true)` when the record is done, or
+     * `settled(false)` when closing interrupted it.
      */
     async start(record: R, settled: (done: boolean) => void): Promise<{ finished: Promise<void> }> {
       if (o.ordered?.(record)) limiter.pin(record.key);
       else if (divertsNow(record.key)) {
-        // Handed off (and written) before it counts as done: nothing is lost if we crash here.
-        settled(await diverted(record));
-        return { finished: Promise.resolve() };
+        // Done only once handed off (written): nothing is lost if we crash meanwhile. The records
+        // behind it do not wait for the write, which may linger to share a produce request; it
+        // keeps its partition slot until then, as a delivery waiting for its attempt's write does.
+        return { finished: diverted(record).then(settled) };
       }
       let after: AfterKey | null = null;
       const handled = limiter.run(record.key, () =>
