@@ -2,7 +2,7 @@
 // which a garbage collection alone does not do. Run in a child with --expose-gc, as npm start runs.
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import { ROOT } from '@switchyard/shared/testing/index.ts';
+import { onGlibc, ROOT } from '@switchyard/shared/testing/index.ts';
 
 // 64 KiB blocks come from malloc's heap (under its mmap threshold); keeping every other one of
 // 1,600 leaves 800 holes (50 MB) that the heap cannot shrink past. The second mode only collects.
@@ -28,12 +28,10 @@ function run(mode: 'release' | 'collect'): { freedMb: number; trimmed: boolean; 
   return JSON.parse(r.stdout);
 }
 
-const glibc = Boolean((process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime);
-
 t.test('the holes between live blocks go back to the kernel, which a collection does not do', async (t) => {
   const released = run('release');
   t.equal(released.kept, 800);
-  if (!glibc) {
+  if (!onGlibc()) {
     // musl and others have no malloc_trim: the call only collects, and says so.
     t.equal(released.trimmed, false, 'not trimmed where there is no glibc');
     return;

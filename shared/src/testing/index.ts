@@ -21,6 +21,10 @@ export interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
+/** Whether this process runs on glibc (its report names the runtime's version; musl's does not). */
+export const onGlibc = (): boolean =>
+  Boolean((process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime);
+
 export const uniqueName = (prefix: string) => `${prefix}_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
 
 /**
