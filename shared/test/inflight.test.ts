@@ -3,6 +3,12 @@ import { ByteBudget } from '../src/bus/byte-budget.ts';
 import { createKeyedDispatch, DIVERTED, KeyedLimiter, retryInPlace } from '../src/bus/inflight.ts';
 import { OffsetTracker } from '../src/bus/offset-tracker.ts';
 
+/** A dispatch's untilDone where handlers never fail: runs the task once. */
+async function runOnce(what: () => Promise<void>): Promise<boolean> {
+  await what();
+  return true;
+}
+
 t.test('commits below the lowest unfinished offset', async (t) => {
   const tr = new OffsetTracker();
   t.equal(tr.committable(), null, 'nothing to commit before any record');
@@ -145,10 +151,7 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
     async divert(r, stalledMs) {
       diverted.push({ id: r.id, stalledMs });
     },
-    async untilDone(what) {
-      await what();
-      return true;
-    },
+    untilDone: runOnce,
   });
   t.teardown(() => dispatch.close());
   const finished: Promise<void>[] = [];
@@ -199,10 +202,7 @@ t.test('keyed dispatch: an ordered key runs one record at a time, in order, and 
     async divert(r) {
       diverted.push(r.id);
     },
-    async untilDone(what) {
-      await what();
-      return true;
-    },
+    untilDone: runOnce,
   });
   t.teardown(() => dispatch.close());
   const finished: Promise<void>[] = [];
@@ -291,10 +291,7 @@ t.test('keyed dispatch: a record diverted at once holds up neither the records b
     },
     // The hand-off's write, waiting (as a lingering produce would) until released.
     divert: () => new Promise<void>((res) => (releaseWrite = res)),
-    async untilDone(what) {
-      await what();
-      return true;
-    },
+    untilDone: runOnce,
   });
   t.teardown(() => dispatch.close());
   const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
@@ -325,10 +322,7 @@ t.test('keyed dispatch: an idle slow key still lets one record through to find o
       await sleep(30);
     },
     async divert() {},
-    async untilDone(what) {
-      await what();
-      return true;
-    },
+    untilDone: runOnce,
   });
   t.teardown(() => dispatch.close());
   await (await dispatch.start({ key: 'k' }, () => {})).finished;
@@ -380,10 +374,7 @@ t.test("keyed dispatch takes a record's bytes from the budget until it settles",
     keyBacklog: 0,
     maxInFlightBytes: 1000,
     handle: () => new Promise<void>((res) => releases.push(res)),
-    async untilDone(what) {
-      await what();
-      return true;
-    },
+    untilDone: runOnce,
   });
   t.teardown(() => dispatch.close());
   const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
