@@ -4,13 +4,14 @@
 import t, { type Test } from 'tap';
 import type { Knex } from '../src/db/index.ts';
 import { ensurePartitions } from '../src/db/partitions.ts';
-import { PipelineStore } from '../src/db/stores/pipeline.ts';
+import { MISSING_EVENTS, PipelineStore } from '../src/db/stores/pipeline.ts';
 import { uuidv7 } from '../src/ids.ts';
 import type { AttemptRecord, RoutedRecord } from '../src/model/index.ts';
 import { onBothDatabases } from '../src/testing/databases.ts';
 
 onBothDatabases(t, 'attempts: latest decides, a success stands, redeliveries count once', attemptsMoveDeliveries);
 onBothDatabases(t, 'routed events: stored as published, payload bytes counted, redeliveries change nothing', routedEventsStored);
+onBothDatabases(t, 'attempts waiting for their event: found by the partition key, probed, never scanned', missingEvents);
 
 async function routedEventsStored(t: Test, db: Knex): Promise<void> {
   await ensurePartitions(db, new Date(), { behindDays: 1 });
@@ -93,6 +94,70 @@ async function routedEventsStored(t: Test, db: Knex): Promise<void> {
   );
   const [stored] = (await db('attempts').where({ id: first.id }).select('response_data')) as Array<{ response_data: unknown }>;
   t.same(stored?.response_data, { status: 200, body: { ok: 'é' } }, 'response_data stored as JSON');
+}
+
+async function missingEvents(t: Test, db: Knex): Promise<void> {
+  await ensurePartitions(db, new Date(), { behindDays: 1 });
+  const store = new PipelineStore(db);
+  const now = new Date().toISOString();
+  const yesterday = new Date(Date.now() - 86_400_000).toISOString();
+  const event = {
+    tenant_id: 'acme',
+    topic: 'order.created',
+    time: now,
+    received_at: now,
+    data: {},
+    metadata: null,
+    eligible_for_retry: true,
+  };
+  await store.storeRouted([{ event: { ...event, id: 'e1' }, matched_destination_ids: ['d1'], skipped_destination_ids: [] }]);
+  const attempt = (event_id: string, event_received_at: string): AttemptRecord => ({
+    id: uuidv7(),
+    tenant_id: 'acme',
+    destination_id: 'd1',
+    destination_type: 'webhook',
+    event_id,
+    topic: 'order.created',
+    event_time: now,
+    event_received_at,
+    status: 'success',
+    code: '200',
+    response_data: null,
+    attempt_number: 1,
+    manual: false,
+    time: now,
+    duration_ms: 1,
+    final: true,
+  });
+  const attempts = [
+    attempt('e1', now), // stored
+    attempt('e1', yesterday), // no such row: the event of that id was received at another time
+    attempt('e2', now), // not stored yet
+    attempt('e1', ''), // recorded without its event's received time: found by tenant and id
+    attempt('e3', ''),
+  ];
+  t.same(
+    (await store.missingEvents(attempts)).map((a) => attempts.indexOf(a)),
+    [1, 2, 4],
+    'the attempts whose event row is missing, in their order',
+  );
+
+  // The look-up's generic plan on a day's partition of unanalyzed events (as through a fresh
+  // database's first day): a probe per attempt, not a scan of the day's events.
+  await db.raw(
+    `INSERT INTO events (tenant_id, id, topic, time, data, received_at)
+     SELECT 'acme', 'bulk' || g, 'order.created', now(), '{}', now() FROM generate_series(1, 5000) g`,
+  );
+  const plan = await db.transaction(async (tx) => {
+    await tx.raw('SET LOCAL plan_cache_mode = force_generic_plan');
+    await tx.raw(`PREPARE missing_events_plan(json) AS ${MISSING_EVENTS.sql.replace('?::json', '$1::json')}`);
+    const keys = JSON.stringify([{ i: 0, tenant_id: 'acme', event_id: 'e9', received_at: now }]);
+    const res = await tx.raw(`EXPLAIN (FORMAT JSON) EXECUTE missing_events_plan('${keys}')`);
+    await tx.raw('DEALLOCATE missing_events_plan');
+    return JSON.stringify((res.rows as Array<Record<string, unknown>>)[0]);
+  });
+  t.notMatch(plan, /"Seq Scan"|"Hash/, 'no sequential scan or hash of the events');
+  t.match(plan, /"Index (Only )?Scan"/, 'events read through their primary key');
 }
 
 async function attemptsMoveDeliveries(t: Test, db: Knex): Promise<void> {

@@ -43,10 +43,9 @@ const EVENT_WAIT_MS = 30_000;
 /** Keys of recently stored events kept in memory (about 100 bytes each: 2 MB), seconds of traffic at full load. */
 const RECENT_EVENTS_MAX = 20_000;
 /**
- * How often an attempt waiting for its event asks the events table. Each look-up is planned against
- * every events partition (about 3 ms at 300 events/s, 40% of Postgres's time when asked every few
- * ms); the events this instance stores are seen without it (docs/performance.md, "Attempts service
- * and Postgres").
+ * How often an attempt waiting for its event asks the events table: a primary-key probe per attempt,
+ * each a round trip and a statement, so not every few ms; the events this instance stores are seen
+ * without it (docs/performance.md, "Attempts service and Postgres").
  */
 const EVENT_TABLE_POLL_MS = 200;
 /**
