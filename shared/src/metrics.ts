@@ -17,7 +17,10 @@ import { RETRY_TIERS_SECONDS, type TopicDef } from './bus/topics.ts';
 import type { AttemptRecord } from './model/index.ts';
 
 export const registry = new client.Registry();
-client.collectDefaultMetrics({ register: registry });
+// The event loop's delay is sampled every 100 ms, not prom-client's 10: its timer woke every process
+// a hundred times a second, most of what an idle service spent (docs/performance.md, "A quiet
+// pipeline"). A stall still shows in full; there are fewer samples of a busy loop's small delays.
+client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
 
 const SECONDS_FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const SECONDS_SLOW = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200];

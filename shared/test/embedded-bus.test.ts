@@ -65,6 +65,18 @@ function child(t: Teardown, dir: string, body: string) {
   return { proc, lines, exited };
 }
 
+/** A directory whose log (under `log/`) holds `n` records of ORDERS, values 0 to n-1 over five keys. */
+async function ordersIn(t: Teardown, n: number): Promise<string> {
+  const dir = tempDir(t);
+  const bus = await openBus(t, join(dir, 'log'));
+  await (await bus.producer()).send(
+    ORDERS,
+    Array.from({ length: n }, (_, i) => ({ key: `k${i % 5}`, value: i })),
+  );
+  await bus.close();
+  return dir;
+}
+
 t.test('records of one key keep their order and their partition, with many in flight', async (t) => {
   const bus = await openBus(t, tempDir(t));
   const producer = await bus.producer();
@@ -160,15 +172,7 @@ t.test('a send acknowledged before SIGKILL is never lost', async (t) => {
 });
 
 t.test('a consumer killed mid-run: records from its committed offset on are delivered again, nothing is lost', async (t) => {
-  const dir = tempDir(t);
-  {
-    const bus = await openBus(t, join(dir, 'log'));
-    await (await bus.producer()).send(
-      ORDERS,
-      Array.from({ length: 400 }, (_, i) => ({ key: `k${i % 5}`, value: i })),
-    );
-    await bus.close();
-  }
+  const dir = await ordersIn(t, 400);
   const c = child(
     t,
     dir,
@@ -194,6 +198,28 @@ t.test('a consumer killed mid-run: records from its committed offset on are deli
   );
   await new Promise((r) => setTimeout(r, 200));
   t.ok(after.length < 400, `resumed from the committed offsets (${after.length} delivered after the restart)`);
+});
+
+t.test('records handled before the log goes quiet are committed while it is quiet, not only at close', async (t) => {
+  const dir = await ordersIn(t, 50);
+  const c = child(
+    t,
+    dir,
+    // The last record outlasts several commit intervals after every other has started; the interval
+    // keeps the process up, as a server would.
+    `setInterval(() => {}, 1000);
+     await bus.consume({ groupId: 'quiet', topics: [ORDERS], concurrency: 4, commitIntervalMs: 20,
+       async handle(r) { await new Promise((res) => setTimeout(res, r.value === 49 ? 150 : 5)); console.log(r.value); } });`,
+  );
+  await until('every record handled', () => c.lines.length >= 50, 30_000);
+  await new Promise((r) => setTimeout(r, 300)); // many commit intervals, with nothing in flight
+  c.proc.kill('SIGKILL');
+  await c.exited;
+  const bus = await openBus(t, join(dir, 'log'));
+  const after: number[] = [];
+  await bus.consume<number>({ groupId: 'quiet', topics: [ORDERS], handle: async (r) => void after.push(r.value) });
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(after, [], 'nothing delivered again after a kill: the last records were committed');
 });
 
 t.test('close lets in-flight work finish, then commits it', async (t) => {

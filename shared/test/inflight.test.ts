@@ -158,10 +158,13 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   const start = async (key: string, id: string) =>
     finished.push((await dispatch.start({ key, id }, (done) => settled.set(id, [...(settled.get(id) ?? []), done]))).finished);
   await start('hang', 'h0');
+  t.notOk(dispatch.sweeping, 'no stall sweep while no record waits for a slot');
   await start('hang', 'h1'); // queued before the key stalls
+  t.ok(dispatch.sweeping, 'the sweep runs once a record waits');
   await start('ok', 'o1');
   t.equal(dispatch.divertsNow('hang'), 0, 'a busy key that has not stalled is not diverted');
   await sleep(60); // stalled; the sweep takes h1 off the queue
+  t.notOk(dispatch.sweeping, 'and stops once none waits, though h0 still hangs');
   t.ok(dispatch.divertsNow('hang') >= 30, 'a stalled key with no free slot is diverted, and says for how long');
   t.equal(dispatch.divertsNow('ok'), 0, 'a healthy key is not');
   t.equal(dispatch.divertsNow('unknown'), 0, 'nor a key the consumer holds nothing of');
@@ -172,6 +175,7 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   t.equal(dispatch.divertsNow('hang'), 0, 'a free slot: not diverted');
   await start('hang', 'h3'); // a free slot: runs, stalled or not
   await Promise.all(finished);
+  t.notOk(dispatch.sweeping, 'an idle dispatch keeps no timer');
   t.same(handled.sort(), ['h0', 'h3', 'o1', 'o2'], 'the stalled key ran only what had a free slot; the healthy key ran everything');
   t.same(diverted.map((d) => d.id).sort(), ['h1', 'h2'], 'queued and new records of the stalled key were diverted');
   t.ok(

@@ -146,6 +146,12 @@ export class KeyedLimiter {
   queued(key: string): number {
     return this.keys.get(key)?.waiting.length ?? 0;
   }
+
+  /** True while a task of any key waits for a slot. */
+  waiting(): boolean {
+    for (const s of this.keys.values()) if (s.waiting.length) return true;
+    return false;
+  }
 }
 
 /**
@@ -208,12 +214,21 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
 export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchOptions<R>) {
   const limiter = new KeyedLimiter(o.keyConcurrency, o.health);
   const divert = o.divert;
-  // Waiting records of a key that stalls after they queued are taken off in a sweep.
-  const sweep =
-    divert && o.health.stallMs !== undefined
-      ? setInterval(() => limiter.divertStalled(o.keyBacklog), Math.max(50, o.health.stallMs / 4))
-      : null;
-  sweep?.unref();
+  // Waiting records of a key that stalls after they queued are taken off in a sweep, which runs only
+  // while some record waits for its key's slot: an idle consumer keeps no timer waking it.
+  const sweepEveryMs = divert && o.health.stallMs !== undefined ? Math.max(50, o.health.stallMs / 4) : null;
+  let sweep: ReturnType<typeof setInterval> | null = null;
+  const armSweep = () => {
+    if (sweepEveryMs === null || sweep) return;
+    sweep = setInterval(() => {
+      limiter.divertStalled(o.keyBacklog);
+      if (!limiter.waiting() && sweep) {
+        clearInterval(sweep);
+        sweep = null;
+      }
+    }, sweepEveryMs);
+    sweep.unref();
+  };
   const diverted = (record: R) =>
     o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(record.key))), record);
   const budget = new ByteBudget(o.maxInFlightBytes ?? Number.POSITIVE_INFINITY);
@@ -242,6 +257,7 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
         return { finished: diverted(record).then(settled) };
       }
       let after: AfterKey | null = null;
+      if (limiter.full(record.key)) armSweep();
       const handled = limiter.run(record.key, () =>
         o.untilDone(async () => {
           after = (await o.handle(record)) ?? null;
@@ -285,8 +301,13 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
       const task = finished.finally(() => inflight.delete(task));
       inflight.add(task);
     },
+    /** True while the stall sweep runs (some record waits for its key's slot). */
+    get sweeping(): boolean {
+      return sweep !== null;
+    },
     close(): void {
       if (sweep) clearInterval(sweep);
+      sweep = null;
     },
   };
 }

@@ -34,6 +34,8 @@ interface EmbeddedRun<T> {
   handledTo: Map<State, number>;
   /** Our own faults retried in place until they pass, as with Kafka. */
   retrying(what: () => Promise<void>, where: Record<string, unknown>): Promise<boolean>;
+  /** A record consumer's record starts: its offset is to be committed once it is done. */
+  recordStarted(): void;
 }
 
 /**
@@ -108,6 +110,7 @@ async function runRecords<T>(run: EmbeddedRun<T>, st: State): Promise<void> {
       if (abort.signal.aborted) break;
       pos = r.offset + 1;
       await dispatch.run(toInRecord<T>(p.topic, p.id, r, run.o.keepRaw), st, run.inflight, r.value?.length ?? 0);
+      run.recordStarted();
     }
   }
 }
@@ -141,8 +144,21 @@ export async function consume<T>(ctx: EmbeddedContext, o: ConsumeOptions<T>): Pr
       ),
     (err) => log.error({ err }, 'embedded log: offset commit failed'),
   );
-  const timer = o.handleBatch || o.broadcast ? null : setInterval(() => void commit(), o.commitIntervalMs ?? 500);
-  timer?.unref();
+  // Offsets of handled records are committed every commitIntervalMs while records are in flight;
+  // the timer is armed as a record starts, so an idle consumer keeps none waking it.
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const armCommit =
+    o.handleBatch || o.broadcast
+      ? () => {}
+      : () => {
+          if (timer) return;
+          timer = setTimeout(() => {
+            timer = null;
+            void commit();
+            if (run.inflight.size) armCommit();
+          }, o.commitIntervalMs ?? 500);
+          timer.unref();
+        };
 
   const retrying = (what: () => Promise<void>, where: Record<string, unknown>) => retryInPlace(what, retryFor(log, abort.signal, where));
   const startAt = (st: State) => (o.broadcast ? st.p.end() : ctx.startOf(o.groupId, st.p, o.fromBeginning ?? true));
@@ -159,6 +175,7 @@ export async function consume<T>(ctx: EmbeddedContext, o: ConsumeOptions<T>): Pr
     from: new Map(states.map((st) => [st, startAt(st)])),
     handledTo: new Map(),
     retrying,
+    recordStarted: armCommit,
   };
   const reader = readerOf(run);
   if (o.broadcast) {
@@ -184,7 +201,7 @@ export async function consume<T>(ctx: EmbeddedContext, o: ConsumeOptions<T>): Pr
         for (const st of states) for (const w of st.waiters.splice(0)) w();
         await Promise.allSettled(loops);
         await Promise.allSettled([...run.inflight]);
-        if (timer) clearInterval(timer);
+        if (timer) clearTimeout(timer);
         run.dispatch.close();
         if (!o.broadcast) await commit();
         ctx.broadcastReaders.get(baseGroup)?.delete(reader);
