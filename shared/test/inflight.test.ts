@@ -1,12 +1,28 @@
 import t from 'tap';
 import { ByteBudget } from '../src/bus/byte-budget.ts';
-import { createKeyedDispatch, DIVERTED, KeyedLimiter, retryInPlace } from '../src/bus/inflight.ts';
+import { createKeyedDispatch, DIVERTED, type KeyedDispatchOptions, KeyedLimiter, retryInPlace } from '../src/bus/inflight.ts';
+import type { Teardown } from '../src/testing/index.ts';
 import { OffsetTracker } from '../src/bus/offset-tracker.ts';
 
-/** A dispatch's untilDone where handlers never fail: runs the task once. */
-async function runOnce(what: () => Promise<void>): Promise<boolean> {
-  await what();
-  return true;
+/**
+ * A keyed dispatch as these tests use it, closed at `t`'s teardown: 10 records in flight a
+ * partition, a stalled key keeps no backlog, and (unless given) untilDone runs the task once.
+ */
+function testDispatch<R extends { key: string }>(
+  t: Teardown,
+  o: Omit<KeyedDispatchOptions<R>, 'concurrency' | 'keyBacklog' | 'untilDone'> & Partial<Pick<KeyedDispatchOptions<R>, 'untilDone'>>,
+) {
+  const dispatch = createKeyedDispatch<R>({
+    concurrency: 10,
+    keyBacklog: 0,
+    async untilDone(what) {
+      await what();
+      return true;
+    },
+    ...o,
+  });
+  t.teardown(() => dispatch.close());
+  return dispatch;
 }
 
 t.test('commits below the lowest unfinished offset', async (t) => {
@@ -139,11 +155,9 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   const diverted: Array<{ id: string; stalledMs: number }> = [];
   const settled = new Map<string, boolean[]>();
   let release = () => {};
-  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string; id: string }>(t, {
     keyConcurrency: 1,
     health: { stallMs: 30 },
-    keyBacklog: 0,
     async handle(r) {
       if (r.id === 'h0') await new Promise<void>((res) => (release = res));
       handled.push(r.id);
@@ -151,9 +165,7 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
     async divert(r, stalledMs) {
       diverted.push({ id: r.id, stalledMs });
     },
-    untilDone: runOnce,
   });
-  t.teardown(() => dispatch.close());
   const finished: Promise<void>[] = [];
   const start = async (key: string, id: string) =>
     finished.push((await dispatch.start({ key, id }, (done) => settled.set(id, [...(settled.get(id) ?? []), done]))).finished);
@@ -193,11 +205,9 @@ t.test('keyed dispatch: an ordered key runs one record at a time, in order, and 
   const started: string[] = [];
   const diverted: string[] = [];
   const releases = new Map<string, () => void>();
-  const dispatch = createKeyedDispatch<{ key: string; id: string; ordered: boolean }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string; id: string; ordered: boolean }>(t, {
     keyConcurrency: 4,
     health: { stallMs: 20 },
-    keyBacklog: 0,
     ordered: (r) => r.ordered,
     async handle(r) {
       started.push(r.id);
@@ -206,9 +216,7 @@ t.test('keyed dispatch: an ordered key runs one record at a time, in order, and 
     async divert(r) {
       diverted.push(r.id);
     },
-    untilDone: runOnce,
   });
-  t.teardown(() => dispatch.close());
   const finished: Promise<void>[] = [];
   for (const id of ['a', 'b', 'c']) finished.push((await dispatch.start({ key: 'ord', id, ordered: true }, () => {})).finished);
   finished.push((await dispatch.start({ key: 'free', id: 'f1', ordered: false }, () => {})).finished);
@@ -240,11 +248,9 @@ t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and 
   let openGate = () => {};
   const gate = new Promise<void>((res) => (openGate = res));
   let failOnce = true;
-  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string; id: string }>(t, {
     keyConcurrency: 1,
     health: {},
-    keyBacklog: 0,
     async handle(r) {
       handled.push(r.id);
       return async () => {
@@ -269,7 +275,6 @@ t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and 
       }
     },
   });
-  t.teardown(() => dispatch.close());
   const first = await dispatch.start({ key: 'k', id: 'a1' }, () => settled.push('a1'));
   const second = await dispatch.start({ key: 'k', id: 'a2' }, () => settled.push('a2'));
   await second.finished;
@@ -285,19 +290,15 @@ t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and 
 t.test('keyed dispatch: a record diverted at once holds up neither the records behind it nor their commit', async (t) => {
   let releaseHang = () => {};
   let releaseWrite = () => {};
-  const dispatch = createKeyedDispatch<{ key: string; offset: string }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string; offset: string }>(t, {
     keyConcurrency: 1,
     health: { stallMs: 20 },
-    keyBacklog: 0,
     async handle(r) {
       if (r.key === 'hang') await new Promise<void>((res) => (releaseHang = res));
     },
     // The hand-off's write, waiting (as a lingering produce would) until released.
     divert: () => new Promise<void>((res) => (releaseWrite = res)),
-    untilDone: runOnce,
   });
-  t.teardown(() => dispatch.close());
   const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
   const inflight = new Set<Promise<void>>();
   await dispatch.run({ key: 'hang', offset: '0' }, partition, inflight);
@@ -317,18 +318,14 @@ t.test('keyed dispatch: a record diverted at once holds up neither the records b
 });
 
 t.test('keyed dispatch: an idle slow key still lets one record through to find out whether it recovered', async (t) => {
-  const dispatch = createKeyedDispatch<{ key: string }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string }>(t, {
     keyConcurrency: 4,
     health: { stallMs: 1000, slowMs: 20 },
-    keyBacklog: 0,
     handle: async () => {
       await sleep(30);
     },
     async divert() {},
-    untilDone: runOnce,
   });
-  t.teardown(() => dispatch.close());
   await (await dispatch.start({ key: 'k' }, () => {})).finished;
   t.ok(dispatch.limiter.stalledFor('k') > 0, 'the key is slow after a task took slowMs');
   t.equal(dispatch.divertsNow('k'), 0, 'idle: its next record is not diverted');
@@ -371,16 +368,12 @@ t.test('tryTake admits what fits, and anything when the budget is empty', async 
 
 t.test("keyed dispatch takes a record's bytes from the budget until it settles", async (t) => {
   const releases: Array<() => void> = [];
-  const dispatch = createKeyedDispatch<{ key: string; id: string }>({
-    concurrency: 10,
+  const dispatch = testDispatch<{ key: string; id: string }>(t, {
     keyConcurrency: 10,
     health: {},
-    keyBacklog: 0,
     maxInFlightBytes: 1000,
     handle: () => new Promise<void>((res) => releases.push(res)),
-    untilDone: runOnce,
   });
-  t.teardown(() => dispatch.close());
   const partition = { tracker: new OffsetTracker(), waiters: [] as Array<() => void> };
   const inflight = new Set<Promise<void>>();
   await dispatch.run({ key: 'a', id: '1', offset: '0' }, partition, inflight, 600);
