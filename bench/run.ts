@@ -122,7 +122,8 @@ if (opt.help) {
   --backlog N        max-rate phases hold publishing while more than N deliveries are outstanding (default 5000)
   --max-rate N       events/s the latency scenario takes as 100% when 'single' is not in this run
   --broker-warmup S  seconds of single's load through a deployment of its own before the first phase,
-                     unmeasured, so the broker's JIT has compiled its request paths (default 30; 0 with --quick)
+                     then 300/s until the broker's JIT compilers are quiet (at most 90 s), unmeasured,
+                     so the broker has compiled its request paths (default 30; 0 with --quick: none)
   --hanging-pairs N  run hanging's two phases N times, ordered healthy, hanging, hanging, healthy, ...;
                      keep is the mean of the pairs' ratios, each listed (default 2; 1 with --quick;
                      a pair takes ~2.6 min; an even N cancels a steady drift of the host)
@@ -361,7 +362,7 @@ async function main(): Promise<void> {
     const ceilingStart = await ceiling(o.ceilingMs);
     let ceilingEnd: CeilingResult | null = null;
     ctx = { opts: o, log, infra, rx, logsDir: runDir, built, profileDir, ceiling, maxRate: o.maxRate, current: null };
-    if (o.brokerWarmupS > 0 && infra) await warmBroker(ctx, phasesOf('single', o)[0] as PhaseDef, o.brokerWarmupS);
+    const brokerSettle = o.brokerWarmupS > 0 && infra ? await warmBroker(ctx, phasesOf('single', o)[0] as PhaseDef, o.brokerWarmupS) : null;
     const phases: PhaseResult[] = [];
     const failedPhases: string[] = [];
     for (const s of o.scenarios) {
@@ -433,6 +434,7 @@ async function main(): Promise<void> {
         serviceEnv: o.serviceEnv,
         nodeFlags: o.nodeFlags,
         brokerWarmupS: infra ? o.brokerWarmupS : 0,
+        brokerSettle,
         hangingPairs: o.hangingPairs,
       },
       ceiling: { start: ceilingStart, end: ceilingEnd },

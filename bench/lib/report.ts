@@ -138,6 +138,8 @@ export interface RunResult {
     nodeFlags?: string[];
     /** Seconds of single's load before the first phase, unmeasured (absent in results before 2026-11-25). */
     brokerWarmupS?: number;
+    /** The warm-up's 300/s part, run until the broker's compilers were quiet (absent before 2026-11-29). */
+    brokerSettle?: BrokerSettle | null;
     /** Pairs of hanging's phases run (--hanging-pairs; absent in results before 2026-11-25: one). */
     hangingPairs?: number;
   };
@@ -177,6 +179,19 @@ export const allTargets = (r: RunResult): Target[] => [...r.targets, ...(r.embed
 
 /** A results JSON the runner wrote (bench/runs/*.json, bench/results/baseline.json). */
 export const readRunResult = (file: string): RunResult => JSON.parse(readFileSync(file, 'utf8')) as RunResult;
+
+/** The broker warm-up's second part: how long it ran at 300/s, and its compilers' last 5 s. */
+export interface BrokerSettle {
+  seconds: number;
+  jitMsPerS: number;
+  quiet: boolean;
+}
+
+function settleText(s: BrokerSettle | null | undefined): string {
+  if (!s) return '';
+  const end = s.quiet ? `its compilers were quiet (${s.jitMsPerS} ms/s)` : `**its compilers still spent ${s.jitMsPerS} ms/s**`;
+  return `, then ${s.seconds} s at 300 events/s, when ${end}`;
+}
 
 const n0 = (x: number | null) => (x === null ? '–' : Math.round(x).toLocaleString('en-US'));
 const ms = (x: number) => (x >= 100 ? n0(x) : x.toFixed(1));
@@ -457,7 +472,7 @@ export function markdown(r: RunResult, svgName: string): string {
       "HotSpot's C1 and C2 compiler threads, read by name from `/proc/PID/task/TID/comm`: Kafka's broker compiling its request paths. " +
         'The services start afresh for every phase and warm up within its first seconds; the broker runs through the whole run and a cold one compiles for its first 20-25 s of load. ' +
         (m.brokerWarmupS
-          ? `Before the first phase ${m.brokerWarmupS} s of single's load ran through a deployment of its own, unmeasured (\`--broker-warmup\`).`
+          ? `Before the first phase ${m.brokerWarmupS} s of single's load ran through a deployment of its own, unmeasured (\`--broker-warmup\`)${settleText(m.brokerSettle)}.`
           : '**No broker warm-up in this run: the first phase measured a cold broker.**'),
     );
     L.push('');

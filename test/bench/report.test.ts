@@ -152,6 +152,16 @@ t.test("the broker's JIT compilation is tabled when recorded, with the warm-up t
   t.match(md, /\| single \/ main \| 100 \|/, "each phase's row carries its ms per second");
   t.match(md, /Before the first phase 30 s of single's load ran/, 'the warm-up is named');
   t.match(markdown(withJit(0), 'x.svg'), /\*\*No broker warm-up in this run/, 'and its absence is flagged');
+  const settled = (quiet: boolean): RunResult => ({
+    ...jit,
+    meta: { ...jit.meta, brokerWarmupS: 30, brokerSettle: { seconds: 67, jitMsPerS: quiet ? 17.8 : 41.2, quiet } },
+  });
+  t.match(
+    markdown(settled(true), 'x.svg'),
+    /30 s of single's load ran .*, then 67 s at 300 events\/s, when its compilers were quiet \(17\.8 ms\/s\)\./,
+    'the moderate part and its quiet end are named',
+  );
+  t.match(markdown(settled(false), 'x.svg'), /\*\*its compilers still spent 41\.2 ms\/s\*\*/, 'a warm-up that ended at its cap is flagged');
 });
 
 t.test("each process's highest sample is split into anonymous and file-backed memory when recorded", async (t) => {
