@@ -470,7 +470,7 @@ export function markdown(r: RunResult, svgName: string): string {
     }
     L.push(
       "HotSpot's C1 and C2 compiler threads, read by name from `/proc/PID/task/TID/comm`: Kafka's broker compiling its request paths. " +
-        'The services start afresh for every phase and warm up within its first seconds; the broker runs through the whole run and a cold one compiles for its first 20-25 s of load. ' +
+        'The services start afresh for every phase and warm up within its first seconds; the broker runs through the whole run and a cold one compiles its request paths under load, the paths of a fixed rate apart from those of full speed. ' +
         (m.brokerWarmupS
           ? `Before the first phase ${m.brokerWarmupS} s of single's load ran through a deployment of its own, unmeasured (\`--broker-warmup\`)${settleText(m.brokerSettle)}.`
           : '**No broker warm-up in this run: the first phase measured a cold broker.**'),
