@@ -6,7 +6,7 @@ import type { ProfileSummary } from './profile.ts';
 import { type PgStatements, statementsMarkdown } from './pg-statements.ts';
 import { profileMarkdown } from './profile.ts';
 import type { ProcSummary, WindowSummary } from './proc.ts';
-import { moderateMarkdown } from './efficiency.ts';
+import { MODERATE_RATE, moderateMarkdown } from './efficiency.ts';
 import { scheduledTable, sendersTable, typesTable } from './scenarios.ts';
 import type { Summary } from './stats.ts';
 
@@ -180,7 +180,7 @@ export const allTargets = (r: RunResult): Target[] => [...r.targets, ...(r.embed
 /** A results JSON the runner wrote (bench/runs/*.json, bench/results/baseline.json). */
 export const readRunResult = (file: string): RunResult => JSON.parse(readFileSync(file, 'utf8')) as RunResult;
 
-/** The broker warm-up's second part: how long it ran at 300/s, and its compilers' last 5 s. */
+/** The broker warm-up's second part: how long it ran at the moderate rate, and its compilers' last 5 s. */
 export interface BrokerSettle {
   seconds: number;
   jitMsPerS: number;
@@ -190,7 +190,7 @@ export interface BrokerSettle {
 function settleText(s: BrokerSettle | null | undefined): string {
   if (!s) return '';
   const end = s.quiet ? `its compilers were quiet (${s.jitMsPerS} ms/s)` : `**its compilers still spent ${s.jitMsPerS} ms/s**`;
-  return `, then ${s.seconds} s at 300 events/s, when ${end}`;
+  return `, then ${s.seconds} s at ${MODERATE_RATE} events/s, when ${end}`;
 }
 
 const n0 = (x: number | null) => (x === null ? '–' : Math.round(x).toLocaleString('en-US'));
