@@ -10,6 +10,7 @@ import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import { createTestDatabase, testConfig } from '@switchyard/shared/testing/index.ts';
+import { copyMigratedEmbeddedDb } from '@switchyard/shared/testing/embedded-template.ts';
 import { build } from '../src/app.ts';
 
 interface T {
@@ -62,14 +63,17 @@ export async function buildTestApp(
 }
 
 /**
- * A gateway over a fresh embedded database (PGlite, as embedded mode runs it) and no Kafka: its
+ * A gateway over a fresh embedded database (PGlite, as embedded mode runs it; a copy of a migrated
+ * one, testing/embedded-template.ts) and no Kafka: its
  * producer refuses every send, so this is for tests that only read and manage.
  */
 export async function buildEmbeddedTestApp(t: T, overrides: Record<string, string> = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'gateway-pglite-'));
   const config = testConfig({ DATABASE_URL: '', ...overrides });
   const logger = createLogger('gateway-test', 'silent');
+  await copyMigratedEmbeddedDb(dir);
   const embedded = await openEmbeddedDb(dir);
+  // A no-op on the copy, as at every start of embedded mode.
   await migrateLatest(embedded.db);
   const refuse = async () => {
     throw new Error('buildEmbeddedTestApp: no Kafka here');

@@ -2,7 +2,7 @@
 // Tests register their own cleanup through tap's teardown.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { connect, type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type Config, loadConfig } from '../config/index.ts';
 import { createDb, type Knex } from '../db/index.ts';
+import { copyMigratedEmbeddedDb } from './embedded-template.ts';
 import { waitForStart } from './progress.ts';
 
 export { cpuTicks, START_CAP_MS, START_STALL_MS, type StartWait, untilCount, waitForStart } from './progress.ts';
@@ -187,6 +188,9 @@ export async function startService(
       if (name === 'gateway' && env.API_PORT && env.API_PORT !== running.port) await forward(t, Number(env.API_PORT), Number(running.port));
       return running.process;
     }
+    // A new deployment's database starts as a copy of a migrated one: these suites are about the
+    // pipeline, and a first start is the embedded suite's own (embedded-template.ts).
+    if (dir && !env.DATABASE_URL && !existsSync(join(dir, 'pg'))) await copyMigratedEmbeddedDb(join(dir, 'pg'));
     const started = await startProcess(t, 'embedded', `${ROOT}services/embedded/src/main.ts`, env, /embedded mode ready/);
     embeddedProcesses.set(dir, { port: env.API_PORT ?? '3333', process: started });
     return started;
