@@ -17,6 +17,7 @@ import type { Announce } from '../destination-changes.ts';
 import type { TenantCheck } from './deps.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
+import { storedEvent } from '../stored-event.ts';
 
 const REPLAYABLE = ['failed', 'skipped', 'canceled'] as const;
 type Replayable = (typeof REPLAYABLE)[number];
@@ -133,18 +134,7 @@ async function pageEvents(db: Knex, tenantId: string, page: DeliveryRow[]): Prom
         ['id', 'received_at'],
         keys.map((r) => [r.event_id, r.created_at]),
       )) as Array<Record<string, unknown>>;
-    for (const e of found)
-      events.set(String(e.id), {
-        id: String(e.id),
-        tenant_id: tenantId,
-        topic: String(e.topic),
-        time: (e.time as Date).toISOString(),
-        eligible_for_retry: Boolean(e.eligible_for_retry),
-        metadata: (e.metadata as EventRecord['metadata']) ?? null,
-        data: e.data as EventRecord['data'],
-        destination_id: (e.destination_id as string | null) ?? null,
-        received_at: (e.received_at as Date).toISOString(),
-      });
+    for (const e of found) events.set(String(e.id), storedEvent(e));
   }
   return events;
 }

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
-import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import type { BusProducer } from '@switchyard/shared/bus/index.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
+import { storedEvent } from '../stored-event.ts';
 
 export const retryBody = {
   type: 'object',
@@ -53,17 +53,7 @@ export function retryRoutes(deps: RetryRouteDeps) {
       .where({ tenant_id: tenant, event_id: eventId, destination_id: destinationId })
       .max({ n: 'attempt_number' })
       .first()) as { n: number | null } | undefined;
-    const event: EventRecord = {
-      id: eventId,
-      tenant_id: tenant,
-      topic: String(row.topic),
-      time: (row.time as Date).toISOString(),
-      eligible_for_retry: Boolean(row.eligible_for_retry),
-      metadata: (row.metadata as EventRecord['metadata']) ?? null,
-      data: row.data as EventRecord['data'],
-      destination_id: (row.destination_id as string | null) ?? null,
-      received_at: (row.received_at as Date).toISOString(),
-    };
+    const event = storedEvent(row);
     await deps.producer.send(TOPIC.deliveries[destination.snapshot.type], [
       {
         key: destination.id,

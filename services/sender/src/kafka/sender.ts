@@ -16,6 +16,7 @@ import { Kafka, type Producer, logLevel } from 'kafkajs';
 // kafkajs's idle connections poll every millisecond without this fix; the internal bus applies it
 // too, but embedded mode never loads that, and this module is loaded on the first kafka delivery.
 import '@switchyard/shared/kafka/kafkajs/idle-poll.ts';
+import { untilAborted } from '../abortable.ts';
 import { type AllowList, createEgressLookup, literalBlocked } from '../egress.ts';
 import { classifyNetworkError, errorChain } from '../network-errors.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
@@ -188,20 +189,11 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
             });
             return meta;
           })();
-          let onAbort = () => {};
-          const aborted = new Promise<never>((_, reject) => {
-            onAbort = () => reject(signal.reason);
-            if (signal.aborted) onAbort();
-            else signal.addEventListener('abort', onAbort, { once: true });
-          });
           try {
-            const meta = await Promise.race([work, aborted]);
+            const meta = await untilAborted(work, signal);
             return succeeded({ partition: meta?.partition ?? null, offset: meta?.baseOffset ?? null });
           } catch (err) {
-            work.catch(() => {});
             return kafkaFailure(err, signal);
-          } finally {
-            signal.removeEventListener('abort', onAbort);
           }
         },
         async close() {

@@ -14,6 +14,7 @@
  */
 import { PubSub, type Topic } from '@google-cloud/pubsub';
 import { JWT } from 'google-auth-library';
+import { untilAborted } from '../abortable.ts';
 import type { AllowList } from '../egress.ts';
 import { classifyNetworkError } from '../network-errors.ts';
 import { hostBlocked } from '../host-check.ts';
@@ -127,20 +128,10 @@ export function createPubSubSender(opts: PubSubSenderOptions): TypeSender {
             if (refused) return refused;
           }
           const publish = topic.publishMessage({ data: Buffer.from(bodyOf(event)), attributes: metadataOf(event, deliveryMetadata) });
-          let onAbort = () => {};
-          const aborted = new Promise<never>((_, reject) => {
-            onAbort = () => reject(signal.reason);
-            if (signal.aborted) onAbort();
-            else signal.addEventListener('abort', onAbort, { once: true });
-          });
           try {
-            const messageId = await Promise.race([publish, aborted]);
-            return succeeded({ message_id: messageId });
+            return succeeded({ message_id: await untilAborted(publish, signal) });
           } catch (err) {
-            publish.catch(() => {});
             return pubsubFailure(err, signal);
-          } finally {
-            signal.removeEventListener('abort', onAbort);
           }
         },
         async close() {
