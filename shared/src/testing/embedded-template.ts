@@ -21,11 +21,53 @@ function alive(pid: number): boolean {
 }
 
 /**
- * The template's directory: built once per test run where the run names a directory
- * (SWITCHYARD_TEST_RUN, infra/test.sh), shared by the files running at once, otherwise once per
- * process. One process builds it (it holds `pglite-template.lock`, its pid inside); the others wait
- * for it while that process lives, and build one of their own if it dies first. A build migrates
- * a directory aside and renames it into place, so a template that exists is whole.
+ * `root/name`, made by `build` once among the processes that ask at the same time: one of them
+ * builds (it holds `name.lock`, its pid inside), the others wait while that process lives and build
+ * for themselves if it dies or fails first. A build fills a directory aside that is renamed into
+ * place, so a `name` that exists is whole. Resolves to the directory and whether this process built.
+ */
+export async function buildOnce(
+  root: string,
+  name: string,
+  build: (dir: string) => Promise<void>,
+): Promise<{ dir: string; built: boolean }> {
+  const final = join(root, name);
+  const lock = join(root, `${name}.lock`);
+  for (;;) {
+    if (existsSync(final)) return { dir: final, built: false };
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    // 0: the holder has made the file and not yet written its pid.
+    const holder = Number(readFileSync(lock, 'utf8'));
+    if (holder && !alive(holder)) break; // it died: build here
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const aside = mkdtempSync(join(root, `${name}-build-`));
+  try {
+    await build(aside);
+  } catch (err) {
+    // The others try for themselves rather than wait for this process to end.
+    rmSync(lock, { force: true });
+    rmSync(aside, { recursive: true, force: true });
+    throw err;
+  }
+  try {
+    renameSync(aside, final);
+  } catch (err) {
+    // This process took over from a builder that died, and the builder's rename came first.
+    if (!existsSync(final)) throw err;
+    rmSync(aside, { recursive: true, force: true });
+  }
+  return { dir: final, built: true };
+}
+
+/**
+ * The template: built once per test run where the run names a directory (SWITCHYARD_TEST_RUN,
+ * infra/test.sh), shared by the files running at once; otherwise once per process.
  */
 function migratedTemplate(): Promise<{ dir: string; built: boolean }> {
   template ??= (async () => {
@@ -35,53 +77,19 @@ function migratedTemplate(): Promise<{ dir: string; built: boolean }> {
       process.once('exit', () => rmSync(own, { recursive: true, force: true }));
       root = own;
     }
-    const final = join(root, 'pglite-template');
-    const lock = join(root, 'pglite-template.lock');
-    for (;;) {
-      if (existsSync(final)) return { dir: final, built: false };
-      try {
-        writeFileSync(lock, String(process.pid), { flag: 'wx' });
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      // 0: the holder has made the file and not yet written its pid.
-      const holder = Number(readFileSync(lock, 'utf8'));
-      if (holder && !alive(holder)) break; // it died: build one here
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    const aside = mkdtempSync(join(root, 'pglite-template-build-'));
-    try {
-      const db = await openEmbeddedDb(aside);
+    return buildOnce(root, 'pglite-template', async (dir) => {
+      const db = await openEmbeddedDb(dir);
       try {
         await migrateLatest(db.db);
       } finally {
         await db.close();
       }
-    } catch (err) {
-      // The others try for themselves rather than wait for this process to end.
-      rmSync(lock, { force: true });
-      rmSync(aside, { recursive: true, force: true });
-      throw err;
-    }
-    try {
-      renameSync(aside, final);
-    } catch (err) {
-      // A process that took over from a builder that died, and the builder's rename came first.
-      if (!existsSync(final)) throw err;
-      rmSync(aside, { recursive: true, force: true });
-    }
-    return { dir: final, built: true };
+    });
   })();
   return template;
 }
 
-/**
- * Fills `dir` (absent or empty) with a copy of a database migrated to this tree's latest migration.
- * Resolves to whether this process built a template, initdb and migrations (for its test).
- */
-export async function copyMigratedEmbeddedDb(dir: string): Promise<boolean> {
-  const { dir: from, built } = await migratedTemplate();
-  cpSync(from, dir, { recursive: true });
-  return built;
+/** Fills `dir` (absent or empty) with a copy of a database migrated to this tree's latest migration. */
+export async function copyMigratedEmbeddedDb(dir: string): Promise<void> {
+  cpSync((await migratedTemplate()).dir, dir, { recursive: true });
 }
