@@ -146,27 +146,35 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
         .filter(Boolean);
       if (brokers.length === 0) broken ??= failed('invalid_config', 'no brokers');
 
-      const kafka = new Kafka({
-        clientId: 'switchyard',
-        brokers,
-        ssl: truthy(config.tls, true),
-        sasl: {
-          mechanism: mechanism as Mechanism,
-          username: String(credentials.username ?? ''),
-          password: String(credentials.password ?? ''),
-        } as never,
-        connectionTimeout: opts.connectTimeoutMs ?? 10_000,
-        requestTimeout: opts.requestTimeoutMs ?? 30_000,
-        authenticationTimeout: opts.connectTimeoutMs ?? 10_000,
-        retry: { retries: 0 },
-        logLevel: logLevel.NOTHING,
-        socketFactory: socketFactory as never,
-      });
-      const producer: Producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 0 } });
-      // Connected on the first delivery; a failed connect is that delivery's outcome and the next tries again.
+      const newProducer = (): Producer =>
+        new Kafka({
+          clientId: 'switchyard',
+          brokers,
+          ssl: truthy(config.tls, true),
+          sasl: {
+            mechanism: mechanism as Mechanism,
+            username: String(credentials.username ?? ''),
+            password: String(credentials.password ?? ''),
+          } as never,
+          connectionTimeout: opts.connectTimeoutMs ?? 10_000,
+          requestTimeout: opts.requestTimeoutMs ?? 30_000,
+          authenticationTimeout: opts.connectTimeoutMs ?? 10_000,
+          retry: { retries: 0 },
+          logLevel: logLevel.NOTHING,
+          socketFactory: socketFactory as never,
+        }).producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 0 } });
+      let producer = newProducer();
+      // Connected on the first delivery; a failed connect is that delivery's outcome and the next
+      // tries again, with a producer of its own: kafkajs keeps the connection whose authentication
+      // failed and authenticates on it again (or on its ended socket once disconnected), while the
+      // broker closes it a moment later (connection.failed.authentication.delay.ms), so the next
+      // delivery failed as "Closed connection" or "write after end" (network_error) instead of
+      // unauthorized.
       let connecting: Promise<void> | null = null;
       const connect = () => {
         connecting ??= producer.connect().catch((err: unknown) => {
+          producer.disconnect().catch(() => {});
+          producer = newProducer();
           connecting = null;
           throw err;
         });
