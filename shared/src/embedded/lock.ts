@@ -36,7 +36,7 @@ export function lockDirectory(dir: string): { release(): void } {
     }
     const pid = Number(readFileSync(file, 'utf8').trim());
     // Our own pid in a lock we do not hold is stale too (a restarted container reuses pids).
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
       throw new Error(`${dir} is in use by process ${pid} (embedded mode runs in one process); stop it, or remove ${file} if it is gone`);
     }
     unlinkSync(file);
@@ -44,8 +44,7 @@ export function lockDirectory(dir: string): { release(): void } {
   throw new Error(`could not lock ${dir}`);
 }
 
-/** Whether the process `pid` runs (EPERM: it does, as another user). */
-export function processAlive(pid: number): boolean {
+function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

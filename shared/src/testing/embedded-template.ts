@@ -6,10 +6,19 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedDb } from '../db/embedded.ts';
-import { processAlive } from '../embedded/lock.ts';
 import { migrateLatest } from '../db/index.ts';
 
 let template: Promise<{ dir: string; built: boolean }> | undefined;
+
+/** Whether the process `pid` still runs. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /**
  * `root/name`, made by `build` once among the processes that ask at the same time: one of them
@@ -34,7 +43,7 @@ export async function buildOnce(
     }
     // 0: the holder has made the file and not yet written its pid.
     const holder = Number(readFileSync(lock, 'utf8'));
-    if (holder && !processAlive(holder)) break; // it died: build here
+    if (holder && !alive(holder)) break; // it died: build here
     await new Promise((r) => setTimeout(r, 200));
   }
   const aside = mkdtempSync(join(root, `${name}-build-`));
