@@ -123,3 +123,13 @@ export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = 30
   };
   if (state.pending) state.stop(state.pending);
 }
+
+/** Whether the process `pid` runs (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,7 +1,7 @@
 // The kafka type against the test broker's SASL listener (KAFKA_SASL_PORT, infra/test.sh) with a
 // wrong password: every delivery is refused as unauthorized, however close together they come.
-// kafkajs authenticated again on the connection whose authentication had failed, which the broker
-// closes a moment later, and the next delivery failed as a network error.
+// A client that authenticated again on the connection whose authentication failed, which the
+// broker closes a moment later, would answer a network error instead.
 import t from 'tap';
 import { parseAllowList } from '../src/egress.ts';
 import { createKafkaSender } from '../src/kafka/sender.ts';

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '../process.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Directory lock: one process per data directory.
@@ -36,21 +37,12 @@ export function lockDirectory(dir: string): { release(): void } {
     }
     const pid = Number(readFileSync(file, 'utf8').trim());
     // Our own pid in a lock we do not hold is stale too (a restarted container reuses pids).
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
       throw new Error(`${dir} is in use by process ${pid} (embedded mode runs in one process); stop it, or remove ${file} if it is gone`);
     }
     unlinkSync(file);
   }
   throw new Error(`could not lock ${dir}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Makes a directory entry (a created or renamed file) durable. */

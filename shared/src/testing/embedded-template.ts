@@ -7,18 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedDb } from '../db/embedded.ts';
 import { migrateLatest } from '../db/index.ts';
+import { processAlive } from '../process.ts';
 
-let template: Promise<{ dir: string; built: boolean }> | undefined;
-
-/** Whether the process `pid` still runs. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+let template: Promise<string> | undefined;
 
 /**
  * `root/name`, made by `build` once among the processes that ask at the same time: one of them
@@ -43,7 +34,7 @@ export async function buildOnce(
     }
     // 0: the holder has made the file and not yet written its pid.
     const holder = Number(readFileSync(lock, 'utf8'));
-    if (holder && !alive(holder)) break; // it died: build here
+    if (holder && !processAlive(holder)) break; // it died: build here
     await new Promise((r) => setTimeout(r, 200));
   }
   const aside = mkdtempSync(join(root, `${name}-build-`));
@@ -69,7 +60,7 @@ export async function buildOnce(
  * The template: built once per test run where the run names a directory (SWITCHYARD_TEST_RUN,
  * infra/test.sh), shared by the files running at once; otherwise once per process.
  */
-function migratedTemplate(): Promise<{ dir: string; built: boolean }> {
+function migratedTemplate(): Promise<string> {
   template ??= (async () => {
     let root = process.env.SWITCHYARD_TEST_RUN;
     if (!root) {
@@ -77,19 +68,20 @@ function migratedTemplate(): Promise<{ dir: string; built: boolean }> {
       process.once('exit', () => rmSync(own, { recursive: true, force: true }));
       root = own;
     }
-    return buildOnce(root, 'pglite-template', async (dir) => {
-      const db = await openEmbeddedDb(dir);
+    const { dir } = await buildOnce(root, 'pglite-template', async (aside) => {
+      const db = await openEmbeddedDb(aside);
       try {
         await migrateLatest(db.db);
       } finally {
         await db.close();
       }
     });
+    return dir;
   })();
   return template;
 }
 
 /** Fills `dir` (absent or empty) with a copy of a database migrated to this tree's latest migration. */
 export async function copyMigratedEmbeddedDb(dir: string): Promise<void> {
-  cpSync((await migratedTemplate()).dir, dir, { recursive: true });
+  cpSync(await migratedTemplate(), dir, { recursive: true });
 }

@@ -165,11 +165,10 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
         }).producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 0 } });
       let producer = newProducer();
       // Connected on the first delivery; a failed connect is that delivery's outcome and the next
-      // tries again, with a producer of its own: kafkajs keeps the connection whose authentication
-      // failed and authenticates on it again (or on its ended socket once disconnected), while the
-      // broker closes it a moment later (connection.failed.authentication.delay.ms), so the next
-      // delivery failed as "Closed connection" or "write after end" (network_error) instead of
-      // unauthorized.
+      // tries again, with a producer of its own: kafkajs would authenticate again on the connection
+      // whose authentication failed (or on its ended socket once disconnected), which the broker
+      // closes a moment later (connection.failed.authentication.delay.ms), and a wrong password
+      // would read as a network error ("Closed connection", "write after end").
       let connecting: Promise<void> | null = null;
       const connect = () => {
         connecting ??= producer.connect().catch((err: unknown) => {
