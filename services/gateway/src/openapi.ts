@@ -273,10 +273,20 @@ export const MODELS = {
   Topics: strings,
   Health: {
     type: 'object',
-    required: ['status', 'checks'],
+    required: ['status', 'timestamp', 'checks', 'workers'],
     properties: {
       status: { type: 'string', enum: ['healthy', 'failed'] },
+      timestamp: { type: 'string', format: 'date-time', description: 'When the checks ran.' },
       checks: { type: 'object', additionalProperties: { type: 'string', enum: ['ok', 'failed'] } },
+      workers: {
+        type: 'object',
+        description: 'The checks again, in the form the other service answers: {name: {status}}.',
+        additionalProperties: {
+          type: 'object',
+          required: ['status'],
+          properties: { status: { type: 'string', enum: ['healthy', 'failed'] } },
+        },
+      },
     },
   },
 } as const;

@@ -24,7 +24,13 @@ export interface TestApp {
   /** The Kafka bus the gateway's producer belongs to (buildTestApp only), for a test to read its topics. */
   bus?: Bus;
   /** inject with the admin key unless another token is given. */
-  call(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: any }>;
+  call(
+    method: string,
+    url: string,
+    body?: unknown,
+    token?: string | null,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
 }
 
 /** A gateway over a fresh Postgres database and unique Kafka topics; `wrap` may watch its producer. */
@@ -89,13 +95,13 @@ export async function buildEmbeddedTestApp(t: T, overrides: Record<string, strin
 }
 
 function caller(app: FastifyInstance, config: Config): TestApp['call'] {
-  return async (method, url, body, token = config.API_KEY) => {
+  return async (method, url, body, token = config.API_KEY, headers = {}) => {
     const res = await app.inject({
       method: method as 'GET',
       url,
-      headers: token === null ? {} : { authorization: `Bearer ${token}` },
+      headers: token === null ? headers : { ...headers, authorization: `Bearer ${token}` },
       ...(body === undefined ? {} : { payload: body as object }),
     });
-    return { status: res.statusCode, body: res.body ? res.json() : undefined };
+    return { status: res.statusCode, body: res.body ? res.json() : undefined, headers: res.headers };
   };
 }

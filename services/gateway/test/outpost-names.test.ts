@@ -3,6 +3,7 @@
 // their own enumeration, read ours; input takes both names. And a Pub/Sub destination with an
 // emulator endpoint takes a placeholder key, as that service's test configurations send it. Run
 // against both databases the gateway runs on: Postgres (stack mode) and PGlite (embedded mode).
+// The default (auto) does the same for requests from that service's SDKs alone.
 import t from 'tap';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { uuidv7 } from '@switchyard/shared/ids.ts';
@@ -221,4 +222,61 @@ t.test('the default: interface.md’s names', async (t) => {
     'pubsub',
     'kafka',
   ]);
+});
+
+/** What the other service's generated SDKs send (TypeScript, Python, Go). */
+const PEER_SDK_AGENTS = [
+  'speakeasy-sdk/typescript 1.6.0 2.938.0 0.0.1 @hookdeck/outpost-sdk',
+  'speakeasy-sdk/python 1.5.0 2.924.0 0.0.1 outpost_sdk',
+  'speakeasy-sdk/go 1.5.0 2.918.4 0.0.1 github.com/hookdeck/outpost/sdks/outpost-go',
+];
+
+t.test('the default (auto): the other service’s SDKs read its names, every other client ours', async (t) => {
+  const { call } = await buildEmbeddedTestApp(t, { TOPICS: 'user.created' });
+  await call('PUT', '/api/v1/tenants/auto-co');
+  const d = await call('POST', '/api/v1/tenants/auto-co/destinations', { type: 'sqs', topics: '*', ...BODIES[0]?.[2] });
+  const url = `/api/v1/tenants/auto-co/destinations/${d.body.id}`;
+  for (const agent of PEER_SDK_AGENTS) {
+    const as = (method: string, path: string, body?: unknown) => call(method, path, body, undefined, { 'user-agent': agent });
+    const got = await as('GET', url);
+    t.equal(got.body.type, 'aws_sqs', `${agent}: GET`);
+    t.match(got.headers.vary, /User-Agent/, `${agent}: the answer varies by User-Agent`);
+    t.same(
+      ((await as('GET', '/api/v1/tenants/auto-co/destinations')).body as Array<{ type: string }>).map((x) => x.type),
+      ['aws_sqs'],
+      `${agent}: the list`,
+    );
+    t.equal((await as('GET', '/api/v1/destination-types/sqs')).body.type, 'aws_sqs', `${agent}: a type schema`);
+    t.equal((await as('PATCH', url, { type: 'aws_sqs', metadata: { k: 'v' } })).body.type, 'aws_sqs', `${agent}: PATCH`);
+  }
+  for (const agent of ['curl/8.5.0', 'Mozilla/5.0 (X11; Linux x86_64)', 'python-requests/2.32 (outpost-sdk-user)']) {
+    const got = await call('GET', url, undefined, undefined, { 'user-agent': agent });
+    t.equal(got.body.type, 'sqs', `${agent}: interface.md's name`);
+    t.match(got.headers.vary, /User-Agent/, `${agent}: the answer varies by User-Agent`);
+  }
+  t.equal((await call('GET', url)).body.type, 'sqs', 'no User-Agent: interface.md’s name');
+  // The peer's key check follows the names: its SDKs' placeholder Pub/Sub key is accepted for them alone.
+  const pubsub = { type: 'gcp_pubsub', topics: '*', config: { project_id: 'test-project', topic: 'events' } };
+  const credentials = { service_account_json: '{"type":"service_account","projectId":"test"}' };
+  const [peer] = PEER_SDK_AGENTS;
+  const forPeer = await call('POST', '/api/v1/tenants/auto-co/destinations', { ...pubsub, credentials }, undefined, {
+    'user-agent': peer ?? '',
+  });
+  t.equal(forPeer.status, 201, 'the peer SDK: its placeholder key, as the peer checks it');
+  t.equal(forPeer.body.type, 'gcp_pubsub');
+  const forOthers = await call('POST', '/api/v1/tenants/auto-co/destinations', { ...pubsub, credentials }, undefined, {
+    'user-agent': 'curl/8.5.0',
+  });
+  t.equal(forOthers.status, 422, 'any other client: the strict check');
+});
+
+t.test('API_TYPE_NAMES=switchyard: interface.md’s names even for the other service’s SDKs', async (t) => {
+  const { call } = await buildEmbeddedTestApp(t, { TOPICS: 'user.created', API_TYPE_NAMES: 'switchyard' });
+  await call('PUT', '/api/v1/tenants/ours-co');
+  const d = await call('POST', '/api/v1/tenants/ours-co/destinations', { type: 'aws_sqs', topics: '*', ...BODIES[0]?.[2] });
+  const got = await call('GET', `/api/v1/tenants/ours-co/destinations/${d.body.id}`, undefined, undefined, {
+    'user-agent': PEER_SDK_AGENTS[0] ?? '',
+  });
+  t.equal(got.body.type, 'sqs');
+  t.notOk(String(got.headers.vary ?? '').includes('User-Agent'), 'no Vary on User-Agent: every client reads the same');
 });

@@ -1,5 +1,34 @@
 import t from 'tap';
+import { createCipher } from '@switchyard/shared/crypto.ts';
+import { createDb } from '@switchyard/shared/db/index.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
+import { freePort, testConfig } from '@switchyard/shared/testing/index.ts';
+import { build } from '../src/app.ts';
 import { buildTestApp } from './helpers.ts';
+
+t.test('healthz answers 503 naming the failed check when Postgres does not answer', async (t) => {
+  // A database on a port where nothing listens: the real client's real failure.
+  const url = `postgres://switchyard@127.0.0.1:${await freePort()}/none`;
+  const config = testConfig({ DATABASE_URL: url });
+  const db = createDb({ url, poolMax: 1 });
+  const refuse = async () => {
+    throw new Error('no Kafka here');
+  };
+  const producer = { send: refuse, sendMany: refuse, close: async () => {} };
+  const app = await build(config, {
+    db,
+    producer,
+    logger: createLogger('gateway-test', 'silent'),
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+  });
+  t.teardown(async () => {
+    await app.close();
+    await db.destroy();
+  });
+  const r = await app.inject({ method: 'GET', url: '/api/v1/healthz' });
+  t.equal(r.statusCode, 503);
+  t.match(r.json(), { status: 'failed', checks: { postgres: 'failed' }, workers: { postgres: { status: 'failed' } } });
+});
 
 t.test('gateway basics', async (t) => {
   const { app, call } = await buildTestApp(t);
@@ -8,6 +37,9 @@ t.test('gateway basics', async (t) => {
     const r = await call('GET', '/healthz', undefined, null);
     t.equal(r.status, 200);
     t.equal(r.body.status, 'healthy');
+    // The other service's answer shape as well, which its SDKs check: a timestamp and {name: {status}}.
+    t.same(r.body.workers, { postgres: { status: 'healthy' } });
+    t.ok(Math.abs(Date.parse(r.body.timestamp) - Date.now()) < 60_000, 'timestamp is now');
   });
 
   t.test('missing or wrong credentials are 401 in the error shape', async (t) => {

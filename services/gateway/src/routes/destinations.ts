@@ -22,6 +22,8 @@ import {
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantReq } from './common.ts';
 import { verifyGatewayToken } from '../gateway-token.ts';
+import { namesFor, type TypeNames } from '../type-names.ts';
+import type { ValidateRules } from '@switchyard/shared/destinations/types/def.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
 import { orderedSchema, rateLimitSchema } from '@switchyard/shared/destinations/controls.ts';
@@ -129,6 +131,11 @@ async function load(deps: DestinationRouteDeps, req: TenantReq) {
   return d;
 }
 
+/** How this request's destination is read: as the other service reads it for its clients (API_TYPE_NAMES). */
+const rulesFor = (deps: DestinationRouteDeps, userAgent: string | undefined): ValidateRules => ({
+  peerCompatible: namesFor(deps.config.API_TYPE_NAMES as TypeNames, userAgent) === 'outpost',
+});
+
 /** Checks a destination's config, credentials, filter, delivery metadata and topics, into `problems`. */
 function checkInput(
   deps: DestinationRouteDeps,
@@ -136,8 +143,9 @@ function checkInput(
   input: { config: Record<string, unknown>; credentials: Record<string, unknown>; filter: JsonObject | null },
   body: { delivery_metadata?: Record<string, string | null> | null | undefined; topics?: string | string[] | undefined },
   problems: Problem[],
+  rules: ValidateRules,
 ): string[] | undefined {
-  checkDestination(type, input, problems, deps.config.WEBHOOK_HEADER_PREFIX, { peerCompatible: deps.config.API_TYPE_NAMES === 'outpost' });
+  checkDestination(type, input, problems, deps.config.WEBHOOK_HEADER_PREFIX, rules);
   checkDeliveryMetadata(body.delivery_metadata, problems);
   return body.topics === undefined ? undefined : normalizeTopics(body.topics, deps.config.TOPICS, problems);
 }
@@ -148,7 +156,13 @@ async function verifyToken(deps: DestinationRouteDeps, token: unknown) {
 }
 
 /** POST /destinations: validates and stores a new destination, then announces it. */
-async function createDestination(deps: DestinationRouteDeps, tenantId: string, req: CreateBody, principal: Principal) {
+async function createDestination(
+  deps: DestinationRouteDeps,
+  tenantId: string,
+  req: CreateBody,
+  principal: Principal,
+  rules: ValidateRules,
+) {
   const body = { ...req, type: canonicalType(req.type) as DestinationType };
   const def = REGISTRY[body.type];
   const problems: Problem[] = [];
@@ -160,7 +174,7 @@ async function createDestination(deps: DestinationRouteDeps, tenantId: string, r
   const config = body.config ?? {};
   const credentials = initialCredentials(body.type, body.credentials ?? {});
   const filter = orNullIfEmpty(body.filter);
-  const topics = checkInput(deps, body.type, { config, credentials, filter }, body, problems) as string[];
+  const topics = checkInput(deps, body.type, { config, credentials, filter }, body, problems, rules) as string[];
   fail(problems);
   if (body.type === 'gateway') await verifyToken(deps, credentials.token);
   const max = deps.config.MAX_DESTINATIONS_PER_TENANT;
@@ -189,7 +203,13 @@ async function createDestination(deps: DestinationRouteDeps, tenantId: string, r
 }
 
 /** PATCH /destinations/{id}: merges the patch into the stored destination, checks and stores it, announces it. */
-async function patchDestination(deps: DestinationRouteDeps, existing: Destination, body: PatchBody, principal: Principal) {
+async function patchDestination(
+  deps: DestinationRouteDeps,
+  existing: Destination,
+  body: PatchBody,
+  principal: Principal,
+  rules: ValidateRules,
+) {
   const problems: Problem[] = [];
   if (body.type !== undefined && canonicalType(body.type) !== existing.type)
     problems.push({ path: 'body.type', message: 'cannot be changed' });
@@ -206,7 +226,7 @@ async function patchDestination(deps: DestinationRouteDeps, existing: Destinatio
   const credentials = body.credentials === undefined ? existing.credentials : patchedCredentials(existing, body.credentials, new Date());
   // The filter is replaced whole; {} or null clears it.
   const filter = body.filter === undefined ? existing.filter : orNullIfEmpty(body.filter);
-  const topics = checkInput(deps, existing.type, { config, credentials, filter }, body, problems) ?? existing.topics;
+  const topics = checkInput(deps, existing.type, { config, credentials, filter }, body, problems, rules) ?? existing.topics;
   fail(problems);
   if (existing.type === 'gateway' && body.credentials !== undefined && credentials.token !== existing.credentials.token) {
     await verifyToken(deps, credentials.token);
@@ -275,7 +295,7 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
     },
     async (req, reply) => {
       const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
-      const created = await createDestination(deps, tenantId, req.body, req.principal);
+      const created = await createDestination(deps, tenantId, req.body, req.principal, rulesFor(deps, req.headers['user-agent']));
       reply.status(201);
       return destinationView(created);
     },
@@ -295,7 +315,7 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
     },
     async (req) => {
       const existing = await load(deps, req as unknown as TenantReq);
-      return destinationView(await patchDestination(deps, existing, req.body, req.principal));
+      return destinationView(await patchDestination(deps, existing, req.body, req.principal, rulesFor(deps, req.headers['user-agent'])));
     },
   );
 

@@ -27,7 +27,9 @@ export function healthRoutes(deps: HealthRouteDeps) {
       }
       const healthy = Object.values(checks).every((c) => c === 'ok');
       reply.status(healthy ? 200 : 503);
-      return { status: healthy ? 'healthy' : 'failed', checks };
+      // `workers` repeats the checks as the other service's answer has them: its SDKs require it.
+      const workers = Object.fromEntries(Object.entries(checks).map(([k, c]) => [k, { status: c === 'ok' ? 'healthy' : 'failed' }]));
+      return { status: healthy ? 'healthy' : 'failed', timestamp: new Date().toISOString(), checks, workers };
     };
     for (const url of ['/healthz', '/api/v1/healthz'])
       app.get(
