@@ -67,8 +67,11 @@ export class TenantStore {
     return Boolean(await this.db('tenants').where({ id }).first('id'));
   }
 
-  async list(page: ListPage): Promise<Page<Tenant>> {
-    const res = await paginate<TenantRow>(this.db, this.select(), {
+  /** Tenants, cursor-paged; only those of `ids` when given. */
+  async list(page: ListPage, ids?: readonly string[]): Promise<Page<Tenant>> {
+    const q = this.select();
+    if (ids?.length) q.whereIn('t.id', [...ids]);
+    const res = await paginate<TenantRow>(this.db, q, {
       ...page,
       kind: 'ten',
       column: 't.created_at',

@@ -198,6 +198,85 @@ for (const [mode, build] of modes) {
       t.notOk(Object.values(listed.body.models[0]).includes(null), 'listed events carry no null');
     });
 
+    t.test("the filters the other service's SDK sends are taken", async (t) => {
+      // As @hookdeck/outpost-sdk 1.6.0 writes them: arrays repeat the name, types by its names.
+      await call('PUT', '/api/v1/tenants/sdk-co');
+      await call('PUT', '/api/v1/tenants/sdk-other');
+      const dest = async (tenant: string, body: Record<string, unknown>) =>
+        (await call('POST', `/api/v1/tenants/${tenant}/destinations`, { topics: '*', ...body })).body.id as string;
+      const sqs = await dest('sdk-co', {
+        type: 'aws_sqs',
+        config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+        credentials: { key: 'AKIA1', secret: 'sqs-secret-1234' },
+      });
+      const hook = await dest('sdk-co', { type: 'webhook', config: { url: 'https://e.example/h' } });
+      const elsewhere = await dest('sdk-other', { type: 'webhook', config: { url: 'https://e.example/h' } });
+      const attempt: Record<string, string> = {};
+      for (const [i, [tenant, destination]] of (
+        [
+          ['sdk-co', sqs],
+          ['sdk-co', hook],
+          ['sdk-other', elsewhere],
+        ] as const
+      ).entries()) {
+        const time = new Date(Date.now() - 60_000 + i * 1000);
+        const id = `evt-sdk-${i}`;
+        await db('events').insert({
+          tenant_id: tenant,
+          id,
+          topic: 'user.created',
+          time,
+          metadata: null,
+          data: JSON.stringify({ i }),
+          eligible_for_retry: true,
+          destination_id: null,
+          received_at: time,
+          matched_destination_ids: [destination],
+        });
+        attempt[id] = uuidv7(time.getTime());
+        await db('attempts').insert({
+          id: attempt[id],
+          tenant_id: tenant,
+          destination_id: destination,
+          event_id: id,
+          topic: 'user.created',
+          status: 'failed',
+          code: 'ERR',
+          response_data: null,
+          attempt_number: 1,
+          manual: false,
+          final: true,
+          duration_ms: null,
+          time,
+          event_received_at: time,
+        });
+      }
+      const list = async (url: string) => {
+        const r = await call('GET', url);
+        t.equal(r.status, 200, url);
+        return (r.body.models as { id: string }[]).map((m) => m.id);
+      };
+      t.same(await list('/api/v1/events?id=evt-sdk-0&id=evt-sdk-2&tenant_id=sdk-co'), ['evt-sdk-0'], 'events by id');
+      t.same(await list('/api/v1/events?id=evt-sdk-2'), ['evt-sdk-2'], 'events by id, every tenant');
+      t.same(await list('/api/v1/attempts?tenant_id=sdk-co&destination_type=aws_sqs'), [attempt['evt-sdk-0']], 'attempts by type');
+      t.same(
+        await list('/api/v1/attempts?tenant_id=sdk-co&tenant_id=sdk-other&destination_type=webhook&destination_type=aws_sqs&limit=10'),
+        ['evt-sdk-2', 'evt-sdk-1', 'evt-sdk-0'].map((e) => attempt[e]),
+        'several types, several tenants',
+      );
+      t.same(await list('/api/v1/attempts?tenant_id=sdk-other&destination_type=sqs'), [], 'no destination of the type');
+      t.same(await list('/api/v1/tenants?id=sdk-co&limit=5&dir=asc'), ['sdk-co'], 'tenants by id');
+      const one = await call('GET', `/api/v1/attempts/${attempt['evt-sdk-0']}?tenant_id=sdk-co&include=event&include=destination`);
+      t.equal(one.status, 200);
+      t.match(one.body, { tenant_id: 'sdk-co', event: { id: 'evt-sdk-0' }, destination: { id: sqs } });
+      const another = await call('GET', `/api/v1/attempts/${attempt['evt-sdk-0']}?tenant_id=sdk-other`);
+      t.equal(another.status, 404);
+      t.equal(another.body.code, 'ATTEMPT_NOT_FOUND');
+      const bad = await call('GET', '/api/v1/attempts?destination_type=aws_sns');
+      t.equal(bad.status, 422);
+      t.same(bad.body.data, ['query.destination_type "aws_sns" is not a destination type']);
+    });
+
     t.test('every answer matches the served OpenAPI document', async (t) => {
       t.ok(openapi.checked > 40, `${openapi.checked} answers`);
       t.same(openapi.problems, []);

@@ -91,6 +91,7 @@ t.test('one operation per path form, named, each parameter once', async (t) => {
   // tenant_id where the admin key may name tenants without a path: in the query, declared.
   for (const path of [
     '/api/v1/attempts',
+    '/api/v1/attempts/{attempt_id}',
     '/api/v1/events',
     '/api/v1/events/{event_id}',
     '/api/v1/events/{event_id}/deliveries',
@@ -101,6 +102,21 @@ t.test('one operation per path form, named, each parameter once', async (t) => {
       op(path)?.parameters?.some((p) => p.in === 'query' && p.name === 'tenant_id'),
       `GET ${path} declares tenant_id in the query`,
     );
+  // The filters of the other service's SDK, where its requests have them (and nowhere else).
+  const query = (path: string, name: string) => op(path)?.parameters?.find((p) => p.in === 'query' && p.name === name);
+  for (const [path, name, has] of [
+    ['/api/v1/events', 'id', true],
+    ['/api/v1/tenants/{tenant_id}/events', 'id', true],
+    ['/api/v1/tenants/{tenant_id}/destination/{destination_id}/events', 'id', false],
+    ['/api/v1/tenants', 'id', true],
+    ['/api/v1/attempts', 'destination_type', true],
+    ['/api/v1/tenants/{tenant_id}/attempts', 'destination_type', true],
+    ['/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts', 'destination_type', false],
+    ['/api/v1/tenants/{tenant_id}/destinations/{destination_id}/attempts/{attempt_id}', 'tenant_id', false],
+  ] as const)
+    t.equal(Boolean(query(path, name)), has, `GET ${path} ${has ? 'declares' : 'has no'} ${name} in the query`);
+  const typeNames = JSON.stringify(query('/api/v1/attempts', 'destination_type')?.schema);
+  for (const name of ['sqs', 'aws_sqs', 'hookdeck', 'gateway']) t.match(typeNames, `"${name}"`, `destination_type enumerates ${name}`);
   t.ok(ids.size >= 40 && ids.size <= 60, `${ids.size} operations`);
 });
 

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { ensurePartitions } from '@switchyard/shared/db/partitions.ts';
 import { uuidv7 } from '@switchyard/shared/ids.ts';
@@ -952,5 +952,176 @@ t.test('events and attempts queries', async (t) => {
     t.match(JSON.stringify(bad.body), /success, failed, canceled, scheduled/, 'the statuses an event listing takes');
     const attempts = await call('GET', '/api/v1/globex/attempts?status=scheduled');
     t.equal(attempts.status, 422, 'attempts have no scheduled status');
+  });
+
+  t.test('events: the id filter, one id or several, in every form', async (t) => {
+    const listed = async (url: string, token?: string) => {
+      const r = await call('GET', url, undefined, token);
+      t.equal(r.status, 200, url);
+      return (r.body.models as { tenant_id: string; id: string }[]).map((e) => `${e.tenant_id}/${e.id}`);
+    };
+    const acme = (...list: string[]) =>
+      acmeEvents()
+        .filter((e) => list.includes(e.id))
+        .map((e) => `acme/${e.id}`);
+    t.same(await listed('/api/v1/acme/events?id=evt_05'), ['acme/evt_05'], 'one id');
+    for (const q of ['id=evt_05&id=evt_17', 'id[]=evt_05&id[]=evt_17', 'id[0]=evt_05&id[1]=evt_17', 'id=evt_05,evt_17']) {
+      t.same(await listed(`/api/v1/tenants/acme/events?${q}`), acme('evt_05', 'evt_17'), `several: ${q}`);
+    }
+    t.same(await listed('/api/v1/acme/events?id=evt_05&id=nope'), ['acme/evt_05'], 'an unknown id adds nothing');
+    t.same(await listed('/api/v1/acme/events?id=nope'), [], 'no such event: nothing');
+    t.same(await listed('/api/v1/acme/events?id=evt_05&topic=order.paid'), [], 'with the other filters: all must hold');
+    // Through the deliveries (a destination or status filter) as well as straight from events.
+    t.same(await listed('/api/v1/acme/events?id=evt_03,evt_04&destination_id=d2'), ['acme/evt_03'], 'with destination_id');
+    t.same(await listed('/api/v1/acme/events?id=evt_08,evt_09&status=failed'), ['acme/evt_08'], 'with status');
+    // Event ids are per tenant: the admin key without a tenant sees both tenants' evt_01.
+    t.same((await listed('/api/v1/events?id=evt_01')).sort(), ['acme/evt_01', 'globex/evt_01'], 'admin, every tenant');
+    t.same(await listed('/api/v1/events?id=evt_01&tenant_id=globex'), ['globex/evt_01'], 'admin, one tenant');
+    t.same(await listed('/api/v1/events?id=evt_01', acmeToken), ['acme/evt_01'], 'tenant token: its own only');
+
+    const bad = await call('GET', '/api/v1/acme/events?id=no%20spaces&status=bogus');
+    t.equal(bad.status, 422);
+    t.equal(bad.body.code, 'VALIDATION_FAILED');
+    t.same(bad.body.problems.map((p: { path: string }) => p.path).sort(), ['query.id', 'query.status'], 'every problem at once');
+    t.match(
+      bad.body.problems.find((p: { path: string }) => p.path === 'query.id'),
+      { message: /1-255 characters.*"no spaces"/ },
+    );
+    t.equal((await call('GET', `/api/v1/acme/events?id=${'x'.repeat(256)}`)).status, 422, 'too long for an id');
+    // The destination's listing names its own event by path: no id filter there.
+    const scoped = await call('GET', '/api/v1/acme/destination/d1/events?id=evt_05');
+    t.equal(scoped.status, 422);
+    t.match(scoped.body.problems, [{ path: 'query.id', message: 'is not a parameter of this route' }]);
+  });
+
+  t.test('one attempt: tenant_id narrows the look-up as on one event', async (t) => {
+    const mine = acmeAttempts('d1')[0] as Att;
+    const theirs = fx.attempts.find((a) => a.tenant_id === 'globex') as Att;
+    const get = (url: string, token?: string) => call('GET', url, undefined, token);
+    t.equal((await get(`/api/v1/attempts/${theirs.id}?tenant_id=globex`)).body.id, theirs.id, 'its tenant: found');
+    t.equal((await get(`/api/v1/attempts/${theirs.id}?tenant_id=acme,globex`)).body.id, theirs.id, 'among several');
+    t.equal((await get(`/api/v1/attempts/${mine.id}?tenant_id[]=acme&include=event`)).body.event?.id, mine.event_id, 'with include');
+    for (const q of ['tenant_id=acme', 'tenant_id[0]=acme', 'tenant_id=nobody']) {
+      const r = await get(`/api/v1/attempts/${theirs.id}?${q}`);
+      t.equal(r.status, 404, q);
+      t.equal(r.body.code, 'ATTEMPT_NOT_FOUND', `another tenant's attempt is not found: ${q}`);
+    }
+    // A tenant token may name its own tenant only, as on GET /events/{event_id}.
+    t.equal((await get(`/api/v1/attempts/${mine.id}?tenant_id=acme`, acmeToken)).body.id, mine.id, 'tenant token, its own tenant');
+    const other = await get(`/api/v1/attempts/${mine.id}?tenant_id=globex`, acmeToken);
+    t.equal(other.status, 403, 'tenant token naming another tenant');
+    t.equal((await get('/api/v1/events/evt_01?tenant_id=globex', acmeToken)).status, other.status, 'as one event answers');
+    // A tenant in the path is the only one, as for one event.
+    t.equal((await get(`/api/v1/tenants/acme/attempts/${mine.id}?tenant_id=globex`)).body.id, mine.id, 'the path wins');
+    t.equal((await get('/api/v1/tenants/acme/events/evt_05?tenant_id=globex')).body.tenant_id, 'acme', 'as for one event');
+    // Not on the destination's own attempt route, whose path names the tenant.
+    const scoped = await get(`/api/v1/tenants/acme/destinations/d1/attempts/${mine.id}?tenant_id=acme`);
+    t.equal(scoped.status, 422);
+    t.match(scoped.body.problems, [{ path: 'query.tenant_id', message: 'is not a parameter of this route' }]);
+  });
+
+  t.test('attempts: the destination_type filter, by either service name', async (t) => {
+    t.equal((await call('PUT', '/api/v1/tenants/typed')).status, 201);
+    const q1 = await call('POST', '/api/v1/tenants/typed/destinations', {
+      id: 'q1',
+      type: 'aws_sqs',
+      topics: '*',
+      config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+      credentials: { key: 'AKIA1', secret: 'sqs-secret-1234' },
+    });
+    t.equal(q1.status, 201);
+    const w1 = await call('POST', '/api/v1/tenants/typed/destinations', {
+      id: 'w1',
+      type: 'webhook',
+      topics: '*',
+      config: { url: 'https://example.com/hook' },
+    });
+    t.equal(w1.status, 201);
+    for (const [i, destination_id] of ['q1', 'w1', 'q1', 'w1', 'q1'].entries()) {
+      await insertAttempt(db, {
+        tenant_id: 'typed',
+        destination_id,
+        event_id: `typed_${i}`,
+        topic: 'user.created',
+        status: i === 2 ? 'failed' : 'success',
+        attempt_number: 1,
+      });
+    }
+    const typedToken: string = (await call('GET', '/api/v1/tenants/typed/token')).body.token;
+    const typeOf: Record<string, string> = { q1: 'sqs' }; // every other destination here is a webhook
+    const want = (types: string[], pred: (a: Att) => boolean = () => true) =>
+      ids(fx.attempts.filter((a) => types.includes(typeOf[a.destination_id] ?? 'webhook') && pred(a)).sort(byTimeDesc));
+    const inTyped = (a: Att) => a.tenant_id === 'typed';
+    const listed = async (url: string, token?: string) => {
+      const pages = await allPages(call, url, token);
+      return pages.flatMap((p) => ids(p.models));
+    };
+
+    const checkAll = async (t: Test, how: string) => {
+      t.same(await listed('/api/v1/typed/attempts?destination_type=sqs'), want(['sqs'], inTyped), `${how}: our name`);
+      t.same(await listed('/api/v1/tenants/typed/attempts?destination_type=aws_sqs'), want(['sqs'], inTyped), `${how}: the other name`);
+      t.same(await listed('/api/v1/typed/attempts?destination_type=webhook'), want(['webhook'], inTyped), `${how}: webhook`);
+      for (const q of [
+        'destination_type=sqs&destination_type=webhook',
+        'destination_type[]=aws_sqs&destination_type[]=webhook',
+        'destination_type[0]=webhook&destination_type[1]=sqs',
+        'destination_type=webhook,aws_sqs',
+      ])
+        t.same(await listed(`/api/v1/typed/attempts?${q}`), want(['sqs', 'webhook'], inTyped), `${how}: several, ${q}`);
+      t.same(await listed('/api/v1/typed/attempts?destination_type=kinesis'), [], `${how}: no destination of that type`);
+      t.same(
+        await listed('/api/v1/typed/attempts?destination_type=sqs&status=failed'),
+        want(['sqs'], (a) => inTyped(a) && a.status === 'failed'),
+        `${how}: with status`,
+      );
+      t.same(await listed('/api/v1/typed/attempts?destination_type=sqs&destination_id=w1'), [], `${how}: with another destination`);
+      t.same(
+        await listed('/api/v1/typed/attempts?destination_type=aws_sqs&event_id=typed_0,typed_1'),
+        want(['sqs'], (a) => inTyped(a) && a.event_id === 'typed_0'),
+        `${how}: with event_id`,
+      );
+      // The admin key across tenants: acme's and globex's destinations are webhooks.
+      t.same(await listed('/api/v1/attempts?destination_type=aws_sqs&limit=2'), want(['sqs']), `${how}: admin, every tenant`);
+      t.same(await listed('/api/v1/attempts?destination_type=webhook&limit=50'), want(['webhook']), `${how}: admin, webhooks`);
+      t.same(await listed('/api/v1/attempts?destination_type=sqs&tenant_id=acme'), [], `${how}: admin, a tenant without one`);
+      t.same(await listed('/api/v1/attempts?destination_type=sqs', typedToken), want(['sqs'], inTyped), `${how}: tenant token`);
+      t.same(await listed('/api/v1/attempts?destination_type=sqs', acmeToken), [], `${how}: another tenant's token`);
+    };
+    t.ok(want(['sqs'], inTyped).length === 3 && want(['webhook'], inTyped).length === 2, 'both types have attempts');
+    await checkAll(t, 'few destinations');
+    // More destinations of a type than one branch each: the type becomes a recheck per attempt.
+    await db('destinations').insert(
+      Array.from({ length: 60 }, (_, i) => ({
+        tenant_id: 'typed',
+        id: `w_more_${i}`,
+        type: 'webhook',
+        topics: ['*'],
+        config: JSON.stringify({ url: 'https://example.com/hook' }),
+      })),
+    );
+    await checkAll(t, 'many destinations');
+
+    const bad = await call('GET', '/api/v1/typed/attempts?destination_type=aws_sqs,carrier_pigeon&status=maybe');
+    t.equal(bad.status, 422);
+    t.equal(bad.body.code, 'VALIDATION_FAILED');
+    t.same(
+      bad.body.problems.map((p: { path: string }) => p.path).sort(),
+      ['query.destination_type', 'query.status'],
+      'every problem at once',
+    );
+    t.match(
+      bad.body.problems.find((p: { path: string }) => p.path === 'query.destination_type'),
+      { message: '"carrier_pigeon" is not a destination type' },
+    );
+    t.equal((await call('GET', '/api/v1/attempts?destination_type=SQS')).status, 422, 'names are exact');
+    // A destination's own listing has one type already: the SDK sends none there.
+    const scoped = await call('GET', '/api/v1/typed/destinations/q1/attempts?destination_type=sqs');
+    t.equal(scoped.status, 422);
+    t.match(scoped.body.problems, [{ path: 'query.destination_type', message: 'is not a parameter of this route' }]);
+
+    // Attempts know no type of their own: a deleted destination's attempts match none.
+    t.equal((await call('DELETE', '/api/v1/tenants/typed/destinations/q1')).status, 200);
+    t.same(await listed('/api/v1/typed/attempts?destination_type=sqs'), [], 'deleted: no longer of a type');
+    t.same(await listed('/api/v1/typed/attempts?destination_id=q1'), want(['sqs'], inTyped), 'still listed by destination_id');
   });
 });

@@ -48,20 +48,32 @@ export async function listAttempts(
   if (f.topics?.length) common.push(inList('a.topic', f.topics));
   common.push(...timeConds('a.time', f.time));
 
+  // Attempts do not record their destination's type: the destinations of those types stand in for
+  // it, as branches when they are few, else as a recheck of each attempt's destination.
+  let typed: [string, string][] | undefined;
+  if (f.destinationTypes?.length) {
+    typed = await typedDestinations(q, f.tenants, f.destinationTypes, f.destinationIds, FANOUT_MAX + 1);
+    if (!typed.length) return emptyPage(page);
+    if (typed.length > FANOUT_MAX || f.eventIds?.length) {
+      common.push(ofTypes(f.destinationTypes));
+      typed = undefined;
+    }
+  }
+
   let branches: Cond[][] = [[]];
   if (f.eventIds?.length) {
     // (event_id, time, id): an event has few attempts, so the other filters are cheap rechecks.
     common.push(inList('a.event_id', f.eventIds));
     if (f.tenants) common.push(inList('a.tenant_id', f.tenants));
     if (f.destinationIds?.length) common.push(inList('a.destination_id', f.destinationIds));
-  } else if (f.destinationIds?.length) {
+  } else if (typed || f.destinationIds?.length) {
     // (tenant_id, destination_id, time, id, status): one ordered range per destination.
-    const pairs = await destinationPairs(q, f.tenants, f.destinationIds);
+    const pairs = typed ?? (await destinationPairs(q, f.tenants, f.destinationIds ?? []));
     if (!pairs.length) return emptyPage(page);
     if (pairs.length <= FANOUT_MAX) {
       branches = pairs.map(([t, d]) => [cond('a.tenant_id = ?', t), cond('a.destination_id = ?', d)]);
     } else {
-      common.push(inList('a.tenant_id', [...new Set(pairs.map((p) => p[0]))]), inList('a.destination_id', f.destinationIds));
+      common.push(inList('a.tenant_id', [...new Set(pairs.map((p) => p[0]))]), inList('a.destination_id', f.destinationIds ?? []));
     }
   } else if (f.tenants) {
     // (tenant_id, time, id, status)
@@ -94,6 +106,35 @@ export async function listAttempts(
       : undefined,
   );
   return { models: res.rows.map((r) => attemptView(stripKeys(r) as AttemptRow)), pagination: res.pagination };
+}
+
+/** Up to `max` (tenant, destination) pairs of destinations of `types`, within the tenants and destination ids given. */
+async function typedDestinations(
+  q: Q,
+  tenants: Tenants,
+  types: readonly string[],
+  destinationIds: readonly string[] | undefined,
+  max: number,
+): Promise<[string, string][]> {
+  const conds = [inList('type', types)];
+  if (tenants) conds.push(inList('tenant_id', tenants));
+  if (destinationIds?.length) conds.push(inList('id', destinationIds));
+  const w = where(conds);
+  const rows = await run<{ tenant_id: string; id: string }>(
+    q.db,
+    `SELECT tenant_id, id FROM destinations ${w.sql} ORDER BY tenant_id, id LIMIT ${max}`,
+    w.values,
+  );
+  return rows.map((r) => [r.tenant_id, r.id]);
+}
+
+/** The attempt's destination is of one of `types` (a primary-key probe of destinations). */
+function ofTypes(types: readonly string[]): Cond {
+  const t = inList('dt.type', types);
+  return cond(
+    `EXISTS (SELECT 1 FROM destinations dt WHERE dt.tenant_id = a.tenant_id AND dt.id = a.destination_id AND ${t.sql})`,
+    ...t.values,
+  );
 }
 
 /**

@@ -231,6 +231,7 @@ export async function listEvents(
   if (!destinations && !(statuses && f.tenants)) {
     // events (tenant_id, time, id) per tenant, or (time, id, tenant_id) across tenants.
     const common: Cond[] = [];
+    if (f.ids?.length) common.push(inList('e.id', f.ids));
     if (f.topics?.length) common.push(inList('e.topic', f.topics));
     common.push(...timeConds('e.time', f.time));
     if (statuses) {
@@ -269,6 +270,7 @@ export async function listEvents(
     // deliveries (tenant_id, destination_id, event_time, event_id, status) per destination, or
     // (tenant_id, status, event_time, event_id) per status; grouped to one row per event.
     const common: Cond[] = [];
+    if (f.ids?.length) common.push(inList('d.event_id', f.ids));
     if (f.topics?.length) common.push(inList('d.topic', f.topics));
     common.push(...timeConds('d.event_time', f.time));
     let branches: Cond[][];

@@ -24,6 +24,8 @@ export type Tenants = readonly string[] | null;
 export interface AttemptFilter {
   tenants: Tenants;
   destinationIds?: readonly string[];
+  /** Attempts to destinations of these types (interface.md's names), as the destinations table has them now. */
+  destinationTypes?: readonly string[];
   eventIds?: readonly string[];
   statuses?: readonly AttemptStatus[];
   topics?: readonly string[];
@@ -32,6 +34,8 @@ export interface AttemptFilter {
 
 export interface EventFilter {
   tenants: Tenants;
+  /** These event ids. */
+  ids?: readonly string[];
   /** Events delivered (routed) to any of these destinations. */
   destinationIds?: readonly string[];
   /** Events with a delivery (to one of destinationIds, when given) in one of these states. */

@@ -2,6 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
+import { canonicalType, INPUT_TYPE_NAMES } from '@switchyard/shared/destinations/registry.ts';
+import type { DestinationType } from '@switchyard/shared/model/index.ts';
+import { ID_RULE, isValidId } from '@switchyard/shared/events/storable.ts';
 import type { QueryStore } from '../queries/store.ts';
 import { ATTEMPT_STATUSES, type AttemptView, type Tenants, type TimeRange } from '../queries/views.ts';
 import { requireTenantAccess } from '../auth.ts';
@@ -151,6 +154,23 @@ export function parseStatuses<S extends string>(q: Query, p: Problems, allowed: 
   return values as S[] | undefined;
 }
 
+/** Ids given in `name` (multi-value), each held to the id rule: one that breaks it can name nothing. */
+export function parseIds(q: Query, name: string, p: Problems): string[] | undefined {
+  const values = multi(q, name);
+  for (const v of values ?? []) if (!isValidId(v)) p.add(`query.${name}`, `${ID_RULE} (got "${v}")`);
+  return values && [...new Set(values)];
+}
+
+/** The `destination_type` values given, by either service's names, as interface.md's names. */
+function parseDestinationTypes(q: Query, p: Problems): DestinationType[] | undefined {
+  const values = multi(q, 'destination_type')?.map((t) => {
+    const canonical = canonicalType(t);
+    if (!canonical) p.add('query.destination_type', `"${t}" is not a destination type`);
+    return canonical;
+  });
+  return values && [...new Set(values.filter((t): t is DestinationType => t !== undefined))];
+}
+
 const INCLUDES = ['event', 'event.data', 'response_data', 'destination'] as const;
 export type Include = (typeof INCLUDES)[number];
 
@@ -246,11 +266,22 @@ const adminAttemptListQuery = {
     ...attemptListQuery.properties,
     tenant_id: manyQueryDocs('Admin key only: attempts of these tenants (a tenant token may only name its own).'),
     destination_id: manyQueryDocs('Attempts to these destinations.'),
+    destination_type: manyQueryDocs(
+      "Attempts to destinations of these types (either service's names); a deleted destination's attempts match none.",
+      INPUT_TYPE_NAMES,
+    ),
   },
 } as const;
 
 const attemptIdParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam, attempt_id: idParam } } as const;
 const includeQuery = { type: 'object', properties: { include: includeDocs } } as const;
+const adminIncludeQuery = {
+  type: 'object',
+  properties: {
+    include: includeDocs,
+    tenant_id: manyQueryDocs('Admin key only, without a tenant in the path: the attempt of these tenants.'),
+  },
+} as const;
 
 type Req = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string; attempt_id?: string }; Querystring: Query }>;
 
@@ -261,15 +292,19 @@ export interface AttemptRouteDeps {
   queries: QueryStore;
 }
 
-/** The filters, page and includes of an attempt listing; 422 naming every bad parameter. */
-function listParams(q: Query) {
+/**
+ * The filters, page and includes of an attempt listing; 422 naming every bad parameter. A listing
+ * not scoped to one destination also filters by destination type.
+ */
+function listParams(q: Query, scope: 'destination' | 'tenant') {
   const p = new Problems();
   const page = parsePage(q, p, 'att');
   const time = parseTime(q, p);
   const statuses = parseStatuses(q, p, ATTEMPT_STATUSES);
   const include = parseInclude(q, p);
+  const destinationTypes = scope === 'tenant' ? parseDestinationTypes(q, p) : undefined;
   p.throwIfAny();
-  return { page, time, statuses, include, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
+  return { page, time, statuses, include, destinationTypes, eventIds: multi(q, 'event_id'), topics: multi(q, 'topic') };
 }
 
 /** The attempts of one destination: listed and one. */
@@ -288,7 +323,7 @@ function destinationAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) 
       },
     },
     async (req: Req) => {
-      const { page, include, ...f } = listParams(req.query);
+      const { page, include, ...f } = listParams(req.query, 'destination');
       const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
       const res = await queries.listAttempts({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
         embed: embedOf(include),
@@ -338,7 +373,7 @@ function tenantAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
       },
     },
     async (req: Req) => {
-      const { page, include, ...f } = listParams(req.query);
+      const { page, include, ...f } = listParams(req.query, 'tenant');
       const tenants = await readableTenants(deps.tenants, req);
       const res = await queries.listAttempts({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page, {
         embed: embedOf(include),
@@ -355,7 +390,7 @@ function tenantAttemptRoutes(app: FastifyInstance, deps: AttemptRouteDeps) {
         tags: ['attempts'],
         summary: 'Get one attempt (of the tenant in the path or token; any tenant with the admin key and no tenant in the path)',
         params: { type: 'object', properties: { tenant_id: idParam, attempt_id: idParam } },
-        querystring: includeQuery,
+        querystring: adminIncludeQuery,
         response: answers({ 200: 'Attempt' }),
       },
     },

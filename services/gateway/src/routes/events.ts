@@ -10,6 +10,7 @@ import {
   manyQueryDocs,
   Problems,
   pageQueryDocs,
+  parseIds,
   parsePage,
   parseStatuses,
   parseTime,
@@ -28,6 +29,7 @@ const statusQueryDocs = manyQueryDocs(
 const eventListQuery = {
   type: 'object',
   properties: {
+    id: manyQueryDocs('These events, by id.'),
     destination_id: manyQueryDocs('Events routed to these destinations.'),
     status: {
       ...statusQueryDocs,
@@ -103,14 +105,18 @@ export interface EventRouteDeps {
   db: Knex;
 }
 
-/** The filters and page of an event listing; 422 naming every bad parameter. */
-function listParams(q: Query) {
+/**
+ * The filters and page of an event listing; 422 naming every bad parameter. A listing not scoped to
+ * one destination also filters by event id.
+ */
+function listParams(q: Query, scope: 'destination' | 'tenant') {
   const p = new Problems();
   const page = parsePage(q, p, 'evt');
   const time = parseTime(q, p);
   const statuses = parseStatuses(q, p, EVENT_STATUSES);
+  const ids = scope === 'tenant' ? parseIds(q, 'id', p) : undefined;
   p.throwIfAny();
-  return { page, time, statuses, topics: multi(q, 'topic') };
+  return { page, time, statuses, ids, topics: multi(q, 'topic') };
 }
 
 /** The events of the tenant in the path or token (or, admin key, of every tenant): listed, one, its deliveries. */
@@ -130,7 +136,7 @@ function tenantEventRoutes(app: FastifyInstance, deps: EventRouteDeps) {
       },
     },
     async (req: Req) => {
-      const { page, ...f } = listParams(req.query);
+      const { page, ...f } = listParams(req.query, 'tenant');
       const tenants = await readableTenants(deps.tenants, req);
       return queries.listEvents({ ...f, tenants, destinationIds: multi(req.query, 'destination_id') }, page);
     },
@@ -212,7 +218,7 @@ function destinationEventRoutes(app: FastifyInstance, deps: EventRouteDeps) {
       },
     },
     async (req: Req) => {
-      const { page, ...f } = listParams(req.query);
+      const { page, ...f } = listParams(req.query, 'destination');
       const { tenantId, destinationId } = await existingDestination(queries, req as unknown as TenantReq);
       const listed = await queries.listEvents({ ...f, tenants: [tenantId], destinationIds: [destinationId] }, page, {
         scopedDestination: destinationId,

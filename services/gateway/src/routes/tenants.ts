@@ -8,6 +8,7 @@ import type { TenantStore } from '../tenant-store.ts';
 import type { Erasure } from './deps.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
 import { existingTenant, idParam, stringMap, type TenantReq, tenantOf } from './common.ts';
+import { manyQueryDocs, Problems, parseIds } from './attempts.ts';
 import { answers, ref } from '../openapi.ts';
 
 /** How long creating a tenant may spend erasing a deleted one of the same id before answering 503. */
@@ -161,13 +162,19 @@ export function tenantListRoutes(deps: { tenants: Pick<TenantStore, 'list'> }) {
         schema: {
           tags: ['tenants'],
           summary: 'List tenants (admin only)',
-          querystring: pageQuerySchema,
+          querystring: {
+            ...pageQuerySchema,
+            properties: { ...pageQuerySchema.properties, id: manyQueryDocs('These tenants, by id.') },
+          },
           response: answers({ 200: 'TenantPage' }),
         },
       },
       async (req) => {
         requireAdmin(req.principal);
-        return deps.tenants.list(pageRequest(req.query, 'ten'));
+        const p = new Problems();
+        const ids = parseIds(req.query, 'id', p);
+        p.throwIfAny();
+        return deps.tenants.list(pageRequest(req.query, 'ten'), ids);
       },
     );
   };
