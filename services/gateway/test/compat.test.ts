@@ -6,6 +6,24 @@ import { uuidv7 } from '@switchyard/shared/ids.ts';
 import { type Doc, openApiChecker } from '@switchyard/shared/testing/openapi.ts';
 import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
 
+/** A failed first attempt row of `event_id` to `destination_id`, at `time`, as the attempts service stores one. */
+const failedAttempt = (id: string, tenant_id: string, destination_id: string, event_id: string, time: Date) => ({
+  id,
+  tenant_id,
+  destination_id,
+  event_id,
+  topic: 'user.created',
+  status: 'failed',
+  code: 'ERR',
+  response_data: null,
+  attempt_number: 1,
+  manual: false,
+  final: true,
+  duration_ms: null,
+  time,
+  event_received_at: time,
+});
+
 const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promise<TestApp>]> = [
   ['stack (Postgres)', (t) => buildTestApp(t, { TOPICS: 'user.created,order.paid' })],
   ['embedded (PGlite)', (t) => buildEmbeddedTestApp(t, { TOPICS: 'user.created,order.paid' })],
@@ -169,22 +187,7 @@ for (const [mode, build] of modes) {
         received_at: time,
         matched_destination_ids: [d.body.id],
       });
-      await db('attempts').insert({
-        id: uuidv7(time.getTime()),
-        tenant_id: 'omit-co',
-        destination_id: d.body.id,
-        event_id: 'evt-omit',
-        topic: 'user.created',
-        status: 'failed',
-        code: 'ERR',
-        response_data: null,
-        attempt_number: 1,
-        manual: false,
-        final: true,
-        duration_ms: null,
-        time,
-        event_received_at: time,
-      });
+      await db('attempts').insert(failedAttempt(uuidv7(time.getTime()), 'omit-co', d.body.id, 'evt-omit', time));
       const list = await call('GET', `/api/v1/tenants/omit-co/destinations/${d.body.id}/attempts?include=event.data`);
       const [a] = list.body.models;
       t.match(a.event, { id: 'evt-omit', data: { a: 1 } }, 'the event is embedded');
@@ -234,22 +237,7 @@ for (const [mode, build] of modes) {
           matched_destination_ids: [destination],
         });
         attempt[id] = uuidv7(time.getTime());
-        await db('attempts').insert({
-          id: attempt[id],
-          tenant_id: tenant,
-          destination_id: destination,
-          event_id: id,
-          topic: 'user.created',
-          status: 'failed',
-          code: 'ERR',
-          response_data: null,
-          attempt_number: 1,
-          manual: false,
-          final: true,
-          duration_ms: null,
-          time,
-          event_received_at: time,
-        });
+        await db('attempts').insert(failedAttempt(attempt[id], tenant, destination, id, time));
       }
       const list = async (url: string) => {
         const r = await call('GET', url);
