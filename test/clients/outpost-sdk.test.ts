@@ -152,6 +152,39 @@ t.test('the other service’s SDK: every operation, every type, a delivery and i
     async () => (await sdk.destinations.listAttempts({ tenantId, destinationId: hook.id })).models.length === 2,
     120_000,
   );
+  // Metrics in its query form: the first attempt and the manual retry, both delivered.
+  const time = { start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() + 60_000) };
+  const eventMetrics = await call('metrics.getEventMetrics', () =>
+    sdk.metrics.getEventMetrics({ time, measures: ['count'], dimensions: ['topic'], filtersTenantId: tenantId }),
+  );
+  t.same(
+    eventMetrics?.data.map((p: any) => [p.dimensions, p.metrics]),
+    [[{ topic: 'user.created' }, { count: 1 }]],
+    'one event',
+  );
+  const attemptMetrics = await call('metrics.getAttemptMetrics', () =>
+    sdk.metrics.getAttemptMetrics({
+      time,
+      granularity: '1h',
+      measures: ['count', 'successful_count', 'first_attempt_count', 'manual_retry_count'],
+      dimensions: ['destination_type'],
+      filtersTenantId: tenantId,
+    }),
+  );
+  const points = attemptMetrics?.data.filter((p: any) => p.metrics.count > 0) ?? [];
+  t.same(
+    points.map((p: any) => p.dimensions),
+    [{ destination_type: 'webhook' }],
+    'by destination type',
+  );
+  t.same(
+    points.reduce((sum: Record<string, number>, p: any) => {
+      for (const [k, v] of Object.entries(p.metrics as Record<string, number>)) sum[k] = (sum[k] ?? 0) + v;
+      return sum;
+    }, {}),
+    { count: 2, successful_count: 2, first_attempt_count: 1, manual_retry_count: 1 },
+    'the attempt and its manual retry',
+  );
   t.same(
     (await call('tenants.list', () => sdk.tenants.list({ id: [tenantId, 'nobody'] })))?.models.map((x: { id: string }) => x.id),
     [tenantId],

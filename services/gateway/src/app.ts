@@ -236,7 +236,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
     await app.register(eventRoutes({ tenants, queries, db }), { prefix });
     await app.register(replayRoutes({ tenants, destinations, db, producer, announce }), { prefix });
     await app.register(scheduleRoutes({ tenants, db }), { prefix });
-    await app.register(operationsRoutes({ tenants, operations, queries }), { prefix });
+    await app.register(operationsRoutes({ tenants, operations, queries, typeNames: config.API_TYPE_NAMES as TypeNames }), { prefix });
   }
   return app;
 }

@@ -42,18 +42,29 @@ function paramProblems(params: unknown): Problem[] {
 
 /**
  * Whether a query key names a parameter the route documents: the key itself (`time[gte]`), or the
- * parameter it lists (`x`, `x[]`, `x[3]` for `x`). A parameter documented with operators
- * (`time[gte]`) also lets `time` and `time[other]` through: the route says what is wrong with them.
+ * parameter it lists (`x`, `x[]`, `x[3]` for `x`; `filters[x][]`, `filters[x][3]` for a documented
+ * `filters[x]` that takes a list). A parameter documented with operators (`time[gte]`) also lets
+ * `time` and `time[other]` through: the route says what is wrong with them.
  * Anything else with brackets (`event_id[x]`, `a[x][y]`) names nothing.
  */
 function knownKey(key: string, known: Record<string, unknown>): boolean {
   if (Object.hasOwn(known, key)) return true;
+  // A documented bracketed parameter that takes several values (`filters[topic]`) takes them as
+  // `filters[topic][]` and `filters[topic][0]` too.
+  const listed = /^(.+\])\[\d*\]$/.exec(key)?.[1];
+  if (listed !== undefined && Object.hasOwn(known, listed) && takesList(known[listed])) return true;
   const m = /^([^[\]]+)(?:\[(\w*)\])?$/.exec(key);
   if (!m) return false;
   const name = m[1] as string;
   const inner = m[2];
   if ((inner === undefined || inner === '' || /^\d+$/.test(inner)) && Object.hasOwn(known, name)) return true;
   return Object.keys(known).some((k) => k.startsWith(`${name}[`));
+}
+
+/** Whether a documented parameter's schema admits an array (manyQueryDocs: a value or a list). */
+function takesList(schema: unknown): boolean {
+  const s = schema as { type?: unknown; anyOf?: Array<{ type?: unknown }> } | undefined;
+  return s?.type === 'array' || Boolean(s?.anyOf?.some((x) => x.type === 'array'));
 }
 
 function queryProblems(query: unknown, known: Record<string, unknown> | undefined): Problem[] {

@@ -324,6 +324,8 @@ export type ModelName =
   | 'DestinationHealth'
   | 'OperatorEventPage'
   | 'MetricCounts'
+  | 'MetricsResponse'
+  | 'MetricsAnswer'
   | 'ReplayRequest'
   | 'ReplayResult';
 

@@ -107,12 +107,13 @@ export const api = {
       }),
     ),
   /** Attempts of one destination per hour and status, from `start` to now (the tenant metrics API). */
-  attemptCounts: (destinationId: string, start: string) =>
-    data(
+  attemptCounts: async (destinationId: string, start: string): Promise<Schemas['MetricCounts']> =>
+    // Asked in this API's own query form, so answered as MetricCounts (not the other service's shape).
+    (await data(
       client.GET('/api/v1/metrics/attempts', {
         params: { query: { bucket: 'hour', start, destination_id: destinationId, group_by: 'status' } },
       }),
-    ),
+    )) as Schemas['MetricCounts'],
   retry: (eventId: string, destinationId: string) =>
     data(client.POST('/api/v1/retry', { body: { event_id: eventId, destination_id: destinationId } })),
 };

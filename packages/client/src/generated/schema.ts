@@ -620,7 +620,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates
+         * Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]), answered as MetricsResponse.
          * @description Also served at `/api/v1/{tenant_id}/metrics/attempts`.
          */
         get: operations["getTenantAttemptMetrics"];
@@ -640,7 +640,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Events received per time bucket (minute, hour, day), by topic; counts and rates
+         * Events received per time bucket (minute, hour, day), by topic; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]: by event time, tenant, topic and destination), answered as MetricsResponse.
          * @description Also served at `/api/v1/{tenant_id}/metrics/events`.
          */
         get: operations["getTenantEventMetrics"];
@@ -764,7 +764,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates */
+        /** Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]), answered as MetricsResponse. */
         get: operations["getAttemptMetrics"];
         put?: never;
         post?: never;
@@ -781,7 +781,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events received per time bucket (minute, hour, day), by topic; counts and rates */
+        /** Events received per time bucket (minute, hour, day), by topic; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]: by event time, tenant, topic and destination), answered as MetricsResponse. */
         get: operations["getEventMetrics"];
         put?: never;
         post?: never;
@@ -1096,8 +1096,20 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "healthy" | "failed";
+            /**
+             * Format: date-time
+             * @description When the checks ran.
+             */
+            timestamp: string;
             checks: {
                 [key: string]: "ok" | "failed";
+            };
+            /** @description The checks again, in the form the other service answers: {name: {status}}. */
+            workers: {
+                [key: string]: {
+                    /** @enum {string} */
+                    status: "healthy" | "failed";
+                };
             };
         };
         /** @description Optional: an empty body (or none) creates the tenant without metadata. */
@@ -1268,6 +1280,33 @@ export interface components {
                 [key: string]: string | number;
             })[];
         };
+        MetricsResponse: {
+            data: {
+                /**
+                 * Format: date-time
+                 * @description Start of the bucket; only with a granularity.
+                 */
+                time_bucket?: string;
+                /** @description The dimensions asked for, as text (manual "true"/"false", attempt_number "2"). */
+                dimensions: {
+                    [key: string]: string;
+                };
+                /** @description The measures asked for. */
+                metrics: {
+                    [key: string]: number;
+                };
+            }[];
+            metadata: {
+                granularity?: string;
+                query_time_ms: number;
+                row_count: number;
+                row_limit: number;
+                /** @description More than row_limit (100000) rows matched: the rest are left out. */
+                truncated: boolean;
+            };
+        };
+        /** @description MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...). */
+        MetricsAnswer: components["schemas"]["MetricCounts"] | components["schemas"]["MetricsResponse"];
         ReplayRequest: {
             /**
              * Format: date-time
@@ -1685,6 +1724,8 @@ export interface operations {
                 prev?: string;
                 order_by?: "time" | "created_at";
                 dir?: "asc" | "desc";
+                /** @description These tenants, by id. Several values match any. */
+                id?: string | string[];
             };
             header?: never;
             path?: never;
@@ -2253,6 +2294,8 @@ export interface operations {
                 dir?: "asc" | "desc";
                 /** @description Attempts to these destinations. Several values match any. */
                 destination_id?: string | string[];
+                /** @description Attempts to destinations of these types (either service's names); a deleted destination's attempts match none. Several values match any. */
+                destination_type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
             };
             header?: never;
             path: {
@@ -2316,6 +2359,8 @@ export interface operations {
     listTenantEvents: {
         parameters: {
             query?: {
+                /** @description These events, by id. Several values match any. */
+                id?: string | string[];
                 /** @description Events routed to these destinations. Several values match any. */
                 destination_id?: string | string[];
                 /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds). Several values match any. */
@@ -2654,6 +2699,32 @@ export interface operations {
                 status?: string;
                 /** @description Only these values of code (comma-separated or repeated) */
                 code?: string;
+                /** @description Other service's form (required in it): start of the range, inclusive, RFC 3339. */
+                "time[start]"?: string;
+                /** @description Other service's form (required in it): end of the range, exclusive, RFC 3339; after time[start]. */
+                "time[end]"?: string;
+                /** @description Other service's form: bucket width, <number><unit>: s (1-60), m (1-60), h (1-24), d (1-31), w (1-4, weeks from Sunday), M (1-12, calendar months). Absent: one row per dimension combination over the whole range. */
+                granularity?: string;
+                /** @description Other service's form (required in it): what to compute, one or more. Several values match any. */
+                measures?: ("count" | "successful_count" | "failed_count" | "error_rate" | "first_attempt_count" | "retry_count" | "manual_retry_count" | "avg_attempt_number" | "rate" | "successful_rate" | "failed_rate") | ("count" | "successful_count" | "failed_count" | "error_rate" | "first_attempt_count" | "retry_count" | "manual_retry_count" | "avg_attempt_number" | "rate" | "successful_rate" | "failed_rate")[];
+                /** @description Other service's form: split the rows by these (tenant_id: admin key only). Several values match any. */
+                dimensions?: ("tenant_id" | "destination_id" | "destination_type" | "topic" | "status" | "code" | "manual" | "attempt_number") | ("tenant_id" | "destination_id" | "destination_type" | "topic" | "status" | "code" | "manual" | "attempt_number")[];
+                /** @description Other service's form: only these values of tenant_id (a tenant token: its own tenant only). Several values match any. */
+                "filters[tenant_id]"?: string | string[];
+                /** @description Other service's form: only these values of destination_id. Several values match any. */
+                "filters[destination_id]"?: string | string[];
+                /** @description Other service's form: only these values of destination_type (either service's names). Several values match any. */
+                "filters[destination_type]"?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
+                /** @description Other service's form: only these values of topic. Several values match any. */
+                "filters[topic]"?: string | string[];
+                /** @description Other service's form: only these values of status. Several values match any. */
+                "filters[status]"?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Other service's form: only these values of code. Several values match any. */
+                "filters[code]"?: string | string[];
+                /** @description Other service's form: only these values of manual. Several values match any. */
+                "filters[manual]"?: ("true" | "false") | ("true" | "false")[];
+                /** @description Other service's form: only these values of attempt_number. Several values match any. */
+                "filters[attempt_number]"?: string | string[];
             };
             header?: never;
             path: {
@@ -2663,13 +2734,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
+            /** @description MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricCounts"];
+                    "application/json": components["schemas"]["MetricsAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2694,6 +2765,22 @@ export interface operations {
                 group_by?: string;
                 /** @description Only these values of topic (comma-separated or repeated) */
                 topic?: string;
+                /** @description Other service's form (required in it): start of the range, inclusive, RFC 3339. */
+                "time[start]"?: string;
+                /** @description Other service's form (required in it): end of the range, exclusive, RFC 3339; after time[start]. */
+                "time[end]"?: string;
+                /** @description Other service's form: bucket width, <number><unit>: s (1-60), m (1-60), h (1-24), d (1-31), w (1-4, weeks from Sunday), M (1-12, calendar months). Absent: one row per dimension combination over the whole range. */
+                granularity?: string;
+                /** @description Other service's form (required in it): what to compute, one or more. Several values match any. */
+                measures?: ("count" | "rate") | ("count" | "rate")[];
+                /** @description Other service's form: split the rows by these (tenant_id: admin key only). Several values match any. */
+                dimensions?: ("tenant_id" | "topic" | "destination_id") | ("tenant_id" | "topic" | "destination_id")[];
+                /** @description Other service's form: only these values of tenant_id (a tenant token: its own tenant only). Several values match any. */
+                "filters[tenant_id]"?: string | string[];
+                /** @description Other service's form: only these values of topic. Several values match any. */
+                "filters[topic]"?: string | string[];
+                /** @description Other service's form: only these values of destination_id. Several values match any. */
+                "filters[destination_id]"?: string | string[];
             };
             header?: never;
             path: {
@@ -2703,13 +2790,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
+            /** @description MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricCounts"];
+                    "application/json": components["schemas"]["MetricsAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -2787,6 +2874,8 @@ export interface operations {
                 tenant_id?: string | string[];
                 /** @description Attempts to these destinations. Several values match any. */
                 destination_id?: string | string[];
+                /** @description Attempts to destinations of these types (either service's names); a deleted destination's attempts match none. Several values match any. */
+                destination_type?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
             };
             header?: never;
             path?: never;
@@ -2817,6 +2906,8 @@ export interface operations {
             query?: {
                 /** @description Expansions: event (the event without data), event.data (with data), destination, response_data (always present; accepted for compatibility). Several values match any. */
                 include?: ("event" | "event.data" | "response_data" | "destination") | ("event" | "event.data" | "response_data" | "destination")[];
+                /** @description Admin key only, without a tenant in the path: the attempt of these tenants. Several values match any. */
+                tenant_id?: string | string[];
             };
             header?: never;
             path: {
@@ -2847,6 +2938,8 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
+                /** @description These events, by id. Several values match any. */
+                id?: string | string[];
                 /** @description Events routed to these destinations. Several values match any. */
                 destination_id?: string | string[];
                 /** @description Events with a delivery (to the destinations given) in this state. success, failed or canceled; scheduled: pending and not due yet (an event published with deliver_at or delay_seconds). Several values match any. */
@@ -2979,6 +3072,32 @@ export interface operations {
                 code?: string;
                 /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
                 tenant_id?: string;
+                /** @description Other service's form (required in it): start of the range, inclusive, RFC 3339. */
+                "time[start]"?: string;
+                /** @description Other service's form (required in it): end of the range, exclusive, RFC 3339; after time[start]. */
+                "time[end]"?: string;
+                /** @description Other service's form: bucket width, <number><unit>: s (1-60), m (1-60), h (1-24), d (1-31), w (1-4, weeks from Sunday), M (1-12, calendar months). Absent: one row per dimension combination over the whole range. */
+                granularity?: string;
+                /** @description Other service's form (required in it): what to compute, one or more. Several values match any. */
+                measures?: ("count" | "successful_count" | "failed_count" | "error_rate" | "first_attempt_count" | "retry_count" | "manual_retry_count" | "avg_attempt_number" | "rate" | "successful_rate" | "failed_rate") | ("count" | "successful_count" | "failed_count" | "error_rate" | "first_attempt_count" | "retry_count" | "manual_retry_count" | "avg_attempt_number" | "rate" | "successful_rate" | "failed_rate")[];
+                /** @description Other service's form: split the rows by these (tenant_id: admin key only). Several values match any. */
+                dimensions?: ("tenant_id" | "destination_id" | "destination_type" | "topic" | "status" | "code" | "manual" | "attempt_number") | ("tenant_id" | "destination_id" | "destination_type" | "topic" | "status" | "code" | "manual" | "attempt_number")[];
+                /** @description Other service's form: only these values of tenant_id (a tenant token: its own tenant only). Several values match any. */
+                "filters[tenant_id]"?: string | string[];
+                /** @description Other service's form: only these values of destination_id. Several values match any. */
+                "filters[destination_id]"?: string | string[];
+                /** @description Other service's form: only these values of destination_type (either service's names). Several values match any. */
+                "filters[destination_type]"?: ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck") | ("webhook" | "sqs" | "rabbitmq" | "gateway" | "kinesis" | "servicebus" | "s3" | "pubsub" | "kafka" | "aws_sqs" | "aws_kinesis" | "aws_s3" | "azure_servicebus" | "gcp_pubsub" | "hookdeck")[];
+                /** @description Other service's form: only these values of topic. Several values match any. */
+                "filters[topic]"?: string | string[];
+                /** @description Other service's form: only these values of status. Several values match any. */
+                "filters[status]"?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
+                /** @description Other service's form: only these values of code. Several values match any. */
+                "filters[code]"?: string | string[];
+                /** @description Other service's form: only these values of manual. Several values match any. */
+                "filters[manual]"?: ("true" | "false") | ("true" | "false")[];
+                /** @description Other service's form: only these values of attempt_number. Several values match any. */
+                "filters[attempt_number]"?: string | string[];
             };
             header?: never;
             path?: never;
@@ -2986,13 +3105,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
+            /** @description MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricCounts"];
+                    "application/json": components["schemas"]["MetricsAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3019,6 +3138,22 @@ export interface operations {
                 topic?: string;
                 /** @description Admin key only, without a tenant in the path: only these tenants (comma-separated or repeated) */
                 tenant_id?: string;
+                /** @description Other service's form (required in it): start of the range, inclusive, RFC 3339. */
+                "time[start]"?: string;
+                /** @description Other service's form (required in it): end of the range, exclusive, RFC 3339; after time[start]. */
+                "time[end]"?: string;
+                /** @description Other service's form: bucket width, <number><unit>: s (1-60), m (1-60), h (1-24), d (1-31), w (1-4, weeks from Sunday), M (1-12, calendar months). Absent: one row per dimension combination over the whole range. */
+                granularity?: string;
+                /** @description Other service's form (required in it): what to compute, one or more. Several values match any. */
+                measures?: ("count" | "rate") | ("count" | "rate")[];
+                /** @description Other service's form: split the rows by these (tenant_id: admin key only). Several values match any. */
+                dimensions?: ("tenant_id" | "topic" | "destination_id") | ("tenant_id" | "topic" | "destination_id")[];
+                /** @description Other service's form: only these values of tenant_id (a tenant token: its own tenant only). Several values match any. */
+                "filters[tenant_id]"?: string | string[];
+                /** @description Other service's form: only these values of topic. Several values match any. */
+                "filters[topic]"?: string | string[];
+                /** @description Other service's form: only these values of destination_id. Several values match any. */
+                "filters[destination_id]"?: string | string[];
             };
             header?: never;
             path?: never;
@@ -3026,13 +3161,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK. */
+            /** @description MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetricCounts"];
+                    "application/json": components["schemas"]["MetricsAnswer"];
                 };
             };
             400: components["responses"]["BadRequest"];

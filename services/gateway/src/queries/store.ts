@@ -1,6 +1,6 @@
 /**
  * Every read query over events, deliveries and attempts (the write side is the pipeline's), and the
- * metrics API's counts, for the gateway's routes: attempts.ts, events.ts and metrics.ts hold the
+ * metrics API's counts, for the gateway's routes: attempts.ts, events.ts, metrics.ts and peer-metrics.ts hold the
  * queries, sql.ts how they are built and paged (keyset, with shared/src/db/paging.ts's cursors),
  * views.ts what they return. The store throws no
  * HTTP errors: a route checks the paging parameters first (pageProblems) and maps a null (nothing
@@ -11,6 +11,7 @@ import type { ListPage, Page } from '@switchyard/shared/db/paging.ts';
 import { eventAttempts, getAttempt, listAttempts } from './attempts.ts';
 import { eventsOf, getEvent, listEvents } from './events.ts';
 import { type AttemptDimension, attemptCounts, type CountPoint, type CountQuery, eventCounts } from './metrics.ts';
+import { type PeerAnswer, type PeerQuery, peerAttemptMetrics, peerEventMetrics } from './peer-metrics.ts';
 import { type Q, run } from './sql.ts';
 import type { AttemptFilter, AttemptView, EmbeddedEvent, EventFilter, EventView, Tenants } from './views.ts';
 
@@ -60,5 +61,15 @@ export class QueryStore {
 
   eventCounts(query: CountQuery<'topic'>): Promise<CountPoint[]> {
     return eventCounts(this.q, query);
+  }
+
+  /** The metrics API in the other service's form, from the attempt rows. */
+  peerAttemptMetrics(query: PeerQuery): Promise<PeerAnswer> {
+    return peerAttemptMetrics(this.q.db, query);
+  }
+
+  /** The metrics API in the other service's form, from the event rows. */
+  peerEventMetrics(query: PeerQuery): Promise<PeerAnswer> {
+    return peerEventMetrics(this.q.db, query);
   }
 }

@@ -53,8 +53,10 @@ export async function existingDestination(queries: QueryStore, req: TenantReq): 
 /** Query values that may come as x=a, x=a&x=b, x[]=a or x[0]=a, as one list. */
 export function multi(query: Record<string, unknown>, name: string): string[] | undefined {
   const out: string[] = [];
+  // The name may hold brackets itself (filters[topic]): matched as text, not as a pattern.
+  const indexed = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\[\\d+\\]$`);
   for (const [k, v] of Object.entries(query)) {
-    if (k === name || k === `${name}[]` || new RegExp(`^${name}\\[\\d+\\]$`).test(k)) {
+    if (k === name || k === `${name}[]` || indexed.test(k)) {
       for (const x of Array.isArray(v) ? v : [v]) if (typeof x === 'string' && x !== '') out.push(...x.split(','));
     }
   }

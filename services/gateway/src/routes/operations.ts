@@ -3,6 +3,8 @@
 //   and failure, why it is disabled);
 // - GET .../metrics/attempts and .../metrics/events: attempts and events received per time bucket
 //   (minute, hour, day), counts and rates, split and filtered by their dimensions (queries/metrics.ts);
+//   the same paths also take the other service's query form (measures, time[start], ...), answered
+//   in its shape (metrics-peer.ts);
 // - GET .../operator-events: the operator events (alerts, auto-disables) the attempts service
 //   raises, which otherwise reach only the operator-events topic and the optional callback.
 // Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, metrics and
@@ -12,11 +14,14 @@ import type { OperationsStore } from '@switchyard/shared/db/stores/operations.ts
 import { AppError } from '@switchyard/shared/errors.ts';
 import { requireTenantAccess } from '../auth.ts';
 import { ATTEMPT_DIMENSIONS, BUCKETS, type Bucket, type CountQuery, minuteByDestination } from '../queries/metrics.ts';
+import type { PeerQuery } from '../queries/peer-metrics.ts';
 import type { QueryStore } from '../queries/store.ts';
+import type { TypeNames } from '../type-names.ts';
 import type { TenantCheck } from './deps.ts';
 import { existingTenant, idParam, multi, type TenantReq } from './common.ts';
+import { answerPeer, isPeerForm, type MetricsKind, peerAnswerSchema, peerQueryDocs } from './metrics-peer.ts';
 import { pageQuerySchema, pageRequest } from './paging.ts';
-import { answers } from '../openapi.ts';
+import { answers, ref } from '../openapi.ts';
 
 const time = { type: ['string', 'null'], format: 'date-time' } as const;
 
@@ -63,18 +68,19 @@ const listQuery = {
 export const METRICS_MAX_BUCKETS = 10_080;
 
 const many = (description: string) => ({ type: 'string', description: `${description} (comma-separated or repeated)` }) as const;
-const countsQuery = (dimensions: readonly string[]) =>
+/** Our form's parameters. */
+const ourQuery = (dimensions: readonly string[]) =>
   ({
-    type: 'object',
-    properties: {
-      start: { type: 'string', format: 'date-time', description: 'Start of the range (default: end minus 24 h).' },
-      end: { type: 'string', format: 'date-time', description: 'End of the range, exclusive (default: now).' },
-      bucket: { type: 'string', enum: Object.keys(BUCKETS), default: 'hour', description: 'Bucket width, aligned to UTC.' },
-      group_by: many(`Split each bucket by these of: ${dimensions.join(', ')}`),
-      ...Object.fromEntries(dimensions.map((d) => [d, many(`Only these values of ${d}`)])),
-      tenant_id: many('Admin key only, without a tenant in the path: only these tenants'),
-    },
+    start: { type: 'string', format: 'date-time', description: 'Start of the range (default: end minus 24 h).' },
+    end: { type: 'string', format: 'date-time', description: 'End of the range, exclusive (default: now).' },
+    bucket: { type: 'string', enum: Object.keys(BUCKETS), default: 'hour', description: 'Bucket width, aligned to UTC.' },
+    group_by: many(`Split each bucket by these of: ${dimensions.join(', ')}`),
+    ...Object.fromEntries(dimensions.map((d) => [d, many(`Only these values of ${d}`)])),
+    tenant_id: many('Admin key only, without a tenant in the path: only these tenants'),
   }) as const;
+/** Our form's parameters (the schema validates them) and, documented beside them, the other service's (metrics-peer.ts validates those). */
+const countsQuery = (dimensions: readonly string[], kind: MetricsKind) =>
+  ({ type: 'object', properties: { ...ourQuery(dimensions), ...peerQueryDocs(kind) } }) as const;
 const countsResponse = {
   type: 'object',
   properties: {
@@ -150,12 +156,39 @@ export interface OperationsRouteDeps {
   tenants: TenantCheck;
   /** Destination health and operator events. */
   operations: Pick<OperationsStore, 'health' | 'listEvents'>;
-  /** The metrics counts. */
-  queries: Pick<QueryStore, 'attemptCounts' | 'eventCounts'>;
+  /** The metrics counts, and the metrics in the other service's form. */
+  queries: Pick<QueryStore, 'attemptCounts' | 'eventCounts' | 'peerAttemptMetrics' | 'peerEventMetrics'>;
+  /** The type names answers carry (API_TYPE_NAMES). */
+  typeNames: TypeNames;
 }
+
+/**
+ * A request in the other service's form, kept aside before schema validation, which then sees an
+ * empty query: the schema validates our form only (its documented peer parameters are checked by
+ * metrics-peer.ts, every problem at once).
+ */
+const peerQueries = new WeakMap<FastifyRequest, Record<string, unknown>>();
+const setAsidePeerForm = async (req: ListReq) => {
+  const q = req.query;
+  if (!isPeerForm(q)) return;
+  peerQueries.set(req, q);
+  req.query = {};
+};
 
 export function operationsRoutes(deps: OperationsRouteDeps) {
   const { operations: store, queries } = deps;
+  const peer = {
+    tenants: deps.tenants,
+    typeNames: deps.typeNames,
+    run: (kind: MetricsKind, q: PeerQuery) => (kind === 'attempts' ? queries.peerAttemptMetrics(q) : queries.peerEventMetrics(q)),
+  };
+  /** Our form's handler, or the other service's for a request in its form. */
+  const metrics = (kind: MetricsKind, ours: (req: ListReq) => Promise<unknown>, ourKeys: readonly string[]) => async (req: ListReq) => {
+    const q = peerQueries.get(req);
+    return q ? answerPeer(peer, kind, ourKeys, req, q) : ours(req);
+  };
+  const attemptKeys = Object.keys(ourQuery(ATTEMPT_DIMENSIONS));
+  const eventKeys = Object.keys(ourQuery(['topic']));
   return async (app: FastifyInstance) => {
     app.get(
       '/destinations/:destination_id/health',
@@ -178,28 +211,40 @@ export function operationsRoutes(deps: OperationsRouteDeps) {
     app.get(
       '/metrics/attempts',
       {
+        preValidation: setAsidePeerForm,
         schema: {
           tags: ['metrics'],
-          summary: 'Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates',
+          summary:
+            "Attempts per time bucket (minute, hour, day), by topic, destination, status and code; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]), answered as MetricsResponse.",
           params: { type: 'object', properties: { tenant_id: idParam } },
-          querystring: countsQuery(ATTEMPT_DIMENSIONS),
-          response: answers({ 200: 'MetricCounts' }),
+          querystring: countsQuery(ATTEMPT_DIMENSIONS, 'attempts'),
+          response: answers({ 200: 'MetricsAnswer' }),
         },
       },
-      countsOf(deps.tenants, ATTEMPT_DIMENSIONS, (q) => queries.attemptCounts(q)),
+      metrics(
+        'attempts',
+        countsOf(deps.tenants, ATTEMPT_DIMENSIONS, (q) => queries.attemptCounts(q)),
+        attemptKeys,
+      ),
     );
     app.get(
       '/metrics/events',
       {
+        preValidation: setAsidePeerForm,
         schema: {
           tags: ['metrics'],
-          summary: 'Events received per time bucket (minute, hour, day), by topic; counts and rates',
+          summary:
+            "Events received per time bucket (minute, hour, day), by topic; counts and rates. Also in the other service's query form (measures, time[start], time[end], granularity, dimensions, filters[...]: by event time, tenant, topic and destination), answered as MetricsResponse.",
           params: { type: 'object', properties: { tenant_id: idParam } },
-          querystring: countsQuery(['topic']),
-          response: answers({ 200: 'MetricCounts' }),
+          querystring: countsQuery(['topic'], 'events'),
+          response: answers({ 200: 'MetricsAnswer' }),
         },
       },
-      countsOf(deps.tenants, ['topic'] as const, (q) => queries.eventCounts(q)),
+      metrics(
+        'events',
+        countsOf(deps.tenants, ['topic'] as const, (q) => queries.eventCounts(q)),
+        eventKeys,
+      ),
     );
 
     app.get(
@@ -238,4 +283,12 @@ export const OPERATIONS_MODELS = {
     },
   },
   MetricCounts: countsResponse,
+  /** The answer in the other service's query form. */
+  MetricsResponse: peerAnswerSchema,
+  /** Either form's answer: MetricCounts for ours, MetricsResponse for the other service's. */
+  MetricsAnswer: {
+    description:
+      "MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...).",
+    anyOf: [ref('MetricCounts'), ref('MetricsResponse')],
+  },
 } as const;
