@@ -78,7 +78,7 @@ const DATE = /^\d{4}-\d\d-\d\d$/;
 const DATE_TIME = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d{1,9})?)?([Zz]|[+-]\d\d(:?\d\d)?)$/;
 
 /** An RFC 3339 date-time with its offset, or a date (UTC midnight); as text, so microseconds survive. */
-function timeValue(raw: string): string | undefined {
+export function timeValue(raw: string): string | undefined {
   if (DATE.test(raw)) return Number.isNaN(Date.parse(`${raw}T00:00:00Z`)) ? undefined : `${raw}T00:00:00Z`;
   if (!DATE_TIME.test(raw)) return undefined;
   const js = raw

@@ -35,7 +35,7 @@ import {
 } from '../queries/peer-metrics.ts';
 import { ATTEMPT_STATUSES } from '../queries/views.ts';
 import { namesFor, type TypeNames } from '../type-names.ts';
-import { manyQueryDocs, Problems, type Query } from './attempts.ts';
+import { manyQueryDocs, Problems, type Query, timeValue } from './attempts.ts';
 import { existingTenant, multi, type TenantReq } from './common.ts';
 import type { TenantCheck } from './deps.ts';
 
@@ -132,7 +132,7 @@ export const peerAnswerSchema = {
 
 const GRANULARITY = /^(\d+)([smhdwM])$/;
 const GRANULARITY_MAX: Record<Unit, number> = { s: 60, m: 60, h: 24, d: 31, w: 4, M: 12 };
-const RFC3339 = /^\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:\d\d(\.\d{1,9})?([Zz]|[+-]\d\d:\d\d)$/;
+const DATE_ONLY = /^\d{4}-\d\d-\d\d$/;
 
 function timeOf(q: Query, key: 'time[start]' | 'time[end]', p: Problems): { text: string; ms: number } | undefined {
   const v = q[key];
@@ -144,13 +144,13 @@ function timeOf(q: Query, key: 'time[start]' | 'time[end]', p: Problems): { text
     p.add(`query.${key}`, 'must be a single value');
     return undefined;
   }
-  const ms = Date.parse(v.toUpperCase());
-  if (!RFC3339.test(v) || Number.isNaN(ms)) {
+  // The listings' time parser (offsets in UTC for Postgres, microseconds kept), a date-time only.
+  const text = DATE_ONLY.test(v) ? undefined : timeValue(v);
+  if (text === undefined) {
     p.add(`query.${key}`, 'must be an RFC 3339 date-time with an offset (2024-05-01T12:00:00Z)');
     return undefined;
   }
-  // Postgres takes offsets up to ±15:59 only: an offset time goes in as UTC (ms kept).
-  return { text: /[Zz]$/.test(v) ? v : new Date(ms).toISOString(), ms };
+  return { text, ms: Date.parse(text) };
 }
 
 function granularityOf(q: Query, p: Problems): Granularity | undefined {
