@@ -22,11 +22,12 @@
 // table in docs/operations.md.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import kafkajs, { type Admin, type ISocketFactory } from 'kafkajs';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { partitionOfKey } from '@switchyard/shared/kafka/partitioner.ts';
@@ -46,6 +47,7 @@ import {
 } from '@switchyard/shared/testing/index.ts';
 
 const run$ = promisify(execFile);
+const require = createRequire(import.meta.url);
 const SERVICES = ['attempts', 'router', 'sender', 'gateway'] as const;
 type Service = (typeof SERVICES)[number];
 const PHASES = ['steady', 'leader', 'below-isr', 'rolling', 'partitions', 'services'] as const;
@@ -100,16 +102,17 @@ t.teardown(async () => {
 await cluster('start');
 const brokers = await cluster('brokers');
 
-t.test('a write across a partition leader change: every record is written', async (t) => {
-  // Partition 0 led by broker 2, partition 1 by broker 1, each replicated on both. A write with a
-  // record for each: the request to broker 1 is held (never sent) until partition 1 has moved to
-  // broker 2, which has meanwhile answered for partition 0; then its connection breaks. kafkajs
-  // retries only the brokers without an answer, so it sent partition 1's record to nobody and
-  // resolved the write; the adapter sends such records again.
-  const admin = new kafkajs.Kafka({ clientId: 'cluster-moved', brokers: brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
+/**
+ * A topic of two partitions, 0 led by broker 2 and 1 by broker 1, each replicated on both, and a
+ * Kafka bus producer whose produce requests to a broker can be held: `hold(node)` keeps the next
+ * one from being written until `release(node)` writes it (or the test cuts its connection).
+ * Broker n listens on brokerPorts[n - 1].
+ */
+async function twoLeaders(t: Test, label: string) {
+  const admin = new kafkajs.Kafka({ clientId: label, brokers: brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   t.teardown(() => admin.disconnect());
-  const prefix = `${uniqueName('moved')}.`;
+  const prefix = `${uniqueName(label)}.`;
   const topic: TopicDef = { name: 'moved', key: 'k', description: 'two partitions, two leaders' };
   const name = `${prefix}${topic.name}`;
   await admin.createTopics({
@@ -126,7 +129,7 @@ t.test('a write across a partition leader change: every record is written', asyn
       },
     ],
   });
-  // Removed at the end: its partition 1 lives on broker 2 alone, and once the next test kills broker
+  // Removed at the end: its partition 1 lives on broker 2 alone, and once the last test kills broker
   // 2 an offline partition fails every kafkajs client's first metadata request (for all topics).
   t.teardown(() => admin.deleteTopics({ topics: [name] }));
   const partitions = async () => (await admin.fetchTopicMetadata({ topics: [name] })).topics[0]?.partitions ?? [];
@@ -140,26 +143,25 @@ t.test('a write across a partition leader change: every record is written', asyn
     60_000,
   );
 
-  let hold = false;
-  let held: Socket | null = null;
+  const armed = new Set<number>();
+  const held = new Map<number, { socket: Socket; write: () => void }>();
   const socketFactory: ISocketFactory = ({ host, port, onConnect }) => {
     const socket = connect({ host, port }, onConnect);
-    if (port !== brokerPorts[0]) return socket;
     const write = socket.write.bind(socket) as (chunk: Buffer, encoding: BufferEncoding) => boolean;
     socket.write = ((chunk: Buffer, encoding: BufferEncoding) => {
       // A request is its size, then its API key (0: Produce).
-      if (hold && Buffer.isBuffer(chunk) && chunk.readInt16BE(4) === 0) {
-        hold = false;
-        held = socket;
+      if (Buffer.isBuffer(chunk) && chunk.readInt16BE(4) === 0 && armed.delete(port)) {
+        held.set(port, { socket, write: () => write(chunk, encoding) });
         return true;
       }
       return write(chunk, encoding);
     }) as typeof socket.write;
     return socket;
   };
+  const portOf = (node: number) => brokerPorts[node - 1] as number;
   const bus = createKafkaBus({
     brokers: brokers.split(','),
-    clientId: 'cluster-moved',
+    clientId: label,
     topicPrefix: prefix,
     partitions: 2,
     replicationFactor: 2,
@@ -171,23 +173,90 @@ t.test('a write across a partition leader change: every record is written', asyn
   const keyOf = (partition: number) => {
     for (let i = 0; ; i++) if (partitionOfKey(`k${i}`, 2) === partition) return `k${i}`;
   };
-  hold = true;
-  const write = producer.send(topic, [
-    { key: keyOf(0), value: 'to broker 2' },
-    { key: keyOf(1), value: 'to broker 1, then moved to broker 2' },
-  ]);
-  await waitFor('the request to broker 1, held', () => held, 60_000);
-  await admin.alterPartitionReassignments({ topics: [{ topic: name, partitionAssignment: [{ partition: 1, replicas: [2] }] }] });
-  await waitFor('partition 1 led by broker 2', async () => (await partitions()).find((p) => p.partitionId === 1)?.leader === 2, 60_000);
-  (held as Socket | null)?.destroy(new Error('cut by the test'));
+  return {
+    /** Writes one record to each partition. */
+    write: () =>
+      producer.send(topic, [
+        { key: keyOf(0), value: 'to broker 2' },
+        { key: keyOf(1), value: 'to broker 1, then moved to broker 2' },
+      ]),
+    hold: (node: number) => armed.add(portOf(node)),
+    held: (node: number) => waitFor(`the produce request to broker ${node}, held`, () => held.get(portOf(node)), 60_000),
+    release: (node: number) => held.get(portOf(node))?.write(),
+    cut: (node: number) => held.get(portOf(node))?.socket.destroy(new Error('cut by the test')),
+    /** Partition 1 moved to broker 2 alone. */
+    moveToBroker2: async () => {
+      await admin.alterPartitionReassignments({ topics: [{ topic: name, partitionAssignment: [{ partition: 1, replicas: [2] }] }] });
+      await waitFor('partition 1 led by broker 2', async () => (await partitions()).find((p) => p.partitionId === 1)?.leader === 2, 60_000);
+    },
+    /** Each partition's record count, as `partition:count`. */
+    counts: async () => (await admin.fetchTopicOffsets(name)).map((p) => `${p.partition}:${p.high}`).sort(),
+  };
+}
+
+t.test('a write across a partition leader change: every record is written', async (t) => {
+  // The request to broker 1 is held (never sent) until partition 1 has moved to broker 2, which has
+  // meanwhile answered for partition 0; then its connection breaks. kafkajs retries only the
+  // brokers without an answer, so it sent partition 1's record to nobody and resolved the write;
+  // the adapter sends such records again.
+  const topic = await twoLeaders(t, 'moved');
+  topic.hold(1);
+  const write = topic.write();
+  await topic.held(1);
+  await topic.moveToBroker2();
+  topic.cut(1);
   await write;
-  const ends = await admin.fetchTopicOffsets(name);
-  t.same(
-    ends.map((p) => `${p.partition}:${p.high}`).sort(),
-    ['0:1', '1:1'],
-    'each partition holds its record: the one whose leader changed mid-write too',
-  );
+  t.same(await topic.counts(), ['0:1', '1:1'], 'each partition holds its record: the one whose leader changed mid-write too');
 });
+
+t.test('a write whose other request is answered late: no record is written twice', async (t) => {
+  // As above, but broker 2's request is held too, and written only once kafkajs's retry (which
+  // starts when broker 1's request fails) waits to send broker 2 a request of its own. kafkajs puts
+  // partition 0's record in that request again, since broker 2 had not answered when the retry
+  // began, and numbers it as a new record; the broker wrote it twice. A request now leaves out
+  // the records a broker has already acknowledged.
+  const topic = await twoLeaders(t, 'late');
+  const retryWaits = watchProducerLocks(t);
+  topic.hold(1);
+  topic.hold(2);
+  const write = topic.write();
+  await topic.held(1);
+  await topic.held(2);
+  await topic.moveToBroker2();
+  topic.cut(1);
+  await retryWaits;
+  topic.release(2);
+  await write;
+  t.same(await topic.counts(), ['0:1', '1:1'], 'each partition holds its record once');
+  // kafkajs had numbered the record it left out: the next write goes with a new producer, whose
+  // numbers are the broker's (the old one's would be refused as out of sequence).
+  await topic.write();
+  t.same(await topic.counts(), ['0:2', '1:2'], 'the next write is taken');
+});
+
+/**
+ * Resolves when a request of kafkajs's retry waits for the broker lock of an idempotent producer
+ * (one request at a time to each broker, src/producer/eosManager): kafkajs's Lock is wrapped for
+ * the test, and only the producer's locks (65,535 ms, no description) are watched.
+ */
+function watchProducerLocks(t: Test): Promise<void> {
+  const Lock = require('kafkajs/src/utils/lock.js') as { prototype: { acquire(): Promise<void> } };
+  const acquire = Lock.prototype.acquire;
+  const field = (lock: object, name: string) => {
+    const key = Object.getOwnPropertySymbols(lock).find((s) => s.description === `private:Lock:${name}`);
+    return key ? (lock as Record<symbol, unknown>)[key] : undefined;
+  };
+  t.teardown(() => {
+    Lock.prototype.acquire = acquire;
+  });
+  return new Promise((resolve) => {
+    Lock.prototype.acquire = function (this: object) {
+      const acquired = acquire.call(this);
+      if (field(this, 'timeout') === 0xffff && (field(this, 'waiting') as Set<unknown> | undefined)?.size) resolve();
+      return acquired;
+    };
+  });
+}
 
 t.test('a three-broker cluster: broker and service failures under steady load', async (t) => {
   const [gatewayPort, secondGatewayPort] = [await freePort(), await freePort()];

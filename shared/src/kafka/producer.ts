@@ -5,7 +5,7 @@ import { createSerial } from '../batcher.ts';
 import type { BusProducer, TopicRecords } from '../bus/index.ts';
 import { jsonOf } from '../bus/record-codec.ts';
 import type { KafkaContext } from './client.ts';
-import { acknowledged } from './kafkajs/acked.ts';
+import { acknowledged, withheld } from './kafkajs/acked.ts';
 import { createPartitioner } from './partitioner.ts';
 
 const { CompressionTypes } = kafkajs;
@@ -112,10 +112,14 @@ export async function createProducer(ctx: KafkaContext): Promise<BusProducer> {
             // kafkajs may resolve a send across a leader change without having sent the records of
             // the partitions that moved (kafkajs/acked.ts): those go again, with a new producer, as
             // the old one's sequence numbers for those partitions may no longer be the broker's.
-            left = unacknowledged(left);
+            // Nor are they when a retry left out records a broker had already written.
+            const sent = left;
+            left = unacknowledged(sent);
+            if (left.length || sent.some((t) => t.messages.some(withheld))) {
+              current = null;
+              producer.disconnect().catch(() => undefined);
+            }
             if (!left.length) return;
-            current = null;
-            producer.disconnect().catch(() => undefined);
             const records = left.reduce((a, t) => a + t.messages.length, 0);
             if (round >= UNSENT_ROUNDS)
               throw new Error(`${records} record(s) of a Kafka write were acknowledged by no broker after ${round} sends`);
