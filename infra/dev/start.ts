@@ -1,6 +1,7 @@
 // npm run start:stack: the whole service on this machine as in production, each service its own
 // process. Starts a local Kafka broker and Postgres (installing them on first run) unless
-// KAFKA_BROKERS / DATABASE_URL point elsewhere, with prefixed logs. Ctrl-C stops all.
+// KAFKA_BROKERS / DATABASE_URL point elsewhere, with prefixed logs. Ctrl-C stops the services
+// (Kafka and Postgres keep running for the next start; npm run infra:down stops them).
 // (npm start runs embedded mode instead: services/embedded, one process, nothing to install.)
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';

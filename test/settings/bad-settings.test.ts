@@ -90,6 +90,27 @@ t.test('stack mode: the launcher and each service refuse a bad setting in one li
   );
 });
 
+t.test('EGRESS_ALLOW, which only the sender checks: refused before anything starts', async (t) => {
+  const EGRESS_ALLOW = '127.0.0.1/40, *';
+  const expected =
+    /^switchyard (embedded|sender): invalid configuration: EGRESS_ALLOW: "127\.0\.0\.1\/40": prefix length must be an integer from 0 to 32; EGRESS_ALLOW: "\*": /;
+  const [embedded, sender] = await Promise.all([
+    run('services/embedded/src/main.ts', { ...SECRETS, EGRESS_ALLOW, DATA_DIR: dataDir(t) }),
+    // Nothing listens at either address: the setting is refused before either is tried.
+    run('services/sender/src/main.ts', {
+      ...SECRETS,
+      EGRESS_ALLOW,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x',
+    }),
+  ]);
+  t.test('embedded mode', async (t) => refused(t, embedded, expected));
+  t.test('the sender on its own', async (t) => {
+    refused(t, sender, expected);
+    t.notMatch(sender.stderr, /ECONNREFUSED/, 'no connection was tried');
+  });
+});
+
 t.test('embedded mode: a DATA_DIR that cannot be a directory, and weak secrets', async (t) => {
   const [underFile, underProc, weak] = await Promise.all([
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),

@@ -8,7 +8,7 @@
 import { start as startAttempts } from '@switchyard/attempts/src/service.ts';
 import { start as startGateway } from '@switchyard/gateway/src/service.ts';
 import { start as startRouter } from '@switchyard/router/src/service.ts';
-import { start as startSender } from '@switchyard/sender/src/service.ts';
+import { checkSettings as checkSenderSettings, start as startSender } from '@switchyard/sender/src/service.ts';
 import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
@@ -21,7 +21,9 @@ let prepared: Prepared;
 let rt: Runtime;
 try {
   prepared = prepare(process.env);
-  rt = await createRuntime('embedded', loadConfig(prepared.env), { embedded: true });
+  const loaded = loadConfig(prepared.env);
+  checkSenderSettings(loaded);
+  rt = await createRuntime('embedded', loaded, { embedded: true });
 } catch (err) {
   // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), or the
   // data directory held by another process: say so plainly.

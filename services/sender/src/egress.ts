@@ -12,6 +12,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
+import { ConfigError } from '@switchyard/shared/config/index.ts';
 import { Agent, buildConnector } from 'undici';
 import { type Cidr, embeddedV4, formatCidr, hostBitsSet, inCidr, isPublicBytes, networkOf, parseIp } from './cidr.ts';
 
@@ -70,8 +71,8 @@ function hostProblem(host: string): string | null {
 
 /**
  * Parses egress allow-list entries: CIDRs (`10.0.0.0/8`, `fd00::/8`), single addresses (`10.1.2.3`, `::1`),
- * exact host names (case-insensitive) and `*.example.com` (any subdomain of example.com). Throws one error
- * naming every invalid entry.
+ * exact host names (case-insensitive) and `*.example.com` (any subdomain of example.com). Throws a
+ * ConfigError naming EGRESS_ALLOW and every invalid entry, so a start refuses it as a bad setting.
  */
 export function parseAllowList(entries: readonly string[]): AllowList {
   const list: Cidr[] = [];
@@ -80,7 +81,7 @@ export function parseAllowList(entries: readonly string[]): AllowList {
   const problems: string[] = [];
   for (const raw of entries) {
     const entry = raw.trim();
-    const fail = (why: string) => problems.push(`"${raw}": ${why}`);
+    const fail = (why: string) => problems.push(`EGRESS_ALLOW: "${raw}": ${why}`);
     if (entry === '') {
       fail('empty entry');
     } else if (entry.includes('/')) {
@@ -119,7 +120,7 @@ export function parseAllowList(entries: readonly string[]): AllowList {
       else hosts.add(host);
     }
   }
-  if (problems.length) throw new Error(`invalid egress allow-list entr${problems.length === 1 ? 'y' : 'ies'}: ${problems.join('; ')}`);
+  if (problems.length) throw new ConfigError(problems);
   return { cidrs: list, hosts, suffixes };
 }
 

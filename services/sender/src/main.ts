@@ -2,11 +2,16 @@
 // moves failed deliveries through the retry tiers until they are due again.
 import { serveOps } from '@switchyard/shared/ops.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
+import { loadServiceConfig } from '@switchyard/shared/config/index.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
-import { start } from './service.ts';
+import { checkSettings, start } from './service.ts';
 
 catchSignals();
-const rt = await createRuntime('sender').catch(startFailed('sender'));
+const rt = await (async () => {
+  const config = loadServiceConfig('sender');
+  checkSettings(config);
+  return createRuntime('sender', config);
+})().catch(startFailed('sender'));
 const service = await start(rt).catch(startFailed('sender', rt.logger));
 // /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts).
 const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT);

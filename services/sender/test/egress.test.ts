@@ -185,11 +185,11 @@ t.test('parseAllowList: invalid entries throw naming the entry', async (t) => {
   ];
   for (const [entry, why] of bad) {
     t.throws(() => parseAllowList(['127.0.0.0/8', entry]), { message: why }, JSON.stringify(entry));
-    t.throws(() => parseAllowList([entry]), { message: new RegExp(`invalid egress allow-list entry: "${escapeRegExp(entry)}"`) });
+    t.throws(() => parseAllowList([entry]), { message: new RegExp(`^invalid configuration: EGRESS_ALLOW: "${escapeRegExp(entry)}"`) });
   }
   t.throws(
     () => parseAllowList(['10.0.0.0/33', 'ok.example', '*']),
-    { message: /entries: "10\.0\.0\.0\/33": .*; "\*": / },
+    { code: 'CONFIG_INVALID', message: /EGRESS_ALLOW: "10\.0\.0\.0\/33": .*; EGRESS_ALLOW: "\*": / },
     'all problems named',
   );
 });
