@@ -26,8 +26,9 @@ if stale; then
   echo "start: building dist/ (npm run build)" >&2
   # Built beside dist/ and moved into place, so an interrupted build never leaves a half tree.
   rm -rf dist.next
-  # Stamped with the time the build began: a source saved during the build makes the next start rebuild.
-  began=$(date +%s)
+  # Stamped with the time the build began (to the nanosecond: a portal built the same second is
+  # older), so a source saved during the build makes the next start rebuild.
+  began=$(date +%s.%N)
   node --disable-warning=ExperimentalWarning infra/build.ts --out dist.next >/dev/null
   touch -d "@$began" dist.next/.built
   rm -rf dist

@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { type Config, ConfigError, loadServiceConfig } from './config/index.ts';
 import { type Cipher, createCipher } from './crypto.ts';
 import { createDb, type Knex, migrateLatest } from './db/index.ts';
+import { checkStoredKey } from './db/stores/destinations.ts';
 import { lockDirectory } from './embedded/lock.ts';
 import type { Bus } from './bus/index.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -106,6 +107,8 @@ export async function createRuntime(
     await migrateLatest(db, logger).catch((err: unknown) => {
       throw new DependencyError(embedded.db ? 'the embedded database' : 'the database (DATABASE_URL)', err);
     });
+    const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
+    await checkStoredKey(db, cipher);
     // Each adapter is loaded only in the mode that uses it: embedded mode never loads kafkajs.
     const log = embedded.log
       ? await (await import('./embedded/bus.ts')).createEmbeddedBus({
@@ -130,7 +133,6 @@ export async function createRuntime(
     await bus.ensureTopics().catch((err: unknown) => {
       throw new DependencyError(embedded.log ? 'the embedded log' : 'Kafka (KAFKA_BROKERS)', err);
     });
-    const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
     let closing: Promise<void> | null = null;
     return {
       config,

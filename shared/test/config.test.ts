@@ -68,6 +68,14 @@ t.test('each entry of a list with allowed values is checked, with the other prob
   t.same(loadConfig({ ...required, SENDER_TYPES: 'webhook, sqs' }).SENDER_TYPES, ['webhook', 'sqs'], 'known types pass');
 });
 
+t.test('a bad entry of a list of numbers is named once; an empty allowed value is shown as such', async (t) => {
+  const err = t.throws(() => loadConfig({ ...required, RETRY_SCHEDULE: '1,abc', PORTAL_FORCE_THEME: 'blue' })) as ConfigError;
+  t.same(err.problems, [
+    'RETRY_SCHEDULE: "abc" is not a whole number of seconds',
+    'PORTAL_FORCE_THEME: must be one of "" (empty), light, dark',
+  ]);
+});
+
 t.test('the problems make one line', async (t) => {
   const err = t.throws(() => loadConfig({ ...required, API_PORT: 'abc', LOG_LEVEL: 'loud' })) as ConfigError;
   t.equal(

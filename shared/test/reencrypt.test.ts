@@ -4,8 +4,10 @@ import t from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
 import { reencryptAll } from '../src/db/reencrypt.ts';
-import { DestinationStore } from '../src/db/stores/destinations.ts';
-import { createTestDatabase, ROOT } from '../src/testing/index.ts';
+import { checkStoredKey, DestinationStore } from '../src/db/stores/destinations.ts';
+import { createRuntime } from '../src/runtime.ts';
+import { createTestDatabase, ROOT, testEnv } from '../src/testing/index.ts';
+import { ConfigError, loadServiceConfig } from '../src/config/index.ts';
 
 t.test('cipher round-trips, detects tampering and unknown keys', async (t) => {
   const c = createCipher('key-a');
@@ -55,6 +57,41 @@ t.test('key rotation: both keys readable during rotation, then every row on the 
   await t.rejects(new DestinationStore(db, createCipher('old-key')).get('acme', 'd1'), 'the old key alone no longer reads them');
 });
 
+t.test('a start with keys that open none of the stored secrets is refused, naming the setting', async (t) => {
+  const url = await createTestDatabase(t);
+  const db = createDb({ url, poolMax: 2 });
+  t.teardown(() => db.destroy());
+  await migrateLatest(db);
+  const [oldKey, newKey] = ['old-key-0123456789abcdef0123456789', 'new-key-0123456789abcdef0123456789'];
+  await t.resolves(checkStoredKey(db, createCipher(newKey)), 'nothing stored: any key');
+  await db('tenants').insert({ id: 'acme' });
+  await new DestinationStore(db, createCipher(oldKey)).create({
+    id: 'd1',
+    tenant_id: 'acme',
+    type: 'webhook',
+    topics: ['*'],
+    config: { url: 'https://example.com/hook' },
+    credentials: { secret: 'whsec_x' },
+    delivery_metadata: null,
+    metadata: null,
+    filter: null,
+  });
+  await t.resolves(checkStoredKey(db, createCipher(oldKey)), 'the key that wrote them');
+  await t.resolves(checkStoredKey(db, createCipher(newKey, [oldKey])), 'a rotation: it as the previous key');
+  const refused = /^invalid configuration: AES_ENCRYPTION_SECRET: the stored destination secrets were written with another key/;
+  const err = await checkStoredKey(db, createCipher(newKey)).catch((e: unknown) => e);
+  t.ok(err instanceof ConfigError, 'a configuration error: one line and exit code 2 at start');
+  t.match((err as Error).message, refused);
+  // Every service's start: refused before Kafka is asked for (nothing listens at that address).
+  const config = loadServiceConfig('gateway', {
+    ...testEnv(),
+    DATABASE_URL: url,
+    KAFKA_BROKERS: '127.0.0.1:1',
+    AES_ENCRYPTION_SECRET: newKey,
+  });
+  await t.rejects(createRuntime('gateway', config), { code: 'CONFIG_INVALID', message: refused });
+});
+
 t.test('npm run rotate-encryption-key on Postgres: only DATABASE_URL and the keys; all rows or none', async (t) => {
   const url = await createTestDatabase(t);
   const db = createDb({ url, poolMax: 2 });
@@ -90,6 +127,10 @@ t.test('npm run rotate-encryption-key on Postgres: only DATABASE_URL and the key
   const failed = run();
   t.equal(failed.status, 1, 'a row no key reads fails it');
   t.match(failed.stderr, /^rotate-encryption-key: .*; nothing was changed\n$/);
+  t.match(
+    failed.stderr,
+    /destination \w+\/d9 was written with a key that is neither .* set the key that wrote it as AES_ENCRYPTION_SECRET_PREVIOUS/,
+  );
   t.same(await rows(), before, 'every row as it was, the ones before the failure included');
 
   await db('destinations').where({ id: 'd9' }).del();

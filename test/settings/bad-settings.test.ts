@@ -5,7 +5,7 @@
 // (loadConfig); here, that every entry point refuses them the same way, and the data directory checks
 // that only a start can make.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -111,13 +111,24 @@ t.test('EGRESS_ALLOW, which only the sender checks: refused before anything star
   });
 });
 
-t.test('embedded mode: a DATA_DIR that cannot be a directory, and weak secrets', async (t) => {
-  const [underFile, underProc, weak] = await Promise.all([
+t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a database nothing answers', async (t) => {
+  const fresh = dataDir(t);
+  const [underFile, underProc, weak, noDatabase, generated] = await Promise.all([
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),
     // Node's recursive mkdir never returns here (100% CPU, deaf to SIGTERM): made one level at a time.
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/proc/x' }),
     run('services/embedded/src/main.ts', { API_KEY: 'k', API_JWT_SECRET: 'x', AES_ENCRYPTION_SECRET: 'short', DATA_DIR: dataDir(t) }),
+    run('services/embedded/src/main.ts', { ...SECRETS, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x', DATA_DIR: dataDir(t) }),
+    // No secrets supplied: this start generates them, then fails.
+    run('services/embedded/src/main.ts', { API_TYPE_NAMES: 'bogus', DATA_DIR: fresh }),
   ]);
+  t.test('a first start that fails keeps no secrets file, so the next one prints its new key', async (t) => {
+    refused(t, generated, /^switchyard embedded: invalid configuration: API_TYPE_NAMES: must be one of /);
+    t.notOk(existsSync(join(fresh, 'secrets.env')), 'no secrets.env left');
+  });
+  t.test('DATABASE_URL nothing answers: as a service on its own says it', async (t) =>
+    refused(t, noDatabase, /^switchyard embedded: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
+  );
   t.test('DATA_DIR=/etc/passwd/x', async (t) =>
     refused(t, underFile, /^switchyard embedded: invalid configuration: DATA_DIR: \/etc\/passwd is not a directory/),
   );

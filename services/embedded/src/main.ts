@@ -11,13 +11,13 @@ import { start as startRouter } from '@switchyard/router/src/service.ts';
 import { checkSettings as checkSenderSettings, start as startSender } from '@switchyard/sender/src/service.ts';
 import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
+import { catchSignals, DependencyError, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
 import { releaseStartupMemory } from './memory.ts';
-import { banner, type Prepared, prepare } from './setup.ts';
+import { banner, discardCreatedSecrets, type Prepared, prepare } from './setup.ts';
 
 catchSignals();
-let prepared: Prepared;
+let prepared: Prepared | undefined;
 let rt: Runtime;
 try {
   prepared = prepare(process.env);
@@ -25,9 +25,11 @@ try {
   checkSenderSettings(loaded);
   rt = await createRuntime('embedded', loaded, { embedded: true });
 } catch (err) {
-  // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), or the
-  // data directory held by another process: say so plainly.
-  if (err instanceof ConfigError) startFailed('embedded')(err);
+  // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), a
+  // dependency that failed (one line naming it, exit code 1), or the data directory held by
+  // another process: say so plainly.
+  discardCreatedSecrets(prepared);
+  if (err instanceof ConfigError || err instanceof DependencyError) startFailed('embedded')(err);
   console.error(`switchyard: ${(err as Error).message}`);
   process.exit(1);
 }
@@ -46,6 +48,7 @@ try {
   rt.logger.fatal({ err }, 'embedded mode failed to start');
   for (const s of started.reverse()) await s.close().catch(() => undefined);
   await rt.close();
+  discardCreatedSecrets(prepared);
   process.exit(1);
 }
 

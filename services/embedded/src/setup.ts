@@ -1,5 +1,6 @@
 // What embedded mode adds before the configuration is read: generated secrets kept under DATA_DIR,
 // loopback delivery allowed by default; and the start-up banner with a copy-paste example.
+import { existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SETTINGS } from '@switchyard/shared/config/index.ts';
 import { ensureDataDir } from '@switchyard/shared/data-dir.ts';
@@ -13,6 +14,8 @@ export interface Prepared {
   secretsFile: string;
   /** Where the admin API key comes from. */
   apiKey: { source: 'env' } | { source: 'file' } | { source: 'generated'; value: string };
+  /** Whether this start made the secrets file. */
+  created: boolean;
 }
 
 /**
@@ -26,6 +29,7 @@ export function prepare(callerEnv: Record<string, string | undefined>): Prepared
   // Made (or refused with a ConfigError) before the secrets file is written in it.
   ensureDataDir(dataDir);
   const secretsFile = join(dataDir, 'secrets.env');
+  const created = !existsSync(secretsFile);
   // Secrets a deployment must supply: the missing ones are generated once and kept in DATA_DIR.
   const { values: stored, generated } = loadSecretsFile(secretsFile, {
     supplied: (name) => Boolean(env[name]),
@@ -46,7 +50,16 @@ export function prepare(callerEnv: Record<string, string | undefined>): Prepared
     : generatedKey
       ? { source: 'generated', value: generatedKey }
       : { source: 'file' };
-  return { env, dataDir, secretsFile, apiKey };
+  return { env, dataDir, secretsFile, apiKey, created: created && existsSync(secretsFile) };
+}
+
+/**
+ * Removes the secrets file a start made when that start fails: nothing was stored under its keys
+ * (the API never answered), and the next start makes and prints them again, where it would
+ * otherwise find them and print no key.
+ */
+export function discardCreatedSecrets(prepared: Prepared | undefined): void {
+  if (prepared?.created) rmSync(prepared.secretsFile, { force: true });
 }
 
 export interface BannerInput {

@@ -147,14 +147,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const validate = names ? ajv.compile(schemaOf(names)) : validateAll;
   if (!validate(values)) {
+    // A value its parse already refused (an entry of a list of numbers) is named once, by the parse.
+    const parsed = new Set(problems.map((p) => p.slice(0, p.indexOf(':'))));
     for (const e of validate.errors as ErrorObject[]) {
       const name = e.instancePath.split('/')[1] ?? (e.params as { missingProperty?: string }).missingProperty ?? '';
+      if (parsed.has(name)) continue;
       // Values are never echoed: some settings are secrets. The allowed ones come from the catalogue.
       const message =
         e.keyword === 'required'
           ? 'is required'
           : e.keyword === 'enum'
-            ? `must be one of ${(e.params as { allowedValues: string[] }).allowedValues.join(', ')}`
+            ? `must be one of ${(e.params as { allowedValues: string[] }).allowedValues.map((v) => (v === '' ? '"" (empty)' : v)).join(', ')}`
             : e.message;
       problems.push(`${name}: ${message}`);
     }

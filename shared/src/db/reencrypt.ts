@@ -30,7 +30,7 @@ async function reencryptIn(db: Knex.Transaction, cipher: Cipher, batchSize: numb
       const patch: Record<string, string> = {};
       for (const col of SEALED_COLUMNS) {
         const v = row[col];
-        if (v && cipher.isStale(v)) patch[col] = cipher.encrypt(cipher.decrypt(v));
+        if (v && cipher.isStale(v)) patch[col] = cipher.encrypt(opened(cipher, v, row));
       }
       if (Object.keys(patch).length) {
         // Only rewrite if the row still holds what was read, so a concurrent update is never undone.
@@ -51,4 +51,15 @@ async function reencryptIn(db: Knex.Transaction, cipher: Cipher, batchSize: numb
     after = [last.tenant_id, last.id];
   }
   return { scanned, rewritten };
+}
+
+/** A sealed value opened, or an error naming its destination and the keys that failed to open it. */
+function opened(cipher: Cipher, sealed: string, row: { tenant_id: string; id: string }): string {
+  try {
+    return cipher.decrypt(sealed);
+  } catch {
+    throw new Error(
+      `destination ${row.tenant_id}/${row.id} was written with a key that is neither AES_ENCRYPTION_SECRET nor AES_ENCRYPTION_SECRET_PREVIOUS: set the key that wrote it as AES_ENCRYPTION_SECRET_PREVIOUS`,
+    );
+  }
 }

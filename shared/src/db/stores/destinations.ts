@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { ConfigError } from '../../config/index.ts';
 import type { Cipher } from '../../crypto.ts';
 import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject, RateLimit } from '../../model/index.ts';
 import { type Statement, statement } from '../statement.ts';
@@ -268,5 +269,28 @@ export class DestinationStore {
       for (const r of rows) out.add(r.id);
     }
     return out;
+  }
+}
+
+/**
+ * Refuses keys that open none of the stored secrets: one stored destination's secrets, opened with
+ * AES_ENCRYPTION_SECRET (and AES_ENCRYPTION_SECRET_PREVIOUS). Run at every start, so a wrong key is
+ * one line then, not a server error on every read of a destination and deliveries failing until the
+ * key is fixed. One row, the first found: a key rotation re-encrypts all of them at once.
+ */
+export async function checkStoredKey(db: Knex, cipher: Cipher): Promise<void> {
+  const row = await db<DestinationRow>('destinations')
+    .whereNotNull('credentials')
+    .orWhereNotNull('delivery_metadata')
+    .first('credentials', 'delivery_metadata');
+  const sealed = row?.credentials ?? row?.delivery_metadata;
+  if (!sealed) return;
+  try {
+    cipher.decrypt(sealed);
+  } catch {
+    throw new ConfigError([
+      'AES_ENCRYPTION_SECRET: the stored destination secrets were written with another key; set the key that wrote them ' +
+        '(or set it as AES_ENCRYPTION_SECRET_PREVIOUS and run npm run rotate-encryption-key: docs/operations.md, "Rotating the encryption key")',
+    ]);
   }
 }
