@@ -65,15 +65,45 @@ export interface KafkaContext {
   atStart(what: string, step: () => Promise<void>): Promise<void>;
 }
 
-function kafkaLogCreator(log: Logger) {
-  return () =>
-    ({ level, label, log: entry }: { level: number; label: string; log: { message: string } & Record<string, unknown> }) => {
-      const { message, ...rest } = entry;
-      const fields = { kafka: rest, label };
-      if (level <= logLevel.ERROR) log.error(fields, message);
-      else if (level === logLevel.WARN) log.warn(fields, message);
+/** How long a kafkajs message is held back after it was logged; its repeats are counted meanwhile. */
+export const KAFKA_LOG_REPEAT_MS = 30_000;
+/** Distinct messages remembered for that (more at once: forgotten, and logged again). */
+const KAFKA_LOG_REMEMBERED = 1_000;
+
+interface KafkaLogEntry {
+  level: number;
+  label: string;
+  log: { message: string } & Record<string, unknown>;
+}
+
+/**
+ * kafkajs's log lines, on the service's logger. kafkajs logs every retry of a step at ERROR: on a
+ * fresh broker a start logged 22 lines of "the group coordinator is not available", and a broker
+ * nobody answers 18 before the one line saying so. So a message (its text, error and broker) is
+ * logged once per KAFKA_LOG_REPEAT_MS, its next line saying how often it repeated (`repeated`);
+ * and a step kafkajs retries (its line counts the retries) is a warning: if kafkajs gives up, the
+ * caller's error says so.
+ */
+export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
+  return () => {
+    const recent = new Map<string, { until: number; repeats: number }>();
+    return ({ level, label, log: entry }: KafkaLogEntry) => {
+      const { message, timestamp: _, ...rest } = entry;
+      const key = `${level} ${message} ${String(rest.error ?? '')} ${String(rest.broker ?? '')}`;
+      const seen = recent.get(key);
+      const t = now();
+      if (seen && t < seen.until) {
+        seen.repeats++;
+        return;
+      }
+      if (recent.size >= KAFKA_LOG_REMEMBERED) recent.clear();
+      recent.set(key, { until: t + KAFKA_LOG_REPEAT_MS, repeats: 0 });
+      const fields = { kafka: rest, label, ...(seen?.repeats ? { repeated: seen.repeats } : {}) };
+      if (level <= logLevel.ERROR && !('retryCount' in rest)) log.error(fields, message);
+      else if (level <= logLevel.WARN) log.warn(fields, message);
       else log.debug(fields, message);
     };
+  };
 }
 
 export function createContext(opts: KafkaBusOptions): KafkaContext {
