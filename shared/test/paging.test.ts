@@ -26,6 +26,32 @@ t.test('a cursor belongs to one listing, one side and one direction', async (t) 
   t.ok(decodeCursor(cursorAt('evt', 'asc', 'next', TIME, 'e1', 'acme'), 'next', 'evt'));
 });
 
+t.test('a cursor names a real instant, and text Postgres can hold', async (t) => {
+  // Each of these reached Postgres before, which refused it: a 500 rather than the route's 422.
+  for (const time of [
+    '2026-13-45T06:28:26.395000Z',
+    '2026-02-30T03:04:05.123456Z',
+    '2026-04-31T03:04:05.123456Z',
+    '2026-01-02T24:04:05.123456Z',
+    '2026-01-02T03:60:05.123456Z',
+    '2026-01-02T03:04:60.123456Z',
+    '0000-01-02T03:04:05.123456Z',
+  ]) {
+    t.equal(decodeCursor(cursorAt('ten', 'asc', 'next', time, 'acme'), 'next', 'ten'), undefined, time);
+    t.match(pageProblems({ limit: 10, next: cursorAt('evt', 'asc', 'next', time, 'e1', 'acme') }, 'evt'), [
+      { path: 'query.next', message: /not a valid cursor/ },
+    ]);
+  }
+  t.equal(decodeCursor(cursorAt('evt', 'asc', 'next', TIME, 'e1\u0000', 'acme'), 'next', 'evt'), undefined, 'NUL in the id');
+  t.equal(decodeCursor(cursorAt('evt', 'asc', 'next', TIME, 'e1', 'ac\u0000me'), 'next', 'evt'), undefined, 'NUL in the tenant');
+  t.equal(decodeCursor(cursorAt('ten', 'asc', 'next', TIME, '\u0000'), 'next', 'ten'), undefined, 'NUL as the id');
+  t.match(pageProblems({ limit: 10, prev: cursorAt('op', 'asc', 'prev', TIME, 'x\u0000') }, 'op'), [
+    { path: 'query.prev', message: /not a valid cursor/ },
+  ]);
+  for (const time of ['2024-02-29T23:59:59.999999Z', '0001-01-01T00:00:00.000000Z', '9999-12-31T23:59:59.999999Z'])
+    t.ok(decodeCursor(cursorAt('ten', 'asc', 'next', time, 'acme'), 'next', 'ten'), `${time}: a real one`);
+});
+
 t.test('pageProblems: what a route answers 422 for', async (t) => {
   const next = cursorAt('ten', 'asc', 'next', TIME, 'acme');
   const page = (p: Partial<ListPage>): ListPage => ({ limit: 10, ...p });

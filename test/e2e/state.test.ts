@@ -238,6 +238,14 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
       cursor: first.body.next,
     });
     t.same(second.body, { replayed: 1, not_replayed: 0, next: null }, 'the second page ends it');
+    // A cursor it never wrote, of a day that does not exist or an id Postgres cannot hold: 422.
+    for (const forged of [
+      ['2026-02-30T00:00:00.000Z', 'e', 'd'],
+      ['2026-01-01T00:00:00.000Z', 'e\u0000', 'd'],
+    ]) {
+      const r = await tenant('POST', '/api/v1/replay', { since, cursor: Buffer.from(JSON.stringify(forged)).toString('base64url') });
+      t.equal(r.status, 422, `forged cursor ${JSON.stringify(forged)}`);
+    }
     for (const id of ids) {
       const m = await waitFor('the replayed attempt', async () => (await attemptsOf('replays', id)).find((a) => a.attempt_number === 2));
       t.match(m, { destination_id: bad, status: 'success', final: true });

@@ -39,7 +39,8 @@ export function checkDestination(
     const bad = new Set(fieldProblems.map((p) => p.path));
     problems.push(...def.validate(d.config, d.credentials, rules).filter((p) => !bad.has(p.path)));
   }
-  if (d.filter) problems.push(...validateFilter(d.filter));
+  // The filter's own paths start at it: in a request, it is a member of the body.
+  if (d.filter) problems.push(...validateFilter(d.filter).map((p) => ({ ...p, path: `body.${p.path}` })));
   if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
 }
 
@@ -67,6 +68,17 @@ export function checkCredentialRights(
     if (f.adminOnly && input[f.key] !== undefined)
       problems.push({ path: `body.credentials.${f.key}`, message: 'may only be set with the admin API key' });
   }
+}
+
+/**
+ * Write-only credential fields (webhook rotate_secret) as sent: they are acted on and dropped before
+ * the credentials to store are checked, so a value no rule accepts would otherwise pass unnoticed.
+ */
+export function checkWriteOnly(type: DestinationType, input: Record<string, unknown> | null | undefined, problems: Problem[]): void {
+  if (!input) return;
+  const fields = REGISTRY[type].credential_fields.filter((f) => f.writeOnly && Object.hasOwn(input, f.key));
+  const sent = Object.fromEntries(fields.map((f) => [f.key, input[f.key]]));
+  problems.push(...validateFields(fields, sent, 'body.credentials'));
 }
 
 /** Webhook credentials on create: a secret is generated when none is given. */

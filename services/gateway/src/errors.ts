@@ -3,7 +3,8 @@ import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts'
 
 /** ajv errors from route schemas, as problems with a field path like `body.topics[0]`. */
 function problemsOf(err: FastifyError): Problem[] {
-  const where = err.validationContext ?? 'body';
+  // `query`, as the route guards name a query parameter (fastify says `querystring`).
+  const where = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
   return (err.validation ?? []).map((v) => {
     const base = v.instancePath
       .split('/')

@@ -80,6 +80,12 @@ function queryProblems(query: unknown, known: Record<string, unknown> | undefine
       problems.push({ path: `query.${k}`, message: 'is not a parameter of this route' });
       continue;
     }
+    // `limit[]=5` names limit, but the route reads `limit` alone: refused, not ignored.
+    const listed = /^([^[\]]+)\[\d*\]$/.exec(k)?.[1];
+    if (known && listed !== undefined && Object.hasOwn(known, listed) && !takesList(known[listed])) {
+      problems.push({ path: `query.${listed}`, message: 'must be a single value' });
+      continue;
+    }
     for (const x of Array.isArray(v) ? v : [v]) {
       const why = typeof x === 'string' ? badString(x) : null;
       if (why) {

@@ -160,7 +160,7 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
   t.test('filters are validated', async (t) => {
     const r = await call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, filter: { data: { amount: { $bogus: 1 } } } });
     t.equal(r.status, 422);
-    t.ok(r.body.problems.some((p: { path: string }) => p.path.startsWith('filter')));
+    t.ok(r.body.problems.some((p: { path: string }) => p.path.startsWith('body.filter')));
   });
 
   t.test('PATCH merges config, credentials, metadata and delivery_metadata; replaces filter; refuses type change', async (t) => {

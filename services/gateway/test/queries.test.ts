@@ -452,6 +452,51 @@ t.test('events and attempts queries', async (t) => {
     t.equal((await call('GET', `/api/v1/acme/events?next=${encodeURIComponent(ascCursor)}`)).status, 422, 'an attempt cursor on events');
   });
 
+  t.test('well-formed times that name no real instant: 422, never handed to Postgres', async (t) => {
+    // Date.parse rolls 2026-02-30 over into March; Postgres refuses it. Year 0 is no AD year.
+    const days = ['2026-02-30', '2026-04-31', '2026-02-29', '0000-01-01'];
+    const times = ['2026-02-30T00:00:00Z', '2026-11-31T12:00:00%2B02:00', '2026-01-01T24:00:00Z', '0000-06-01T00:00:00Z'];
+    for (const path of ['/api/v1/tenants/acme/attempts', '/api/v1/tenants/acme/events', '/api/v1/acme/destination/d1/events']) {
+      for (const v of [...days, ...times]) {
+        const r = await call('GET', `${path}?time[gte]=${v}`);
+        t.equal(r.status, 422, `${path} ${v}`);
+        t.equal(r.body.code, 'VALIDATION_FAILED', `${path} ${v}`);
+        t.match(r.body.problems, [{ path: 'query.time[gte]', message: /ISO 8601/ }], `${path} ${v}`);
+      }
+    }
+    for (const v of ['2024-02-29', '0001-01-01', '9999-12-31', '2026-01-31T23:59:59.999999Z'])
+      t.equal((await call('GET', `/api/v1/tenants/acme/attempts?time[gte]=${v}`)).status, 200, `${v}: a real one`);
+  });
+
+  t.test('tampered cursors: a time that is no instant or a NUL in a string is 422, as any bad cursor', async (t) => {
+    const cursor = (c: Record<string, unknown>) => Buffer.from(JSON.stringify(c)).toString('base64url');
+    const at = '2026-01-02T06:28:26.395000Z';
+    const cases: [string, Record<string, unknown>][] = [
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: '2026-13-45T06:28:26.395000Z', i: 'x', n: 'acme', w: 'n' }],
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: '2026-02-30T06:28:26.395000Z', i: 'x', n: 'acme', w: 'n' }],
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: '2026-01-02T24:28:26.395000Z', i: 'x', n: 'acme', w: 'n' }],
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: '0000-01-02T06:28:26.395000Z', i: 'x', n: 'acme', w: 'n' }],
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: at, i: 'x\u0000', n: 'acme', w: 'n' }],
+      ['/api/v1/tenants/acme/events', { k: 'evt', d: 'desc', t: at, i: 'x', n: 'ac\u0000me', w: 'n' }],
+      ['/api/v1/tenants/acme/attempts', { k: 'att', d: 'desc', t: '2026-04-31T06:28:26.395000Z', i: uuidv7(), w: 'n' }],
+      ['/api/v1/tenants', { k: 'ten', d: 'desc', t: '2026-13-45T06:28:26.395000Z', i: 'acme', w: 'n' }],
+      ['/api/v1/tenants', { k: 'ten', d: 'desc', t: at, i: 'ac\u0000me', w: 'n' }],
+    ];
+    for (const [path, c] of cases) {
+      const r = await call('GET', `${path}?next=${cursor(c)}`);
+      const what = `${path} ${JSON.stringify(c)}`;
+      t.equal(r.status, 422, what);
+      t.equal(r.body.code, 'VALIDATION_FAILED', what);
+      t.match(r.body.problems, [{ path: 'query.next', message: /not a valid cursor/ }], what);
+    }
+    // The same cursors untampered page as before.
+    t.equal(
+      (await call('GET', `/api/v1/tenants/acme/events?next=${cursor({ k: 'evt', d: 'desc', t: at, i: 'x', n: 'acme', w: 'n' })}`)).status,
+      200,
+    );
+    t.equal((await call('GET', `/api/v1/tenants?next=${cursor({ k: 'ten', d: 'desc', t: at, i: 'acme', w: 'n' })}`)).status, 200);
+  });
+
   t.test('include expands the event, its data and the destination', async (t) => {
     const base = '/api/v1/tenants/acme/destinations/d1/attempts?event_id=evt_05';
     const plain = (await call('GET', base)).body.models[0];
@@ -947,6 +992,14 @@ t.test('events and attempts queries', async (t) => {
       ['sch_canceled', 'sch_future'],
       'scoped, with another status',
     );
+    const statusOf = async (url: string) =>
+      Object.fromEntries((await listed(url)).map((m) => [m.id, m.status])) as Record<string, string | undefined>;
+    t.same(
+      await statusOf('/api/v1/globex/events?status=scheduled,canceled'),
+      { sch_future: 'scheduled', sch_canceled: 'canceled' },
+      'per event: canceled once every delivery is, not scheduled',
+    );
+    t.equal((await call('GET', '/api/v1/globex/events/sch_canceled')).body.status, 'canceled', 'one event, the same');
     const bad = await call('GET', '/api/v1/globex/events?status=pending');
     t.equal(bad.status, 422);
     t.match(JSON.stringify(bad.body), /success, failed, canceled, scheduled/, 'the statuses an event listing takes');

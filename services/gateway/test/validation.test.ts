@@ -1,6 +1,8 @@
 // What is refused when a tenant or destination is saved, rather than stored changed or failing at
 // delivery: templates that are not JMESPath expressions (every template field of every type, found in
-// the registry) and metadata values that are not strings. Create and update paths; both databases.
+// the registry), metadata values that are not strings, webhook URLs the sender cannot parse, webhook
+// secret expiries that are not RFC 3339 instants, a rotate_secret that is not a boolean, and topics
+// and rate limits the schema validator would convert. Create and update paths; both databases.
 import t, { type Test } from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
@@ -117,6 +119,132 @@ for (const [mode, build] of modes) {
       const patched = await call('PATCH', url, { metadata: { a: null, c: '3' } });
       t.equal(patched.status, 200, 'null removes a name in a merge patch');
       t.same(patched.body.metadata, { b: '2', c: '3' });
+    });
+
+    t.test('a webhook URL the sender cannot parse: 422 on create and on PATCH, nothing stored', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      // Each passes the field's pattern; new URL() refuses each (every delivery would fail with Invalid URL).
+      for (const url of ['http://[::1', 'https://example.com:99999/hook', 'http://exa%mple.com/']) {
+        const bad = await call('POST', dests, { ...VALID.webhook, id: 'bad-url', config: { url } });
+        refused(t, bad, ['body.config.url'], `create with ${url}`);
+        t.equal(bad.body.problems[0].message, 'is not a valid URL');
+        t.equal((await call('GET', `${dests}/bad-url`)).status, 404, 'nothing created');
+      }
+      const ok = await call('POST', dests, { ...VALID.webhook, config: { url: 'http://[::1]:8080/hook' } });
+      t.equal(ok.status, 201, 'an IPv6 literal with its bracket closed is a URL');
+      const url = `${dests}/${ok.body.id}`;
+      refused(t, await call('PATCH', url, { config: { url: 'http://[::1' } }), ['body.config.url'], 'PATCH');
+      t.equal((await call('GET', url)).body.config.url, 'http://[::1]:8080/hook', 'the stored URL is unchanged');
+    });
+
+    t.test('previous_secret_invalid_at must be an RFC 3339 date-time of a real instant: 422, nothing stored', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const path = 'body.credentials.previous_secret_invalid_at';
+      const credentials = { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2999-01-01T00:00:00Z' };
+      const created = await call('POST', dests, { ...VALID.webhook, id: 'ps-test', credentials });
+      t.equal(created.status, 201);
+      const url = `${dests}/ps-test`;
+      const bad = [
+        'garbage',
+        'yesterday-ish',
+        '2030-01-01',
+        '2030-01-01T00:00:00',
+        '2030-01-01 00:00:00Z',
+        'Tue, 01 Jan 2030 00:00:00 GMT',
+        '2030-02-30T00:00:00Z',
+        '2030-04-31T00:00:00Z',
+        '2030-01-01T24:00:00Z',
+        '2016-12-31T23:59:60Z',
+        '2030-01-01T00:00:00+24:00',
+      ];
+      for (const at of bad) {
+        const r = await call('POST', dests, {
+          ...VALID.webhook,
+          id: 'ps-bad',
+          credentials: { ...credentials, previous_secret_invalid_at: at },
+        });
+        refused(t, r, [path], `create with ${at}`);
+        t.match(r.body.problems[0].message, /must be an RFC 3339 date-time/);
+        refused(t, await call('PATCH', url, { credentials: { previous_secret_invalid_at: at } }), [path], `PATCH with ${at}`);
+      }
+      t.equal((await call('GET', `${dests}/ps-bad`)).status, 404, 'nothing created');
+      const kept = (await call('GET', url)).body.credentials;
+      t.same(kept, credentials, 'the previous secret and its expiry are unchanged: double signing goes on');
+      const next = await call('PATCH', url, { credentials: { previous_secret: 'whsec_QkJC' } });
+      t.equal(next.status, 200);
+      t.equal(next.body.credentials.previous_secret, 'whsec_QkJC', 'a later previous_secret takes effect');
+      for (const at of ['2030-01-01T00:00:00Z', '2030-01-01T00:00:00.123+02:00', '2028-02-29t12:00:00z']) {
+        const r = await call('PATCH', url, { credentials: { previous_secret_invalid_at: at } });
+        t.equal(r.status, 200, `${at} accepted`);
+        t.equal(r.body.credentials.previous_secret_invalid_at, at, 'stored as sent');
+      }
+    });
+
+    t.test('rotate_secret must be a boolean ("true"/"false" as a checkbox takes them): 422 otherwise, nothing rotated', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const hook = (await call('POST', dests, VALID.webhook)).body;
+      const url = `${dests}/${hook.id}`;
+      for (const value of ['yes', 'on', 1, {}]) {
+        const r = await call('PATCH', url, { credentials: { rotate_secret: value } });
+        refused(t, r, ['body.credentials.rotate_secret'], `PATCH with ${JSON.stringify(value)}`);
+        t.equal(r.body.problems[0].message, 'must be a boolean');
+        refused(
+          t,
+          await call('POST', dests, { ...VALID.webhook, credentials: { rotate_secret: value } }),
+          ['body.credentials.rotate_secret'],
+          `create with ${JSON.stringify(value)}`,
+        );
+      }
+      t.same((await call('GET', url)).body.credentials, hook.credentials, 'not rotated');
+      const rotated = await call('PATCH', url, { credentials: { rotate_secret: 'true' } });
+      t.equal(rotated.status, 200);
+      t.equal(rotated.body.credentials.previous_secret, hook.credentials.secret, '"true" rotates, as true does');
+    });
+
+    t.test('topics must be strings as sent: 422, never stored converted', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const bad = await call('POST', dests, { ...VALID.webhook, id: 'num-topics', topics: [1, 'order.paid', true, null] });
+      refused(t, bad, ['body.topics[0]', 'body.topics[2]', 'body.topics[3]'], 'create');
+      t.same(
+        bad.body.problems.map((p: { message: string }) => p.message),
+        ['must be a string, not a number', 'must be a string, not a boolean', 'must be a string, not null'],
+      );
+      for (const topics of [1, true, null, { a: 'b' }]) {
+        const r = await call('POST', dests, { ...VALID.webhook, id: 'num-topics', topics });
+        refused(t, r, ['body.topics'], `create with ${JSON.stringify(topics)}`);
+        t.match(r.body.problems[0].message, /^must be "\*" or an array of strings, not /);
+      }
+      t.equal((await call('GET', `${dests}/num-topics`)).status, 404, 'nothing created');
+      const ok = await call('POST', dests, { ...VALID.webhook, topics: ['order.paid'] });
+      const url = `${dests}/${ok.body.id}`;
+      refused(t, await call('PATCH', url, { topics: [1] }), ['body.topics[0]'], 'PATCH');
+      t.same((await call('GET', url)).body.topics, ['order.paid'], 'unchanged');
+    });
+
+    t.test('rate_limit as sent: a member must be a number, rate_limit an object or null; 422, nothing stored', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const nullLimit = await call('POST', dests, { ...VALID.webhook, id: 'rl-null', rate_limit: { per_second: null } });
+      refused(t, nullLimit, ['body.rate_limit.per_second'], 'per_second null');
+      t.equal(nullLimit.body.problems[0].message, 'must be an integer, not null: leave it out for no limit per second');
+      const cases: Array<[unknown, string[]]> = [
+        [{ per_minute: null }, ['body.rate_limit.per_minute']],
+        [{ per_second: '5' }, ['body.rate_limit.per_second']],
+        [{ per_second: [5], per_minute: true }, ['body.rate_limit.per_second', 'body.rate_limit.per_minute']],
+        ['', ['body.rate_limit']],
+        [false, ['body.rate_limit']],
+        [0, ['body.rate_limit']],
+      ];
+      for (const [limit, paths] of cases) {
+        const r = await call('POST', dests, { ...VALID.webhook, id: 'rl-null', rate_limit: limit });
+        refused(t, r, paths, `create with ${JSON.stringify(limit)}`);
+        t.match(r.body.problems[0].message, /^must be (an integer|an object or null), not /);
+      }
+      t.equal((await call('GET', `${dests}/rl-null`)).status, 404, 'nothing created');
+      const ok = await call('POST', dests, { ...VALID.webhook, rate_limit: { per_second: 10 } });
+      const url = `${dests}/${ok.body.id}`;
+      for (const [limit, paths] of cases)
+        refused(t, await call('PATCH', url, { rate_limit: limit }), paths, `PATCH with ${JSON.stringify(limit)}`);
+      t.same((await call('GET', url)).body.rate_limit, { per_second: 10 }, 'the stored limit is unchanged');
     });
   });
 }

@@ -51,7 +51,38 @@ export interface Page<T> {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const CURSOR_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+const CURSOR_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.\d{6}Z$/;
+
+/**
+ * Whether the fields name a real day and time, AD (month 1-12): each read back from a Date built of
+ * them, as Date.parse rolls 2026-02-30 over into March (and takes 24:00) where Postgres refuses it
+ * (a 500, not a 422). Also the listings' time filters' check (services/gateway, timeValue).
+ */
+export function isRealDateTime(y: number, month: number, d: number, h = 0, mi = 0, s = 0): boolean {
+  const at = new Date(0);
+  at.setUTCFullYear(y, month - 1, d);
+  at.setUTCHours(h, mi, s);
+  return (
+    y >= 1 &&
+    at.getUTCFullYear() === y &&
+    at.getUTCMonth() === month - 1 &&
+    at.getUTCDate() === d &&
+    at.getUTCHours() === h &&
+    at.getUTCMinutes() === mi &&
+    at.getUTCSeconds() === s
+  );
+}
+
+/** Whether `t` is a time as keyText prints it and a real instant (as every stored time is). */
+function isCursorTime(t: string): boolean {
+  const m = CURSOR_TIME.exec(t);
+  if (!m) return false;
+  const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
+  return isRealDateTime(y, mo, d, h, mi, s);
+}
+
+/** Postgres text cannot hold NUL: a string with one could name no row, and would fail the statement. */
+const isText = (s: unknown): s is string => typeof s === 'string' && !s.includes('\u0000');
 
 /** Sort-key text of a timestamp column, to the microsecond (a JavaScript Date would round to ms): what cursors carry. */
 export const keyText = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -81,10 +112,10 @@ export function decodeCursor(s: string, param: 'next' | 'prev', kind: Kind): Cur
     c.k === kind &&
     (c.d === 'asc' || c.d === 'desc') &&
     typeof c.t === 'string' &&
-    CURSOR_TIME.test(c.t) &&
-    typeof c.i === 'string' &&
+    isCursorTime(c.t) &&
+    isText(c.i) &&
     (kind === 'att' ? UUID.test(c.i) : c.i.length > 0) &&
-    (kind !== 'evt' || typeof c.n === 'string') &&
+    (kind === 'evt' ? isText(c.n) : c.n === undefined || isText(c.n)) &&
     c.w === (param === 'next' ? 'n' : 'p');
   return ok ? (c as Cursor) : undefined;
 }

@@ -102,18 +102,26 @@ const ORIGIN: Record<Exclude<Unit, 'M'>, string> = {
 /** The bucket of `col` as SQL; only numbers from a parsed granularity go into the text. */
 function bucketSql(col: string, g: Granularity): string {
   if (g.unit === 'M') {
-    // date_bin takes no months: months since 1970, down to a multiple of the value, in UTC.
+    // date_bin takes no months: months since 1970, down to a multiple of the value, in UTC. Down, not
+    // towards zero as integer division goes: a month before 1970 falls in the bucket that holds it.
     const months = `((extract(year FROM ${col} AT TIME ZONE 'UTC')::int - 1970) * 12 + extract(month FROM ${col} AT TIME ZONE 'UTC')::int - 1)`;
-    return `((timestamp '1970-01-01' + (${months} / ${g.value}) * ${g.value} * interval '1 month') AT TIME ZONE 'UTC')`;
+    return `((timestamp '1970-01-01' + floor(${months}::numeric / ${g.value})::int * ${g.value} * interval '1 month') AT TIME ZONE 'UTC')`;
   }
   return `date_bin('${g.value * SECONDS[g.unit]} seconds'::interval, ${col}, '${ORIGIN[g.unit]}'::timestamptz)`;
+}
+
+/** The first of month `month` (0-11, or past them) of `year`, UTC; Date.UTC would read years 0-99 as 1900-1999. */
+function monthStart(year: number, month: number): number {
+  const d = new Date(0);
+  return d.setUTCFullYear(year, month, 1);
 }
 
 function truncate(ms: number, g: Granularity): number {
   if (g.unit === 'M') {
     const d = new Date(ms);
-    const months = Math.trunc(((d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth()) / g.value) * g.value;
-    return Date.UTC(1970, months, 1);
+    // Down, as the SQL goes (bucketSql).
+    const months = Math.floor(((d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth()) / g.value) * g.value;
+    return monthStart(1970, months);
   }
   const step = g.value * SECONDS[g.unit] * 1000;
   const origin = Date.parse(ORIGIN[g.unit]);
@@ -123,7 +131,7 @@ function truncate(ms: number, g: Granularity): number {
 function advance(ms: number, g: Granularity): number {
   if (g.unit !== 'M') return ms + g.value * SECONDS[g.unit] * 1000;
   const d = new Date(ms);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + g.value, 1);
+  return monthStart(d.getUTCFullYear(), d.getUTCMonth() + g.value);
 }
 
 /** The buckets of [start, end), from the one holding start; null past MAX_BUCKETS. */

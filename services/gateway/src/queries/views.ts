@@ -173,8 +173,12 @@ export function eventView(r: EventRow, states: DeliveryState[], withData: boolea
   if (scopedDestination !== undefined) v.status = states[0]?.status ?? 'pending';
   if (r.deliver_at) {
     v.deliver_at = r.deliver_at.toISOString();
-    // Not due yet: what is still pending is scheduled (a canceled one says canceled).
-    if (r.deliver_at.getTime() > Date.now() && (v.status ?? 'pending') === 'pending') v.status = 'scheduled';
+    // Not due yet: what is still pending is scheduled, a canceled one says canceled; per event (no
+    // destination in scope) canceled once every delivery is, as a cancel makes them at once.
+    if (r.deliver_at.getTime() > Date.now()) {
+      if (scopedDestination === undefined && states.length && states.every((s) => s.status === 'canceled')) v.status = 'canceled';
+      else if ((v.status ?? 'pending') === 'pending') v.status = 'scheduled';
+    }
   }
   return v;
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
-import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
+import { type Dir, isRealDateTime, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { canonicalType, INPUT_TYPE_NAMES } from '@switchyard/shared/destinations/registry.ts';
 import type { DestinationType } from '@switchyard/shared/model/index.ts';
@@ -74,20 +74,33 @@ function single(q: Query, name: string, p: Problems): string | undefined {
   return v;
 }
 
-const DATE = /^\d{4}-\d\d-\d\d$/;
-const DATE_TIME = /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d{1,9})?)?([Zz]|[+-]\d\d(:?\d\d)?)$/;
+const DATE = /^(\d{4})-(\d\d)-(\d\d)$/;
+const DATE_TIME = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d)(?::(\d\d)(\.\d{1,9})?)?(?:[Zz]|[+-](\d\d)(?::?(\d\d))?)$/;
+
+/**
+ * Whether the fields of a DATE or DATE_TIME match name a real day and time (isRealDateTime). Years
+ * are 0001 to 9999: the four digits RFC 3339 writes, and AD only (Postgres has no year 0, and we
+ * take no BC suffix); a bound that an offset carries past them is refused in timeValue. Offsets up
+ * to ±23:59, as RFC 3339 allows; no leap second (:60).
+ */
+function isRealTime(m: RegExpExecArray): boolean {
+  const n = (i: number) => Number(m[i] ?? 0);
+  return isRealDateTime(n(1), n(2), n(3), n(4), n(5), n(6)) && n(8) <= 23 && n(9) <= 59;
+}
 
 /** An RFC 3339 date-time with its offset, or a date (UTC midnight); as text, so microseconds survive. */
 export function timeValue(raw: string): string | undefined {
-  if (DATE.test(raw)) return Number.isNaN(Date.parse(`${raw}T00:00:00Z`)) ? undefined : `${raw}T00:00:00Z`;
-  if (!DATE_TIME.test(raw)) return undefined;
+  const date = DATE.exec(raw);
+  if (date) return isRealTime(date) ? `${raw}T00:00:00Z` : undefined;
+  const m = DATE_TIME.exec(raw);
+  if (!m || !isRealTime(m)) return undefined;
   const js = raw
     .replace(' ', 'T')
     .replace(/\.(\d{3})\d+/, '.$1')
     .replace(/([+-]\d\d)(\d\d)$/, '$1:$2')
     .replace(/([+-]\d\d)$/, '$1:00');
   const d = new Date(js);
-  if (Number.isNaN(d.getTime()) || Number(raw.slice(0, 4)) < 1) return undefined;
+  if (Number.isNaN(d.getTime())) return undefined;
   if (/[Zz]$/.test(raw)) return raw;
   // RFC 3339 allows offsets up to ±23:59, Postgres only up to ±15:59: the bound goes in as UTC.
   // Offsets are whole minutes, so the fraction as written (microseconds too) still holds.

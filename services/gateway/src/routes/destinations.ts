@@ -14,6 +14,7 @@ import {
   checkCredentialRights,
   checkDeliveryMetadata,
   checkDestination,
+  checkWriteOnly,
   fail,
   initialCredentials,
   normalizeTopics,
@@ -121,6 +122,41 @@ export interface DestinationRouteDeps {
   db: Knex;
 }
 
+/** What a JSON value is, for a message: `null`, `a number`, `an array`. */
+const kindOf = (v: unknown) =>
+  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+
+/**
+ * topics and rate_limit as sent, before the schema validator coerces scalars (1 to "1", null to 0,
+ * "" or false to null): a topic must never be stored converted, nor a null limit read as 0 or as
+ * none. The schema says what else is wrong (as guards.ts does for metadata).
+ */
+function asSentProblems(body: unknown): Problem[] {
+  const problems: Problem[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
+  const { topics, rate_limit: limit } = body as Record<string, unknown>;
+  if (Array.isArray(topics)) {
+    topics.forEach((topic, i) => {
+      if (typeof topic !== 'string') problems.push({ path: `body.topics[${i}]`, message: `must be a string, not ${kindOf(topic)}` });
+    });
+  } else if (topics !== undefined && typeof topics !== 'string') {
+    problems.push({ path: 'body.topics', message: `must be "*" or an array of strings, not ${kindOf(topics)}` });
+  }
+  if (limit === undefined || limit === null) return problems;
+  if (typeof limit !== 'object' || Array.isArray(limit)) {
+    problems.push({ path: 'body.rate_limit', message: `must be an object or null, not ${kindOf(limit)}` });
+    return problems;
+  }
+  for (const key of Object.keys(rateLimitSchema.properties)) {
+    const v = (limit as Record<string, unknown>)[key];
+    if (v === undefined || typeof v === 'number') continue;
+    // No member means no limit of that kind; rate_limit null, none at all.
+    const hint = v === null ? `: leave it out for no limit ${key.replace('_', ' ')}` : '';
+    problems.push({ path: `body.rate_limit.${key}`, message: `must be an integer, not ${kindOf(v)}${hint}` });
+  }
+  return problems;
+}
+
 const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
 
 /** The tenant's destination of params.destination_id; 404 when the tenant or it does not exist. */
@@ -171,6 +207,7 @@ async function createDestination(
     problems.push({ path: 'body.credentials', message: 'is required' });
   }
   checkCredentialRights(body.type, body.credentials, principal, problems);
+  checkWriteOnly(body.type, body.credentials, problems);
   const config = body.config ?? {};
   const credentials = initialCredentials(body.type, body.credentials ?? {});
   const filter = orNullIfEmpty(body.filter);
@@ -214,6 +251,7 @@ async function patchDestination(
   if (body.type !== undefined && canonicalType(body.type) !== existing.type)
     problems.push({ path: 'body.type', message: 'cannot be changed' });
   checkCredentialRights(existing.type, body.credentials, principal, problems);
+  checkWriteOnly(existing.type, body.credentials, problems);
   // RFC 7396 at the body's root: a member set to null is removed. A removed config is {} (its
   // required fields are then reported); credentials null changes nothing (interface.md lets a
   // patch send it, and removing them would drop or silently regenerate the signing secret).
@@ -291,6 +329,7 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
     '/destinations',
     {
       config: { stringMaps: { members: ['metadata', 'delivery_metadata'] } },
+      preValidation: async (req) => fail(asSentProblems(req.body)),
       schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
     },
     async (req, reply) => {
@@ -305,6 +344,7 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
     '/destinations/:destination_id',
     {
       config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
+      preValidation: async (req) => fail(asSentProblems(req.body)),
       schema: {
         tags,
         summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)',

@@ -77,11 +77,19 @@ const destParams = { type: 'object', properties: { tenant_id: idParam, destinati
 const encodeCursor = (r: DeliveryRow) =>
   Buffer.from(JSON.stringify([r.created_at.toISOString(), r.event_id, r.destination_id])).toString('base64url');
 
+const isoTime = (t: string) => {
+  const d = new Date(t);
+  return !Number.isNaN(d.getTime()) && d.toISOString() === t;
+};
+
 function decodeCursor(c: string): [string, string, string] {
   try {
     const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'string') && !Number.isNaN(Date.parse(String(v[0]))))
-      return v as [string, string, string];
+    // As encodeCursor wrote it: a time toISOString gives back unchanged (no day rolled over into the
+    // next month, which Postgres would refuse), ids Postgres text can hold (no NUL).
+    const ok =
+      Array.isArray(v) && v.length === 3 && v.every((x) => typeof x === 'string' && !x.includes('\u0000')) && isoTime(v[0] as string);
+    if (ok) return v as [string, string, string];
   } catch {}
   throw AppError.validation([{ path: 'body.cursor', message: 'is not a cursor this endpoint returned' }]);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Problem } from '../../errors.ts';
 import { icon, type DestinationTypeDef } from './def.ts';
 
 export const webhook: DestinationTypeDef = {
@@ -48,7 +49,7 @@ export const webhook: DestinationTypeDef = {
       key: 'previous_secret_invalid_at',
       type: 'text',
       label: 'Previous secret invalid at',
-      description: 'When the previous secret stops signing (ISO 8601).',
+      description: 'When the previous secret stops signing (an RFC 3339 date-time, for example 2030-01-01T00:00:00Z).',
       required: false,
       adminOnly: true,
     },
@@ -61,9 +62,37 @@ export const webhook: DestinationTypeDef = {
       writeOnly: true,
     },
   ],
+  // What the fields' own rules let through but the sender could never use: every delivery would fail,
+  // or an expiry it cannot read would end double signing at once.
+  validate: (config, credentials) => {
+    const problems: Problem[] = [];
+    if (typeof config.url === 'string' && !URL.canParse(config.url))
+      problems.push({ path: 'body.config.url', message: 'is not a valid URL' });
+    const invalidAt = credentials.previous_secret_invalid_at;
+    if (typeof invalidAt === 'string' && invalidAt !== '' && !isInstant(invalidAt)) {
+      problems.push({
+        path: 'body.credentials.previous_secret_invalid_at',
+        message: 'must be an RFC 3339 date-time, for example 2030-01-01T00:00:00Z',
+      });
+    }
+    return problems;
+  },
   target: (c) => String(c.url ?? ''),
   targetUrl: (c) => (typeof c.url === 'string' ? c.url : undefined),
 };
+
+// RFC 3339's date-time (T and Z in either case, an offset always); no leap second: Date.parse has none.
+const RFC_3339 =
+  /^(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
+
+/** Whether `s` is an RFC 3339 date-time of an instant that exists, read as the sender reads it (Date.parse). */
+function isInstant(s: string): boolean {
+  const date = RFC_3339.exec(s)?.[1];
+  if (date === undefined || !Number.isFinite(Date.parse(s))) return false;
+  // Date.parse rolls a day the month lacks over (February 30 is March 1): the day must read back as written.
+  const day = Date.parse(`${date}T00:00:00Z`);
+  return Number.isFinite(day) && new Date(day).toISOString().slice(0, 10) === date;
+}
 
 /** A new signing secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
 export function generateWebhookSecret(): string {
