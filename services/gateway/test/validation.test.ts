@@ -221,6 +221,24 @@ for (const [mode, build] of modes) {
       t.same((await call('GET', url)).body.topics, ['order.paid'], 'unchanged');
     });
 
+    t.test('ordered must be a boolean and id a string as sent: 422, never stored converted', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      for (const ordered of [1, 'true', [true]]) {
+        const r = await call('POST', dests, { ...VALID.webhook, id: 'ord-bad', ordered });
+        refused(t, r, ['body.ordered'], `ordered ${JSON.stringify(ordered)}`);
+      }
+      t.equal((await call('GET', `${dests}/ord-bad`)).status, 404, 'nothing created');
+      refused(t, await call('POST', dests, { ...VALID.webhook, id: 5 }), ['body.id'], 'id 5');
+      t.equal((await call('GET', `${dests}/5`)).status, 404, 'not created as "5"');
+      const ok = await call('POST', dests, { ...VALID.webhook, ordered: true });
+      const url = `${dests}/${ok.body.id}`;
+      refused(t, await call('PATCH', url, { ordered: 0 }), ['body.ordered'], 'PATCH');
+      t.equal((await call('GET', url)).body.ordered, true, 'unchanged');
+      const reset = await call('PATCH', url, { ordered: null });
+      t.equal(reset.status, 200, 'null: back to the default');
+      t.notOk(reset.body.ordered, 'not ordered');
+    });
+
     t.test('rate_limit as sent: a member must be a number, rate_limit an object or null; 422, nothing stored', async (t) => {
       const dests = '/api/v1/tenants/acme/destinations';
       const nullLimit = await call('POST', dests, { ...VALID.webhook, id: 'rl-null', rate_limit: { per_second: null } });

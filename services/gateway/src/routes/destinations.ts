@@ -127,14 +127,18 @@ const kindOf = (v: unknown) =>
   v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 
 /**
- * topics and rate_limit as sent, before the schema validator coerces scalars (1 to "1", null to 0,
- * "" or false to null): a topic must never be stored converted, nor a null limit read as 0 or as
- * none. The schema says what else is wrong (as guards.ts does for metadata).
+ * topics, rate_limit, ordered and id as sent, before the schema validator coerces scalars (1 to
+ * "1" or true, null to 0, "" or false to null): nothing is stored converted, nor a null limit read
+ * as 0 or as none. The schema says what else is wrong (as guards.ts does for metadata).
  */
 function asSentProblems(body: unknown): Problem[] {
   const problems: Problem[] = [];
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
-  const { topics, rate_limit: limit } = body as Record<string, unknown>;
+  const { topics, rate_limit: limit, ordered, id } = body as Record<string, unknown>;
+  // null is a merge patch's "back to the default" (false); anything else but a boolean is a mistake.
+  if (ordered !== undefined && ordered !== null && typeof ordered !== 'boolean')
+    problems.push({ path: 'body.ordered', message: `must be a boolean, not ${kindOf(ordered)}` });
+  if (id !== undefined && typeof id !== 'string') problems.push({ path: 'body.id', message: `must be a string, not ${kindOf(id)}` });
   if (Array.isArray(topics)) {
     topics.forEach((topic, i) => {
       if (typeof topic !== 'string') problems.push({ path: `body.topics[${i}]`, message: `must be a string, not ${kindOf(topic)}` });
