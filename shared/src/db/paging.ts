@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Problem } from '../errors.ts';
+import { isRealDateTime } from '../time.ts';
 
 /**
  * Keyset pagination with opaque cursors, for every cursor-paged listing (the gateway's event and
@@ -52,26 +53,6 @@ export interface Page<T> {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CURSOR_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.\d{6}Z$/;
-
-/**
- * Whether the fields name a real day and time, AD (month 1-12): each read back from a Date built of
- * them, as Date.parse rolls 2026-02-30 over into March (and takes 24:00) where Postgres refuses it
- * (a 500, not a 422). Also the listings' time filters' check (services/gateway, timeValue).
- */
-export function isRealDateTime(y: number, month: number, d: number, h = 0, mi = 0, s = 0): boolean {
-  const at = new Date(0);
-  at.setUTCFullYear(y, month - 1, d);
-  at.setUTCHours(h, mi, s);
-  return (
-    y >= 1 &&
-    at.getUTCFullYear() === y &&
-    at.getUTCMonth() === month - 1 &&
-    at.getUTCDate() === d &&
-    at.getUTCHours() === h &&
-    at.getUTCMinutes() === mi &&
-    at.getUTCSeconds() === s
-  );
-}
 
 /** Whether `t` is a time as keyText prints it and a real instant (as every stored time is). */
 function isCursorTime(t: string): boolean {

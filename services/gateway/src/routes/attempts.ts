@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
-import { type Dir, isRealDateTime, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
+import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
+import { isRealDateTime } from '@switchyard/shared/time.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { canonicalType, INPUT_TYPE_NAMES } from '@switchyard/shared/destinations/registry.ts';
 import type { DestinationType } from '@switchyard/shared/model/index.ts';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Problem } from '../../errors.ts';
+import { isRealDateTime } from '../../time.ts';
 import { icon, type DestinationTypeDef } from './def.ts';
 
 export const webhook: DestinationTypeDef = {
@@ -83,15 +84,12 @@ export const webhook: DestinationTypeDef = {
 
 // RFC 3339's date-time (T and Z in either case, an offset always); no leap second: Date.parse has none.
 const RFC_3339 =
-  /^(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
+  /^(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
 
 /** Whether `s` is an RFC 3339 date-time of an instant that exists, read as the sender reads it (Date.parse). */
 function isInstant(s: string): boolean {
-  const date = RFC_3339.exec(s)?.[1];
-  if (date === undefined || !Number.isFinite(Date.parse(s))) return false;
-  // Date.parse rolls a day the month lacks over (February 30 is March 1): the day must read back as written.
-  const day = Date.parse(`${date}T00:00:00Z`);
-  return Number.isFinite(day) && new Date(day).toISOString().slice(0, 10) === date;
+  const m = RFC_3339.exec(s);
+  return m !== null && Number.isFinite(Date.parse(s)) && isRealDateTime(Number(m[1]), Number(m[2]), Number(m[3]));
 }
 
 /** A new signing secret in the Standard Webhooks form: `whsec_` + base64 of 32 random bytes. */
