@@ -1,6 +1,7 @@
 // What is refused when a tenant or destination is saved, rather than stored changed or failing at
 // delivery: templates that are not JMESPath expressions (every template field of every type, found in
-// the registry), metadata values that are not strings, webhook URLs the sender cannot parse, webhook
+// the registry), metadata values that are not strings, peer addresses the sender cannot connect to
+// (every URL and host:port field, found in the registry: a URL new URL() refuses, a port out of range), webhook
 // secret expiries that are not RFC 3339 instants, a rotate_secret that is not a boolean, and topics
 // and rate limits the schema validator would convert. Create and update paths; both databases.
 import t, { type Test } from 'tap';
@@ -19,6 +20,61 @@ const VALID: Record<string, Record<string, unknown>> = {
     config: { brokers: 'b1.example.com:9093', topic: 'events', sasl_mechanism: 'scram-sha-512' },
     credentials: { username: 'switchyard', password: 'kafka-secret-123' },
   },
+  sqs: { type: 'sqs', topics: '*', config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' }, credentials: aws },
+  rabbitmq: {
+    type: 'rabbitmq',
+    topics: '*',
+    config: { server_url: 'mq.example.com:5672', exchange: 'events' },
+    credentials: { username: 'switchyard', password: 'rabbit-secret' },
+  },
+  pubsub: {
+    type: 'pubsub',
+    topics: '*',
+    config: { project_id: 'my-project', topic: 'events', endpoint: 'localhost:8085' },
+    credentials: { service_account_json: '{"type":"service_account"}' },
+  },
+};
+
+/**
+ * Addresses each field's pattern takes but the sender could never connect to, with the message
+ * expected, by `type.key`: a URL new URL() refuses (an unclosed IPv6 bracket, a port past 65535, a
+ * bad escape) or a port 0; a host:port past 65535 or 0.
+ */
+const BAD_URLS: Array<[string, string]> = [
+  ['http://[::1', 'is not a valid URL'],
+  ['https://example.com:99999/hook', 'is not a valid URL'],
+  ['http://exa%mple.com/', 'is not a valid URL'],
+  ['http://example.com:0/', 'must have a port from 1 to 65535'],
+];
+const BAD_HOST_PORTS: Array<[string, string]> = [
+  ['mq.example.com:99999', 'must have a port from 1 to 65535'],
+  ['mq.example.com:0', 'must have a port from 1 to 65535'],
+];
+const BAD_ADDRESSES: Record<string, Array<[string, string]>> = {
+  'webhook.url': BAD_URLS,
+  'sqs.queue_url': BAD_URLS,
+  'sqs.endpoint': BAD_URLS,
+  'kinesis.endpoint': BAD_URLS,
+  's3.endpoint': BAD_URLS,
+  'rabbitmq.server_url': BAD_HOST_PORTS,
+  'kafka.brokers': [...BAD_HOST_PORTS, ['b1.example.com:9093, [::1]:65536', 'must have a port from 1 to 65535']],
+  'pubsub.endpoint': [
+    ...BAD_HOST_PORTS,
+    ['https://localhost:99999', 'is not a valid URL'],
+    ['http://localhost:0', 'must have a port from 1 to 65535'],
+  ],
+};
+
+/** A valid address of each field, to create the destination PATCH then tries to break. */
+const GOOD_ADDRESS: Record<string, string> = {
+  'webhook.url': 'http://[::1]:8080/hook',
+  'sqs.queue_url': 'http://[::1]:9324/000000000000/q',
+  'sqs.endpoint': 'http://127.0.0.1:9324',
+  'kinesis.endpoint': 'http://localhost:4567',
+  's3.endpoint': 'http://localhost:4569',
+  'rabbitmq.server_url': 'mq.example.com:65535',
+  'kafka.brokers': 'b1.example.com:9093, [::1]:9092',
+  'pubsub.endpoint': 'http://[::1]:8085',
 };
 
 const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promise<TestApp>]> = [
@@ -29,6 +85,11 @@ const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promis
 /** Every config field that holds a template, by type. */
 const TEMPLATE_FIELDS = Object.values(REGISTRY).flatMap((def) =>
   def.config_fields.filter((f) => f.key.endsWith('_template')).map((f) => ({ type: def.type, key: f.key })),
+);
+
+/** Every field holding a peer's address, by type. */
+const ADDRESS_FIELDS = Object.values(REGISTRY).flatMap((def) =>
+  [...def.config_fields, ...def.credential_fields].filter((f) => f.format === 'address').map((f) => `${def.type}.${f.key}`),
 );
 
 /** The 422 answer names exactly `paths`, in the documented shape. */
@@ -47,9 +108,14 @@ t.test('the registry has the template fields this test covers', async (t) => {
   ]);
 });
 
+t.test('the registry has the address fields this test covers', async (t) => {
+  t.same(ADDRESS_FIELDS.sort(), Object.keys(BAD_ADDRESSES).sort());
+  t.same(Object.keys(GOOD_ADDRESS).sort(), Object.keys(BAD_ADDRESSES).sort());
+});
+
 for (const [mode, build] of modes) {
   t.test(mode, async (t) => {
-    const { call } = await build(t);
+    const { call, db } = await build(t);
     t.equal((await call('PUT', '/api/v1/tenants/acme')).status, 201);
 
     t.test('a template that is not a JMESPath expression: 422 on create and on PATCH, nothing stored', async (t) => {
@@ -121,20 +187,45 @@ for (const [mode, build] of modes) {
       t.same(patched.body.metadata, { b: '2', c: '3' });
     });
 
-    t.test('a webhook URL the sender cannot parse: 422 on create and on PATCH, nothing stored', async (t) => {
+    t.test('an address the sender cannot connect to: 422 on create and on PATCH, nothing stored', async (t) => {
       const dests = '/api/v1/tenants/acme/destinations';
-      // Each passes the field's pattern; new URL() refuses each (every delivery would fail with Invalid URL).
-      for (const url of ['http://[::1', 'https://example.com:99999/hook', 'http://exa%mple.com/']) {
-        const bad = await call('POST', dests, { ...VALID.webhook, id: 'bad-url', config: { url } });
-        refused(t, bad, ['body.config.url'], `create with ${url}`);
-        t.equal(bad.body.problems[0].message, 'is not a valid URL');
-        t.equal((await call('GET', `${dests}/bad-url`)).status, 404, 'nothing created');
+      for (const [field, bad] of Object.entries(BAD_ADDRESSES)) {
+        const [type, key] = field.split('.') as [string, string];
+        const base = VALID[type] as { config: Record<string, unknown> };
+        const [[firstBad]] = bad as [[string, string]];
+        for (const [address, message] of bad) {
+          const r = await call('POST', dests, { ...base, id: 'bad-address', config: { ...base.config, [key]: address } });
+          refused(t, r, [`body.config.${key}`], `${field} ${address} on create`);
+          t.equal(r.body.problems[0].message, message, `${field} ${address}: ${message}`);
+        }
+        t.equal((await call('GET', `${dests}/bad-address`)).status, 404, `${field}: nothing created`);
+        const ok = await call('POST', dests, { ...base, config: { ...base.config, [key]: GOOD_ADDRESS[field] } });
+        t.equal(ok.status, 201, `${field}: ${GOOD_ADDRESS[field]} is taken`);
+        const url = `${dests}/${ok.body.id}`;
+        refused(t, await call('PATCH', url, { config: { [key]: firstBad } }), [`body.config.${key}`], `${field} on PATCH`);
+        t.equal((await call('GET', url)).body.config[key], GOOD_ADDRESS[field], `${field}: the stored address is unchanged`);
+        t.equal((await call('DELETE', url)).status, 200);
       }
-      const ok = await call('POST', dests, { ...VALID.webhook, config: { url: 'http://[::1]:8080/hook' } });
-      t.equal(ok.status, 201, 'an IPv6 literal with its bracket closed is a URL');
-      const url = `${dests}/${ok.body.id}`;
-      refused(t, await call('PATCH', url, { config: { url: 'http://[::1' } }), ['body.config.url'], 'PATCH');
-      t.equal((await call('GET', url)).body.config.url, 'http://[::1]:8080/hook', 'the stored URL is unchanged');
+    });
+
+    t.test('an address stored before its rule: named by a PATCH until set right; enable, disable, delete taken', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const ok = await call('POST', dests, { ...VALID.rabbitmq, id: 'stored-before' });
+      t.equal(ok.status, 201);
+      // As an older version stored it: the pattern of the time took any port of up to five digits.
+      await db('destinations')
+        .where({ tenant_id: 'acme', id: 'stored-before' })
+        .update({ config: { server_url: 'mq.example.com:99999', exchange: 'events' } });
+      const url = `${dests}/stored-before`;
+      refused(t, await call('PATCH', url, { topics: ['*'] }), ['body.config.server_url'], 'a PATCH of another member');
+      t.equal((await call('PUT', `${url}/disable`)).status, 200, 'disable');
+      t.equal((await call('PUT', `${url}/enable`)).status, 200, 'enable');
+      const fixed = await call('PATCH', url, { topics: ['*'], config: { server_url: 'mq.example.com:5672' } });
+      t.equal(fixed.status, 200, 'a PATCH that sets it right');
+      await db('destinations')
+        .where({ tenant_id: 'acme', id: 'stored-before' })
+        .update({ config: { server_url: 'mq.example.com:0', exchange: 'events' } });
+      t.equal((await call('DELETE', url)).status, 200, 'delete');
     });
 
     t.test('previous_secret_invalid_at must be an RFC 3339 date-time of a real instant: 422, nothing stored', async (t) => {

@@ -17,6 +17,12 @@ export interface FieldDef {
   maxlength?: number;
   /** A regular expression the whole value must match. */
   pattern?: string;
+  /**
+   * `address`: the value names a peer the sender connects to, a URL or comma-separated host:port
+   * entries (the pattern says which). Checked beyond the pattern as the sender reads it: a URL must
+   * parse, every port must be 1-65535. Not served: the pattern is the form's rule.
+   */
+  format?: 'address';
   options?: { label: string; value: string }[];
   /** Accepted on input but never returned or shown in forms (webhook rotate_secret). */
   writeOnly?: boolean;
@@ -56,6 +62,10 @@ export function validateFields(fields: readonly FieldDef[], input: Record<string
         if (f.maxlength !== undefined && v.length > f.maxlength)
           problems.push({ path, message: `must be at most ${f.maxlength} characters` });
         if (f.pattern && !new RegExp(`^(?:${f.pattern})$`).test(v)) problems.push({ path, message: `must match ${f.pattern}` });
+        else if (f.format === 'address') {
+          const problem = addressProblem(v);
+          if (problem) problems.push({ path, message: problem });
+        }
         if (f.type === 'select' && f.options && !f.options.some((o) => o.value === v)) {
           problems.push({ path, message: `must be one of ${f.options.map((o) => o.value).join(', ')}` });
         }
@@ -63,6 +73,22 @@ export function validateFields(fields: readonly FieldDef[], input: Record<string
     }
   }
   return problems;
+}
+
+/**
+ * Why a peer's address could never be connected to, or undefined. A pattern takes `http://[::1` or
+ * `host:99999`; every delivery would then fail, so the address is refused when it is saved.
+ */
+function addressProblem(v: string): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) {
+    if (!URL.canParse(v)) return 'is not a valid URL';
+    return new URL(v).port === '0' ? 'must have a port from 1 to 65535' : undefined;
+  }
+  for (const entry of v.split(',')) {
+    const port = /:(\d+)\s*$/.exec(entry)?.[1];
+    if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) return 'must have a port from 1 to 65535';
+  }
+  return undefined;
 }
 
 /** Sensitive values show a short prefix followed by asterisks. */

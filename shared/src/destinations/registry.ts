@@ -71,7 +71,7 @@ export function canonicalType(t: unknown): DestinationType | undefined {
 /** The public schema of a type, as served by GET /destination-types. */
 export function typeSchema(def: DestinationTypeDef) {
   // interface.md names the regular expression `validation`; contract-details.md calls it `pattern`. Both are served.
-  const publicField = ({ writeOnly: _w, adminOnly: _a, ...f }: DestinationTypeDef['config_fields'][number]) =>
+  const publicField = ({ writeOnly: _w, adminOnly: _a, format: _f, ...f }: DestinationTypeDef['config_fields'][number]) =>
     f.pattern ? { ...f, validation: f.pattern } : f;
   const schema = {
     type: def.type as string,

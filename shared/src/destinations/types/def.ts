@@ -61,6 +61,7 @@ export const endpointField = (what: string): FieldDef => ({
   description: `Custom ${what} endpoint URL (for local emulators or compatible services).`,
   required: false,
   pattern: 'https?://.+',
+  format: 'address',
 });
 
 export const regionField = (required: boolean): FieldDef => ({

@@ -43,6 +43,7 @@ export const kafka: DestinationTypeDef = {
       required: true,
       maxlength: 2048,
       pattern: `${BROKER}(?:\\s*,\\s*${BROKER})*`,
+      format: 'address',
     },
     { key: 'topic', type: 'text', label: 'Topic', description: 'Topic to produce to.', required: true, pattern: TOPIC_NAME },
     {

@@ -80,6 +80,7 @@ export const pubsub: DestinationTypeDef = {
       description: 'For an emulator or a private endpoint: host:port (as PUBSUB_EMULATOR_HOST), or an http(s) URL. Empty for Google.',
       required: false,
       pattern: PUBSUB_ENDPOINT,
+      format: 'address',
     },
   ],
   credential_fields: [

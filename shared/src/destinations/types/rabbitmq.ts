@@ -24,6 +24,7 @@ export const rabbitmq: DestinationTypeDef = {
       description: 'host:port of the broker.',
       required: true,
       pattern: '[^\\s:/]+:\\d{1,5}',
+      format: 'address',
     },
     { key: 'exchange', type: 'text', label: 'Exchange', description: 'Exchange to publish to.', required: true, maxlength: 255 },
     { key: 'tls', type: 'checkbox', label: 'TLS', description: 'Connect with TLS (amqps).', required: false, default: 'false' },

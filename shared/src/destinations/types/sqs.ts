@@ -37,6 +37,7 @@ export const sqs: DestinationTypeDef = {
       description: 'The URL of the SQS queue.',
       required: true,
       pattern: 'https?://.+',
+      format: 'address',
     },
     endpointField('SQS'),
     regionField(false),

@@ -20,6 +20,7 @@ export const webhook: DestinationTypeDef = {
       required: true,
       maxlength: 2048,
       pattern: 'https?://[^\\s/$.?#][^\\s]*',
+      format: 'address',
     },
     {
       key: 'custom_headers',
@@ -63,12 +64,9 @@ export const webhook: DestinationTypeDef = {
       writeOnly: true,
     },
   ],
-  // What the fields' own rules let through but the sender could never use: every delivery would fail,
-  // or an expiry it cannot read would end double signing at once.
-  validate: (config, credentials) => {
+  // An expiry the sender cannot read would end double signing at once.
+  validate: (_config, credentials) => {
     const problems: Problem[] = [];
-    if (typeof config.url === 'string' && !URL.canParse(config.url))
-      problems.push({ path: 'body.config.url', message: 'is not a valid URL' });
     const invalidAt = credentials.previous_secret_invalid_at;
     if (typeof invalidAt === 'string' && invalidAt !== '' && !isInstant(invalidAt)) {
       problems.push({
