@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
 import { reencryptAll } from '../src/db/reencrypt.ts';
 import { checkStoredKey, DestinationStore } from '../src/db/stores/destinations.ts';
 import { createRuntime } from '../src/runtime.ts';
+import { onBothDatabases } from '../src/testing/databases.ts';
 import { createTestDatabase, ROOT, testEnv } from '../src/testing/index.ts';
 import { ConfigError, loadServiceConfig } from '../src/config/index.ts';
 
@@ -91,6 +92,53 @@ t.test('a start with keys that open none of the stored secrets is refused, namin
   });
   await t.rejects(createRuntime('gateway', config), { code: 'CONFIG_INVALID', message: refused });
 });
+
+onBothDatabases(
+  t,
+  'a start refused while some stored secrets open with neither key, naming how many and one of them',
+  async (t: Test, db) => {
+    const [a, b, c] = ['key-a-0123456789abcdef0123456789ab', 'key-b-0123456789abcdef0123456789ab', 'key-c-0123456789abcdef0123456789ab'];
+    await db('tenants').insert([{ id: 'acme' }, { id: 'beta' }]);
+    const make = (tenant: string, id: string, key: string, secrets: 'credentials' | 'delivery_metadata') =>
+      new DestinationStore(db, createCipher(key)).create({
+        id,
+        tenant_id: tenant,
+        type: 'webhook',
+        topics: ['*'],
+        config: { url: 'https://example.com/hook' },
+        credentials: secrets === 'credentials' ? { secret: `whsec_${id}` } : {},
+        delivery_metadata: secrets === 'delivery_metadata' ? { team: id } : null,
+        metadata: null,
+        filter: null,
+      });
+    // A rotation whose command never ran, and the old key then dropped: most rows under b, some under a.
+    await make('acme', 'd1', b, 'credentials');
+    await make('beta', 'd2', a, 'delivery_metadata');
+    await make('acme', 'd3', a, 'credentials');
+    await make('beta', 'd4', b, 'delivery_metadata');
+    await t.resolves(checkStoredKey(db, createCipher(b, [a])), 'both keys: every secret opens');
+    await t.resolves(checkStoredKey(db, createCipher(a, [c, b])), 'either order, with an unused key beside them');
+
+    const err = await checkStoredKey(db, createCipher(b)).catch((e: unknown) => e);
+    t.ok(err instanceof ConfigError, 'a configuration error: one line and exit code 2 at start');
+    t.equal(
+      (err as Error).message,
+      "invalid configuration: AES_ENCRYPTION_SECRET: 2 destinations' secrets were written with a key that is neither it nor " +
+        'AES_ENCRYPTION_SECRET_PREVIOUS (acme/d3 first); set that key as AES_ENCRYPTION_SECRET_PREVIOUS and run ' +
+        'npm run rotate-encryption-key (docs/operations.md, "Rotating the encryption key")',
+      'names the count of destinations the key does not open (credentials or delivery_metadata) and the first',
+    );
+    t.notMatch((err as Error).message, /whsec_|team/, 'no secret in the message');
+    const onlyA = await checkStoredKey(db, createCipher(a)).catch((e: unknown) => e);
+    t.match(
+      (onlyA as Error).message,
+      /AES_ENCRYPTION_SECRET: 2 destinations' secrets .* \(acme\/d1 first\)/,
+      'the other half, from the other side',
+    );
+    const neither = await checkStoredKey(db, createCipher(c)).catch((e: unknown) => e);
+    t.match((neither as Error).message, /the stored destination secrets were written with another key/, 'a key that opens none: as before');
+  },
+);
 
 t.test('npm run rotate-encryption-key on Postgres: only DATABASE_URL and the keys; all rows or none', async (t) => {
   const url = await createTestDatabase(t);

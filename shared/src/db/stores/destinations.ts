@@ -273,24 +273,48 @@ export class DestinationStore {
 }
 
 /**
- * Refuses keys that open none of the stored secrets: one stored destination's secrets, opened with
- * AES_ENCRYPTION_SECRET (and AES_ENCRYPTION_SECRET_PREVIOUS). Run at every start, so a wrong key is
- * one line then, not a server error on every read of a destination and deliveries failing until the
- * key is fixed. One row, the first found: a key rotation re-encrypts all of them at once.
+ * Refuses keys that do not open every stored secret: for each key that wrote one (a ciphertext names
+ * its key), one of its secrets is opened with AES_ENCRYPTION_SECRET (and AES_ENCRYPTION_SECRET_PREVIOUS).
+ * Run at every start, so a wrong or missing key is one line then, not a server error on every read of
+ * the destinations it wrote and their deliveries failing until the key is fixed. One pass over the
+ * two columns, grouped by key: a start opens one secret of each key, not every row.
  */
 export async function checkStoredKey(db: Knex, cipher: Cipher): Promise<void> {
-  const row = await db<DestinationRow>('destinations')
-    .whereNotNull('credentials')
-    .orWhereNotNull('delivery_metadata')
-    .first('credentials', 'delivery_metadata');
-  const sealed = row?.credentials ?? row?.delivery_metadata;
-  if (!sealed) return;
-  try {
-    cipher.decrypt(sealed);
-  } catch {
+  const keyOf = (column: string) => db.raw(`split_part(${column}, '.', 2)`);
+  const sealed = (column: 'credentials' | 'delivery_metadata') =>
+    db('destinations')
+      .whereNotNull(column)
+      .select({ key: keyOf(column), sealed: column });
+  const byKey: Array<{ key: string; sealed: string }> = await db
+    .from(sealed('credentials').unionAll(sealed('delivery_metadata'), true).as('s'))
+    .groupBy('key')
+    .select('key', db.raw('min(sealed) AS sealed'));
+  const unread = byKey.filter((k) => {
+    try {
+      cipher.decrypt(k.sealed);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (unread.length === 0) return;
+  if (unread.length === byKey.length) {
     throw new ConfigError([
       'AES_ENCRYPTION_SECRET: the stored destination secrets were written with another key; set the key that wrote them ' +
         '(or set it as AES_ENCRYPTION_SECRET_PREVIOUS and run npm run rotate-encryption-key: docs/operations.md, "Rotating the encryption key")',
     ]);
   }
+  const keys = unread.map((k) => k.key);
+  const inKeys = (column: string) => [`split_part(${column}, '.', 2) IN (${keys.map(() => '?').join(', ')})`, keys] as const;
+  const rows: Array<{ tenant_id: string; id: string }> = await db('destinations')
+    .whereRaw(...inKeys('credentials'))
+    .orWhereRaw(...inKeys('delivery_metadata'))
+    .orderBy(['tenant_id', 'id'])
+    .select('tenant_id', 'id');
+  const [first] = rows as [(typeof rows)[number]];
+  throw new ConfigError([
+    `AES_ENCRYPTION_SECRET: ${rows.length} destination${rows.length === 1 ? "'s secrets were" : "s' secrets were"} written with a key that is ` +
+      `neither it nor AES_ENCRYPTION_SECRET_PREVIOUS (${first.tenant_id}/${first.id} first); set that key as ` +
+      'AES_ENCRYPTION_SECRET_PREVIOUS and run npm run rotate-encryption-key (docs/operations.md, "Rotating the encryption key")',
+  ]);
 }
