@@ -14,6 +14,30 @@ import { conformance, type Received, sampleEvent } from './suite.ts';
 
 const KAFKA_SH = fileURLToPath(new URL('../../../../infra/kafka/kafka.sh', import.meta.url));
 
+/** Resolves once `username`/`password` authenticate over SCRAM-SHA-512 at `broker`; throws after 60 s of refusals. */
+async function signsIn(broker: string, username: string, password: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const admin = new Kafka({
+      clientId: 'conformance-rotate',
+      brokers: [broker],
+      sasl: { mechanism: 'scram-sha-512', username, password },
+      retry: { retries: 0 },
+      logLevel: logLevel.NOTHING,
+    }).admin();
+    try {
+      await admin.connect();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline)
+        throw new Error(`the new SCRAM password of ${username} was not applied within 60 s: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await admin.disconnect();
+    }
+  }
+}
+
 conformance({
   type: 'kafka',
   cannot: {
@@ -117,6 +141,9 @@ conformance({
       async rotate(good) {
         password = `conformance-${Date.now().toString(36)}`;
         await promisify(execFile)('bash', [KAFKA_SH, 'scram', 'conformance', password, 'SCRAM-SHA-512'], { timeout: 60_000 });
+        // The controller took the change; the broker applies it from the metadata log a moment later
+        // (seconds on a busy machine): the rotation is done once the new password signs in.
+        await signsIn(sasl, 'conformance', password);
         return { ...good, credentials: { username: 'conformance', password } };
       },
       failures: {
