@@ -8,12 +8,10 @@
 import { createHmac } from 'node:crypto';
 import { isHeaderName, isHeaderValue, RESERVED_HEADERS } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Dispatcher } from 'undici';
-import { classifyNetworkError } from '../network-errors.ts';
 import { metadataOf } from '../metadata.ts';
-import { post } from '../post.ts';
 import { failed, type TypeSender } from '../sender.ts';
 import { USER_AGENT } from '../webhook/request.ts';
-import { httpOutcome } from '../webhook/sender.ts';
+import { postOutcome } from '../webhook/sender.ts';
 
 export const SIGNATURE_HEADER = 'x-hookdeck-signature';
 
@@ -58,13 +56,7 @@ export function createGatewaySender(opts: GatewaySenderOptions): TypeSender {
           headers['content-type'] = 'application/json';
           headers['user-agent'] = USER_AGENT;
           headers[SIGNATURE_HEADER] = signGateway(token.signingKey, body);
-          const at = new Date();
-          try {
-            return httpOutcome(await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }), at);
-          } catch (err) {
-            const { reason, message } = classifyNetworkError(err);
-            return failed(reason, message);
-          }
+          return postOutcome(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }, new Date());
         },
         async close() {},
       };

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { type FailureReason, failed, type Outcome, type TypeSender } from '../sender.ts';
 import { classifyNetworkError } from '../network-errors.ts';
-import { type PostResponse, post } from '../post.ts';
+import { type PostOptions, type PostResponse, post } from '../post.ts';
 import { buildWebhookRequest, type SignatureMode } from './request.ts';
 
 export interface WebhookSenderOptions {
@@ -68,6 +68,19 @@ export function httpOutcome(res: PostResponse, at: Date): Outcome {
 }
 
 /**
+ * POSTs `request` to `url` and reads the answer, or the network's failure, as an attempt: never throws.
+ * Redirects are not followed: a 3xx is recorded as the destination's answer (below 400, a success).
+ */
+export async function postOutcome(dispatcher: Dispatcher, url: string, request: PostOptions, at: Date): Promise<Outcome> {
+  try {
+    return httpOutcome(await post(dispatcher, url, request), at);
+  } catch (err) {
+    const { reason, message } = classifyNetworkError(err);
+    return failed(reason, message);
+  }
+}
+
+/**
  * Webhook delivery: a signed POST of the event data to `config.url` through the shared egress-checked
  * agent (`dispatcher`, closed by its owner). A client binds one destination's URL, headers and secrets;
  * it holds no connection of its own (the agent pools them per origin).
@@ -95,13 +108,7 @@ export function createWebhookSender(opts: WebhookSenderOptions): TypeSender {
             previousSecretInvalidAt,
             now: at,
           });
-          try {
-            // Redirects are not followed: a 3xx is recorded as the destination's answer (and is below 400, so a success).
-            return httpOutcome(await post(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }), at);
-          } catch (err) {
-            const { reason, message } = classifyNetworkError(err);
-            return failed(reason, message);
-          }
+          return postOutcome(opts.dispatcher, url, { headers, body, signal, maxBytes: opts.responseMaxBytes }, at);
         },
         async close() {},
       };
