@@ -64,6 +64,20 @@ export const endpointField = (what: string): FieldDef => ({
   format: 'address',
 });
 
+/** A setup step's IAM policy allowing `action` on `resource`: a JSON block indented under a list item. */
+export const iamPolicy = (action: string, resource: string): string[] => [
+  '   ```json',
+  '   {',
+  '     "Version": "2012-10-17",',
+  '     "Statement": [{',
+  '       "Effect": "Allow",',
+  `       "Action": "${action}",`,
+  `       "Resource": "${resource}"`,
+  '     }]',
+  '   }',
+  '   ```',
+];
+
 export const regionField = (required: boolean): FieldDef => ({
   key: 'region',
   type: 'text',

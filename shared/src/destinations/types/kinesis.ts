@@ -1,4 +1,4 @@
-import { awsKeyFields, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, iamPolicy, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
 
 export const kinesis: DestinationTypeDef = {
   type: 'kinesis',
@@ -13,16 +13,7 @@ export const kinesis: DestinationTypeDef = {
     '1. Create a data stream.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
     '',
-    '   ```json',
-    '   {',
-    '     "Version": "2012-10-17",',
-    '     "Statement": [{',
-    '       "Effect": "Allow",',
-    '       "Action": "kinesis:PutRecords",',
-    '       "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"',
-    '     }]',
-    '   }',
-    '   ```',
+    ...iamPolicy('kinesis:PutRecords', 'arn:aws:kinesis:us-east-1:123456789012:stream/orders'),
     '',
     '   A stream encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` on that key.',
     '3. Enter the stream name, region and access key. `endpoint` points at a Kinesis-compatible service or an emulator.',

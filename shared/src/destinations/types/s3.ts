@@ -1,4 +1,4 @@
-import { awsKeyFields, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, iamPolicy, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
 
 export const s3: DestinationTypeDef = {
   type: 's3',
@@ -13,16 +13,7 @@ export const s3: DestinationTypeDef = {
     '1. Create a bucket.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
     '',
-    '   ```json',
-    '   {',
-    '     "Version": "2012-10-17",',
-    '     "Statement": [{',
-    '       "Effect": "Allow",',
-    '       "Action": "s3:PutObject",',
-    '       "Resource": "arn:aws:s3:::my-bucket/*"',
-    '     }]',
-    '   }',
-    '   ```',
+    ...iamPolicy('s3:PutObject', 'arn:aws:s3:::my-bucket/*'),
     '',
     '   A bucket encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` on that key.',
     '3. Enter the bucket, region and access key. `endpoint` points at an S3-compatible service or an emulator (buckets are then addressed by path).',

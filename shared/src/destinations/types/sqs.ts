@@ -1,4 +1,4 @@
-import { awsKeyFields, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, iamPolicy, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
 
 export const sqs: DestinationTypeDef = {
   type: 'sqs',
@@ -13,16 +13,7 @@ export const sqs: DestinationTypeDef = {
     '1. Create a queue (standard or FIFO) and copy its URL, for example `https://sqs.us-east-1.amazonaws.com/123456789012/orders`.',
     '2. Create an IAM user (or role credentials) with this policy, and an access key for it:',
     '',
-    '   ```json',
-    '   {',
-    '     "Version": "2012-10-17",',
-    '     "Statement": [{',
-    '       "Effect": "Allow",',
-    '       "Action": "sqs:SendMessage",',
-    '       "Resource": "arn:aws:sqs:us-east-1:123456789012:orders"',
-    '     }]',
-    '   }',
-    '   ```',
+    ...iamPolicy('sqs:SendMessage', 'arn:aws:sqs:us-east-1:123456789012:orders'),
     '',
     '   A queue encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` and `kms:Decrypt` on that key.',
     '3. Enter the queue URL, the region (taken from the URL when left empty) and the access key. `endpoint` points at an SQS-compatible service or an emulator (ElasticMQ, LocalStack) instead of AWS.',
