@@ -956,6 +956,41 @@ t.test('events and attempts queries', async (t) => {
       );
       await db('events').where({ tenant_id: 'globex', id: e.id }).update({ deliver_at: e.deliverAt });
     }
+    // Beside them, events the per-event status must read past a destination disabled when it was
+    // routed (a `skipped` delivery, nothing to cancel): canceled with one, canceled and since due,
+    // and one whose only delivery was skipped (nothing pending: not scheduled).
+    for (const [id, deliverAt, deliveries] of [
+      [
+        'sch_canceled_skip',
+        now + 3_600_000,
+        [
+          ['g1', 'canceled'],
+          ['g2', 'skipped'],
+        ],
+      ],
+      ['sch_canceled_due', now - 60_000, [['g1', 'canceled']]],
+      ['sch_all_skipped', now + 3_600_000, [['g2', 'skipped']]],
+    ] as const) {
+      const time = new Date(now - 1000);
+      await insertEvent(
+        db,
+        {
+          tenant_id: 'globex',
+          id,
+          topic: 'user.created',
+          time,
+          received_at: time,
+          data: {},
+          metadata: null,
+          destination_id: null,
+          matched: deliveries.map(([d]) => d),
+        },
+        deliveries.map(([destination_id, status]) => ({ destination_id, status: status as Del['status'], successful_at: null })),
+      );
+      await db('events')
+        .where({ tenant_id: 'globex', id })
+        .update({ deliver_at: new Date(deliverAt) });
+    }
     const listed = async (url: string) => {
       const r = await call('GET', url);
       t.equal(r.status, 200, url);
@@ -984,22 +1019,25 @@ t.test('events and attempts queries', async (t) => {
     );
     t.same(
       (await listed('/api/v1/globex/events?status=scheduled,canceled')).map((m) => m.id).sort(),
-      ['sch_canceled', 'sch_future'],
+      ['sch_canceled', 'sch_canceled_due', 'sch_canceled_skip', 'sch_future'],
       'with another status: either',
     );
     t.same(
       (await listed('/api/v1/globex/destination/g1/events?status=scheduled&status=canceled')).map((m) => m.id).sort(),
-      ['sch_canceled', 'sch_future'],
+      ['sch_canceled', 'sch_canceled_due', 'sch_canceled_skip', 'sch_future'],
       'scoped, with another status',
     );
     const statusOf = async (url: string) =>
       Object.fromEntries((await listed(url)).map((m) => [m.id, m.status])) as Record<string, string | undefined>;
     t.same(
       await statusOf('/api/v1/globex/events?status=scheduled,canceled'),
-      { sch_future: 'scheduled', sch_canceled: 'canceled' },
-      'per event: canceled once every delivery is, not scheduled',
+      { sch_future: 'scheduled', sch_canceled: 'canceled', sch_canceled_skip: 'canceled', sch_canceled_due: 'canceled' },
+      'per event: canceled once every delivery is (a skipped one has none to cancel), also once due; not scheduled',
     );
-    t.equal((await call('GET', '/api/v1/globex/events/sch_canceled')).body.status, 'canceled', 'one event, the same');
+    for (const id of ['sch_canceled', 'sch_canceled_skip', 'sch_canceled_due'])
+      t.equal((await call('GET', `/api/v1/globex/events/${id}`)).body.status, 'canceled', `${id}: one event, the same`);
+    t.equal((await call('GET', '/api/v1/globex/events/sch_all_skipped')).body.status, undefined, 'nothing pending: not scheduled');
+    t.equal((await call('GET', '/api/v1/globex/events/sch_future')).body.status, 'scheduled', 'pending and ahead: scheduled');
     const bad = await call('GET', '/api/v1/globex/events?status=pending');
     t.equal(bad.status, 422);
     t.match(JSON.stringify(bad.body), /success, failed, canceled, scheduled/, 'the statuses an event listing takes');

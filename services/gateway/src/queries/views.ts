@@ -173,11 +173,14 @@ export function eventView(r: EventRow, states: DeliveryState[], withData: boolea
   if (scopedDestination !== undefined) v.status = states[0]?.status ?? 'pending';
   if (r.deliver_at) {
     v.deliver_at = r.deliver_at.toISOString();
-    // Not due yet: what is still pending is scheduled, a canceled one says canceled; per event (no
-    // destination in scope) canceled once every delivery is, as a cancel makes them at once.
-    if (r.deliver_at.getTime() > Date.now()) {
-      if (scopedDestination === undefined && states.length && states.every((s) => s.status === 'canceled')) v.status = 'canceled';
-      else if ((v.status ?? 'pending') === 'pending') v.status = 'scheduled';
+    // Per event (no destination in scope) canceled once every delivery is, as a cancel makes them at
+    // once, and from then on; a destination disabled when it was routed (`skipped`) never had one to cancel.
+    const live = states.filter((s) => s.status !== 'skipped');
+    if (scopedDestination === undefined && live.length && live.every((s) => s.status === 'canceled')) v.status = 'canceled';
+    // Not due yet: what is still pending is scheduled (an event whose deliveries are not stored yet, too).
+    else if (r.deliver_at.getTime() > Date.now()) {
+      if (scopedDestination !== undefined ? v.status === 'pending' : states.length === 0 || live.some((s) => s.status === 'pending'))
+        v.status = 'scheduled';
     }
   }
   return v;
