@@ -152,4 +152,23 @@ t.test('rate limit: five times the limit offered, the limit held, the other dest
       : `http://127.0.0.1:${await waitFor('the sender ops port', () => Number(/"metrics_port":(\d+)/.exec(sender.output())?.[1]) || undefined)}/metrics`;
   const metrics = await (await fetch(metricsUrl)).text();
   t.match(metrics, /switchyard_rate_limited_deliveries_total\{type="webhook",outcome="(waited|parked)"\} [1-9]/, 'waits are counted');
+
+  // A removed limit frees what is parked for it: at 2 a minute the second delivery's turn is 30 s
+  // after the first; parked in the 5 s tier, it goes at that tier's next release once the limit is gone.
+  await api('PUT', '/api/v1/tenants/rl2');
+  const slow = await api<{ id: string }>('POST', '/api/v1/tenants/rl2/destinations', {
+    type: 'webhook',
+    topics: '*',
+    config: { url: `${rx.url}/slow` },
+    rate_limit: { per_minute: 2 },
+  });
+  t.equal(slow.status, 201);
+  for (const n of [1, 2])
+    t.equal((await api('POST', '/api/v1/publish', { tenant_id: 'rl2', topic: 'user.created', data: { n } })).status, 202);
+  await untilCount('the first delivery under 2 a minute', () => at('/slow').length, 1);
+  const patched = await api('PATCH', `/api/v1/tenants/rl2/destinations/${slow.body.id}`, { rate_limit: null });
+  t.equal(patched.status, 200, 'the limit removed');
+  await untilCount('the second delivery, its limit removed', () => at('/slow').length, 2);
+  const [first, second] = at('/slow').map((r) => r.at) as [number, number];
+  t.ok(second - first < 25_000, `delivered ${((second - first) / 1000).toFixed(1)} s after the first, before its turn (30 s)`);
 });

@@ -37,6 +37,12 @@ export interface SchedulerDeps {
    * then back to a tier).
    */
   stalledHere?(delivery: DeliveryRecord): number;
+  /**
+   * True when a delivery parked for a rate-limit turn need not wait for it any longer: its
+   * destination has no limit now (removed, or the destination disabled or deleted: the sender then
+   * records it canceled). Asked each time a tier releases such a delivery before its turn.
+   */
+  turnLifted?(delivery: DeliveryRecord): boolean | Promise<boolean>;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -85,6 +91,12 @@ export function createRetryScheduler(deps: SchedulerDeps) {
     park,
     async release(delivery: DeliveryRecord, headers?: Headers): Promise<void> {
       let remaining = Date.parse(delivery.due_at ?? '') - now();
+      if (remaining > 0 && heldUntilDue(delivery) && (await deps.turnLifted?.(delivery))) {
+        // The limit it waited for is gone: delivered now, as a delivery arriving now would be.
+        const { due_at: _due, turn_at: _turn, ...rest } = delivery;
+        await deps.deliver(rest, headers);
+        return;
+      }
       if (remaining <= DUE_HOLD_MS && heldUntilDue(delivery)) {
         // A little early: the sender waits the rest, its way back through the delivery topic covered.
         const wait = remaining - TURN_LEAD_MS;

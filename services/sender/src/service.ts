@@ -312,6 +312,10 @@ export async function start(rt: Runtime): Promise<Service> {
     deliver: (d, headers) => output.send(TOPIC.deliveries[d.destination.type], d, headers),
     park: (d, tier, headers) => output.send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
     stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
+    turnLifted: async (d) => {
+      const state = await destinations.current(d.destination);
+      return !('destination' in state) || !state.destination.rate_limit;
+    },
   });
   // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
   const rateGate = createRateGate({

@@ -176,3 +176,40 @@ t.test('a rate-limit turn is held until just before it rather than hopping the s
   await s.parkUntil(turn, new Date(at.now + 6000));
   t.equal(parked.at(-1)?.tier, 1, 'the 5 s tier once its hop ends before the turn');
 });
+
+t.test('a delivery parked for a turn goes at once when its destination no longer has a limit', async (t) => {
+  const at = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const delivered: DeliveryRecord[] = [];
+  const parked: Array<{ tier: number; record: DeliveryRecord }> = [];
+  let lifted = false;
+  const asked: string[] = [];
+  const s = createRetryScheduler({
+    deliver: async (d) => void delivered.push(d),
+    park: async (d, tier) => void parked.push({ tier, record: d }),
+    turnLifted: async (d) => {
+      asked.push(d.event.id);
+      return lifted;
+    },
+    now: () => at.now,
+  });
+  const due = (ms: number) => new Date(at.now + ms).toISOString();
+  const turn = { ...delivery, attempt_number: 1, turn_at: due(20_000), due_at: due(20_000) };
+  await s.release(turn);
+  t.equal(parked.at(-1)?.record.turn_at, turn.turn_at, 'limit still set: back to a tier, turn kept');
+  t.equal(delivered.length, 0);
+
+  lifted = true;
+  await s.release(turn);
+  t.equal(delivered.length, 1, 'limit removed: delivered at the hop, not at its turn 20 s later');
+  t.equal(delivered[0]?.turn_at, undefined, 'without its turn');
+  t.equal(delivered[0]?.due_at, undefined);
+  t.equal(parked.length, 1, 'not parked again');
+
+  // Only turns ask: a retry or a scheduled event waits its due time whatever the limit.
+  asked.length = 0;
+  await s.release({ ...delivery, due_at: due(20_000) });
+  const scheduled = { ...delivery, attempt_number: 1, event: { ...delivery.event, id: 'e2', deliver_at: due(20_000) } };
+  await s.release({ ...scheduled, due_at: due(20_000) });
+  t.same(asked, [], 'a retry and a scheduled event are not asked');
+  t.equal(delivered.length, 1, 'and both wait');
+});
