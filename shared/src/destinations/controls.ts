@@ -33,7 +33,7 @@ export const rateLimitSchema = {
 export const orderedSchema = {
   type: 'boolean',
   description:
-    'True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered at once, out of order. Default false.',
+    "True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Default false.",
 } as const;
 
 /** The controls every type accepts, as /destination-types serves them (`controls`). */

@@ -106,7 +106,8 @@ export function OrderedForm({ d, onSaved }: { d: Destination; onSaved: (d: Desti
           </label>
           <p className="help" id="ordered-desc">
             One delivery at a time, in the order the events were published. While one fails and waits for its retry, the later ones wait
-            behind it; once it succeeds or is given up, the next goes. A manual retry is delivered out of order.
+            behind it; once it succeeds or is given up, the next goes. A manual retry waits its turn in that queue, out of the event's
+            original order.
           </p>
         </div>
         <ErrorMessage error={save.error} />
