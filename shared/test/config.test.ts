@@ -106,6 +106,24 @@ t.test('Kafka broker lists must be host:port entries', async (t) => {
   }
 });
 
+t.test('KAFKA_MIN_INSYNC_REPLICAS may not be above KAFKA_REPLICATION_FACTOR', async (t) => {
+  t.same(
+    problemsOf({ KAFKA_REPLICATION_FACTOR: '1' }),
+    [
+      'KAFKA_MIN_INSYNC_REPLICAS: 2 is above KAFKA_REPLICATION_FACTOR (1), so no write could ever be accepted; at most 1 (a single broker: both 1)',
+    ],
+    "a single broker's replication factor without its min.insync.replicas",
+  );
+  t.equal(problemsOf({ KAFKA_MIN_INSYNC_REPLICAS: '5' }).length, 1, '5 of the default 3');
+  for (const [rf, isr] of [
+    ['1', '1'],
+    ['3', '2'],
+    ['3', '3'],
+  ])
+    t.same(problemsOf({ KAFKA_REPLICATION_FACTOR: rf as string, KAFKA_MIN_INSYNC_REPLICAS: isr as string }), [], `${isr} of ${rf}`);
+  t.same(problemsOf({ KAFKA_REPLICATION_FACTOR: 'x', KAFKA_MIN_INSYNC_REPLICAS: '2' }).length, 1, 'a bad factor is named once, on its own');
+});
+
 t.test('URLs are checked at load; an unparseable DATABASE_URL is refused, not taken for localhost', async (t) => {
   t.same(problemsOf({ DATABASE_URL: 'nonsense' }), [
     'DATABASE_URL: must be a postgres:// (or postgresql://) URL, such as postgres://user:password@host:5432/database',

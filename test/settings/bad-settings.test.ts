@@ -63,13 +63,20 @@ const dataDir = (t: Test) => {
 };
 
 t.test('stack mode: the launcher and each service refuse a bad setting in one line', async (t) => {
-  const [launcher, gateway, sender, router] = await Promise.all([
+  const [launcher, gateway, sender, router, replicas] = await Promise.all([
     // The launcher reads the configuration before it starts a broker, a database or a service.
     run('infra/dev/start.ts', { ...SECRETS, API_PORT: 'abc' }),
     run('services/gateway/src/main.ts', { ...SECRETS, KAFKA_BROKERS: 'nonsense', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }),
     run('services/sender/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'nonsense' }),
     // Well formed, but nothing listens there: found at start, said in one line too.
     run('services/router/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x' }),
+    // One broker's replication factor set without its min.insync.replicas: refused before connecting.
+    run('services/attempts/src/main.ts', {
+      ...SECRETS,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x',
+      KAFKA_REPLICATION_FACTOR: '1',
+    }),
   ]);
   t.test('launcher: API_PORT=abc', async (t) =>
     refused(t, launcher, /^switchyard start:stack: invalid configuration: API_PORT: must be integer$/),
@@ -87,6 +94,13 @@ t.test('stack mode: the launcher and each service refuse a bad setting in one li
   });
   t.test('router: a DATABASE_URL nothing answers', async (t) =>
     refused(t, router, /^switchyard router: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
+  );
+  t.test('attempts: KAFKA_REPLICATION_FACTOR=1 beside the default KAFKA_MIN_INSYNC_REPLICAS=2', async (t) =>
+    refused(
+      t,
+      replicas,
+      /^switchyard attempts: invalid configuration: KAFKA_MIN_INSYNC_REPLICAS: 2 is above KAFKA_REPLICATION_FACTOR \(1\), so no write could ever be accepted; at most 1 \(a single broker: both 1\)$/,
+    ),
   );
 });
 

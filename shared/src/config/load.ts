@@ -134,6 +134,15 @@ function checkValues(name: string, s: Setting, value: unknown, problems: string[
  * Reads, validates and freezes the configuration. Reports every problem at once. With `names`, reads
  * only those settings (a command that needs a few, such as npm run migrate, needs nothing else set).
  */
+/** Rules between settings, checked where both are read (each valid on its own). */
+function checkTogether(values: Record<string, unknown>, problems: string[]): void {
+  const { KAFKA_MIN_INSYNC_REPLICAS: minIsr, KAFKA_REPLICATION_FACTOR: rf } = values;
+  if (typeof minIsr === 'number' && typeof rf === 'number' && minIsr > rf)
+    problems.push(
+      `KAFKA_MIN_INSYNC_REPLICAS: ${minIsr} is above KAFKA_REPLICATION_FACTOR (${rf}), so no write could ever be accepted; at most ${rf} (a single broker: both 1)`,
+    );
+}
+
 export function loadConfig(env?: Record<string, string | undefined>): Config;
 export function loadConfig<K extends SettingName>(env: Record<string, string | undefined>, names: readonly K[]): Pick<Config, K>;
 export function loadConfig(env: Record<string, string | undefined> = process.env, names?: readonly SettingName[]): Partial<Config> {
@@ -163,6 +172,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }
   }
   for (const [name, s] of entries) checkValues(name, s, values[name], problems);
+  checkTogether(values, problems);
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   return Object.freeze(values) as Partial<Config>;
 }
