@@ -1,3 +1,4 @@
+import { createServer, type Socket } from 'node:net';
 import t from 'tap';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { createDb } from '@switchyard/shared/db/index.ts';
@@ -28,6 +29,40 @@ t.test('healthz answers 503 naming the failed check when Postgres does not answe
   const r = await app.inject({ method: 'GET', url: '/api/v1/healthz' });
   t.equal(r.statusCode, 503);
   t.match(r.json(), { status: 'failed', checks: { postgres: 'failed' }, workers: { postgres: { status: 'failed' } } });
+});
+
+t.test('healthz answers 503 within its bound when Postgres hangs (takes connections, never answers)', async (t) => {
+  // A stopped database (SIGSTOP, a dead network path) accepts and stays silent: the client would
+  // wait for its own timeout (30 s), a probe must not.
+  const held: Socket[] = [];
+  const silent = createServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const port = (silent.address() as { port: number }).port;
+  const url = `postgres://switchyard@127.0.0.1:${port}/none`;
+  const config = testConfig({ DATABASE_URL: url });
+  const db = createDb({ url, poolMax: 1 });
+  const refuse = async () => {
+    throw new Error('no Kafka here');
+  };
+  const app = await build(config, {
+    db,
+    producer: { send: refuse, sendMany: refuse, close: async () => {} },
+    logger: createLogger('gateway-test', 'silent'),
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+  });
+  t.teardown(async () => {
+    for (const s of held) s.destroy();
+    silent.close();
+    await app.close();
+    await db.destroy().catch(() => {});
+  });
+  const started = Date.now();
+  const r = await app.inject({ method: 'GET', url: '/healthz' });
+  const took = Date.now() - started;
+  t.equal(r.statusCode, 503);
+  t.match(r.json(), { status: 'failed', checks: { postgres: 'failed' } });
+  // READY_TIMEOUT_MS is 2 s; the bound only tells it from the client's own 30 s.
+  t.ok(took < 20_000, `answered in ${took} ms, not after the client's own timeout`);
 });
 
 t.test('gateway basics', async (t) => {

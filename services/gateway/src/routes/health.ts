@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { exposition } from '@switchyard/shared/metrics.ts';
+import { exposition, withTimeout } from '@switchyard/shared/metrics.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
-import type { Readiness } from '@switchyard/shared/ops.ts';
+import { READY_TIMEOUT_MS, type Readiness } from '@switchyard/shared/ops.ts';
 import { answers, ref } from '../openapi.ts';
 
 // Probes and metrics need no credential and are operations' endpoints, not API operations: left out
@@ -10,7 +10,7 @@ import { answers, ref } from '../openapi.ts';
 // no tenant or destination ids; a deployment that exposes the API publicly should still keep it
 // from the internet at its ingress (docs/operations.md).
 export interface HealthRouteDeps {
-  /** Answers /healthz's `select 1`. */
+  /** Answers /healthz's `select 1` (within READY_TIMEOUT_MS). */
   db: Knex;
   readiness: () => Promise<Readiness>;
 }
@@ -20,7 +20,8 @@ export function healthRoutes(deps: HealthRouteDeps) {
     const handler = async (_req: unknown, reply: { status(n: number): unknown }) => {
       const checks: Record<string, 'ok' | 'failed'> = {};
       try {
-        await deps.db.raw('select 1');
+        // Bounded as /readyz is: a database that hangs (not refusing) fails the probe, never holds it.
+        await withTimeout(deps.db.raw('select 1'), READY_TIMEOUT_MS);
         checks.postgres = 'ok';
       } catch {
         checks.postgres = 'failed';
