@@ -159,6 +159,17 @@ t.test('the production overlay sets its namespace, image and brokers', async (t)
   for (const d of objects.filter((o) => o.kind === 'Deployment'))
     t.equal(d.spec.template.spec.containers[0].image, 'registry.example.com/switchyard:0.1.0');
   t.match((objects.find((o) => o.kind === 'ConfigMap') as Obj).data?.KAFKA_BROKERS, /kafka-0/);
+  // Public: the API and the tenant portal its redirect_url links to (/portal?token=...); not /metrics or the probes.
+  const ingress = objects.find((o) => o.kind === 'Ingress') as Obj;
+  type Path = { path: string; pathType: string; backend: { service: { name: string } } };
+  const paths: Path[] = ingress.spec.rules.flatMap((r: { http: { paths: Path[] } }) => r.http.paths);
+  t.same(
+    paths.map((p) => [p.path, p.pathType, p.backend.service.name]),
+    [
+      ['/api/', 'Prefix', 'switchyard-gateway'],
+      ['/portal', 'Prefix', 'switchyard-gateway'],
+    ],
+  );
 });
 
 t.test('the validators refuse what Kubernetes and KEDA would refuse', async (t) => {
