@@ -16,6 +16,7 @@ import type { Knex } from './db/index.ts';
 import type { Bus } from './bus/index.ts';
 import type { Logger } from './log.ts';
 import { exposition, withTimeout } from './metrics.ts';
+import { listenError } from './process.ts';
 
 export const READY_TIMEOUT_MS = 2_000;
 
@@ -66,7 +67,7 @@ export async function serveOps(
     json(404, { code: 'NOT_FOUND' });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenError('METRICS_PORT', host, port, err)));
     server.listen(port, host, () => resolve());
   });
   rt.logger.info({ metrics_port: (server.address() as AddressInfo).port, host }, 'ops listening (/metrics, /livez, /readyz)');

@@ -20,6 +20,25 @@ export class DependencyError extends Error {
   }
 }
 
+/**
+ * A listener's failure to bind `host:port` (the setting `setting` names it) as a DependencyError: the
+ * address is taken or may not be bound here. One line at start (startFailed), not Node's stack.
+ */
+export function listenError(setting: string, host: string, port: number, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'already in use by another process; set another port (0 picks a free one)'
+      : code === 'EACCES'
+        ? 'may not be bound by this user (ports below 1024 need privileges)'
+        : code === 'EADDRNOTAVAIL'
+          ? 'is not an address of this host'
+          : undefined;
+  if (!why) return err;
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new DependencyError(`${setting} (${address})`, new Error(why));
+}
+
 const state = {
   installed: false,
   count: 0,

@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { ROOT } from '@switchyard/shared/testing/index.ts';
+import { createServer } from 'node:net';
+import { createTestDatabase, ROOT, testEnv } from '@switchyard/shared/testing/index.ts';
 
 const SECRETS = { API_KEY: 'settings-test-key', API_JWT_SECRET: 'j'.repeat(32), AES_ENCRYPTION_SECRET: 'a'.repeat(32) };
 
@@ -123,6 +124,29 @@ t.test('EGRESS_ALLOW, which only the sender checks: refused before anything star
     refused(t, sender, expected);
     t.notMatch(sender.stderr, /ECONNREFUSED/, 'no connection was tried');
   });
+});
+
+t.test('a port another process holds: one line naming the setting, exit code 1', async (t) => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+  const port = String((holder.address() as { port: number }).port);
+  const inUse = (service: string, setting: string) =>
+    new RegExp(
+      `^switchyard ${service}: failed to start: ${setting} \\(127\\.0\\.0\\.1:${port}\\): already in use by another process; set another port \\(0 picks a free one\\)$`,
+    );
+  const [router, embedded] = await Promise.all([
+    // The test command's broker and a database of its own: the ops port is bound before the service joins its groups.
+    run('services/router/src/main.ts', {
+      ...testEnv({ DATABASE_URL: await createTestDatabase(t) }),
+      LOG_LEVEL: 'error',
+      METRICS_HOST: '127.0.0.1',
+      METRICS_PORT: port,
+    }),
+    run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: dataDir(t), LOG_LEVEL: 'error', API_HOST: '127.0.0.1', API_PORT: port }),
+  ]);
+  t.test('a service: METRICS_PORT', async (t) => refused(t, router, inUse('router', 'METRICS_PORT'), 1));
+  t.test('embedded mode: API_PORT', async (t) => refused(t, embedded, inUse('embedded', 'API_PORT'), 1));
 });
 
 t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a database nothing answers', async (t) => {

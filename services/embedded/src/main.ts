@@ -45,10 +45,12 @@ try {
   started.push(await startRouter(as('router')));
   started.push(await startGateway(as('gateway')));
 } catch (err) {
-  rt.logger.fatal({ err }, 'embedded mode failed to start');
+  // A port in use (DependencyError) is one line, as a bad setting is; anything else logs its stack.
+  if (!(err instanceof DependencyError)) rt.logger.fatal({ err }, 'embedded mode failed to start');
   for (const s of started.reverse()) await s.close().catch(() => undefined);
   await rt.close();
   discardCreatedSecrets(prepared);
+  if (err instanceof DependencyError) startFailed('embedded')(err);
   process.exit(1);
 }
 

@@ -1,6 +1,7 @@
 // Gateway: the HTTP API on API_HOST:API_PORT, wired to a runtime (main.ts: its own process;
 // services/embedded: every service in one process).
 import { readiness } from '@switchyard/shared/ops.ts';
+import { listenError } from '@switchyard/shared/process.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import { build } from './app.ts';
@@ -26,7 +27,10 @@ export async function start(rt: Runtime): Promise<Service> {
     tracing: rt.tracing,
     readLag: rt.bus.lag?.bind(rt.bus),
   });
-  await app.listen({ port: config.API_PORT, host: config.API_HOST });
+  await app.listen({ port: config.API_PORT, host: config.API_HOST }).catch(async (err: unknown) => {
+    await app.close();
+    throw listenError('API_PORT', config.API_HOST, config.API_PORT, err);
+  });
   return {
     async close() {
       await app.close(); // stops accepting, lets in-flight requests finish

@@ -12,9 +12,10 @@ const rt = await (async () => {
   checkSettings(config);
   return createRuntime('sender', config);
 })().catch(startFailed('sender'));
+// /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts), bound first: a port
+// in use is one line at start, before the service joins its consumer groups.
+const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT).catch(startFailed('sender', rt.logger));
 const service = await start(rt).catch(startFailed('sender', rt.logger));
-// /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts).
-const ops = await serveOps(rt, rt.config.METRICS_HOST, rt.config.METRICS_PORT);
 onShutdown(rt.logger, async () => {
   await service.close(); // consumers finish in-flight deliveries and commit first
   await ops.close();
