@@ -1,7 +1,7 @@
 // npm run rotate-encryption-key: re-encrypts destination secrets under AES_ENCRYPTION_SECRET.
 // Postgres (DATABASE_URL set): 1) set AES_ENCRYPTION_SECRET_PREVIOUS to the old secret and
 // AES_ENCRYPTION_SECRET to the new one on every service and restart them; 2) run this; 3) remove
-// AES_ENCRYPTION_SECRET_PREVIOUS once the deliveries routed before are done.
+// AES_ENCRYPTION_SECRET_PREVIOUS and restart (nothing reads the old key once this has run).
 // Embedded mode (DATABASE_URL empty): stop `npm start`, run this (it generates the new key itself
 // when the key is embedded mode's own), start again; later `-- --retire` retires the old key
 // (rotate-embedded.ts). Either way it reads only the settings it uses, and changes everything or
@@ -12,18 +12,23 @@ import { createCipher } from '../crypto.ts';
 import { createDb } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
 
+// `--force` is accepted and ignored: retiring once waited for deliveries in the log, which never need the old key.
 const { values: args } = parseArgs({ options: { retire: { type: 'boolean' }, force: { type: 'boolean' } } });
 
 if (!process.env.DATABASE_URL) {
   const { rotateEmbedded } = await import('./rotate-embedded.ts');
   try {
-    const r = await rotateEmbedded(process.env, { retire: Boolean(args.retire), force: Boolean(args.force) });
+    const r = await rotateEmbedded(process.env, { retire: Boolean(args.retire) });
     console.log(`re-encrypted ${r.rewritten} of ${r.scanned} destinations under the current key`);
     if (r.action === 'rotated') {
       console.log(
         r.keys === 'secrets-file'
-          ? 'the new key is in DATA_DIR/secrets.env, the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS for deliveries already in the log; start the service, and once they are done: npm run rotate-encryption-key -- --retire'
-          : 'keys from the environment: remove AES_ENCRYPTION_SECRET_PREVIOUS there once the deliveries already in the log are done',
+          ? 'the new key is in DATA_DIR/secrets.env, the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS; retire it when you like: npm run rotate-encryption-key -- --retire'
+          : 'keys from the environment: nothing reads the previous key any more; remove AES_ENCRYPTION_SECRET_PREVIOUS there',
+      );
+    } else if (r.action === 'finished') {
+      console.log(
+        'no new key: an earlier rotation was not retired yet (it is finished now, every secret under its key); run npm run rotate-encryption-key -- --retire, then this again for a new key',
       );
     } else {
       console.log(

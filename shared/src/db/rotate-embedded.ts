@@ -7,15 +7,16 @@
  *   is generated and the old one kept as AES_ENCRYPTION_SECRET_PREVIOUS in that file, then every
  *   destination secret is re-encrypted under the new key. When AES_ENCRYPTION_SECRET comes from
  *   the environment, the environment's two secrets are used as they are, as in production.
- * - retire: re-encrypts what may remain, then refuses while deliveries routed before the rotation may
- *   still wait in the log (a delivery record carries the ciphertext it was routed with: the sender
- *   groups' and the retry scheduler's uncommitted records), unless forced; then drops
- *   AES_ENCRYPTION_SECRET_PREVIOUS from secrets.env, so the old key can no longer read anything.
+ * - rotate again before the old key is retired: no new key (the file would need three); the earlier
+ *   rotation is finished (every secret under its key) and the answer says to retire, then rotate.
+ * - retire: re-encrypts what may remain, then drops AES_ENCRYPTION_SECRET_PREVIOUS from secrets.env,
+ *   so the old key can no longer read anything. Nothing else needs it: a sender opens the secrets of
+ *   the destination as stored now before every attempt, never the ciphertext a delivery record in
+ *   the log was routed with (services/sender/src/destination-state.ts).
  *
  * All or nothing. Everything that can refuse is checked before anything changes: the settings it
- * uses (only those: API_KEY and API_JWT_SECRET are not needed), the database (opened and migrated),
- * the retire check. The rows are re-encrypted in one transaction. A rotation writes the file (both
- * keys, atomically) just before that transaction and puts the old file back if it fails, so a failure
+ * uses (only those: API_KEY and API_JWT_SECRET are not needed) and the database (opened and
+ * migrated). The rows are re-encrypted in one transaction. A rotation writes the file (both keys, atomically) just before that transaction and puts the old file back if it fails, so a failure
  * leaves the file and the database as they were; and a crash at any point leaves a file whose two
  * keys read the database, whichever way the transaction went (run it again to finish). Writing the
  * file only after the commit would lose the new key, and every secret with it, to a crash between.
@@ -26,18 +27,15 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig, SETTINGS } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
-import { createEmbeddedBus } from '../embedded/bus.ts';
 import { lockDirectory } from '../embedded/lock.ts';
-import { GROUP, TOPIC } from '../bus/topics.ts';
-import { DESTINATION_TYPES } from '../model/index.ts';
-import { createLogger } from '../log.ts';
 import { readEnvFile, writeSecretsFile } from '../secrets-file.ts';
 import { openEmbeddedDb } from './embedded.ts';
 import { migrateLatest } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
 
 export interface RotateResult {
-  action: 'rotated' | 'retired';
+  /** `finished`: an earlier rotation was not retired yet; it was completed and no new key was made. */
+  action: 'rotated' | 'finished' | 'retired';
   scanned: number;
   rewritten: number;
   /** Where the keys live: embedded mode's secrets file, or the environment (yours to change). */
@@ -45,11 +43,11 @@ export interface RotateResult {
 }
 
 /** The settings the command reads; nothing else need be set. */
-const USED = ['AES_ENCRYPTION_SECRET', 'AES_ENCRYPTION_SECRET_PREVIOUS', 'KAFKA_TOPIC_PREFIX', 'KAFKA_PARTITIONS'] as const;
+const USED = ['AES_ENCRYPTION_SECRET', 'AES_ENCRYPTION_SECRET_PREVIOUS'] as const;
 
 export async function rotateEmbedded(
   callerEnv: Record<string, string | undefined>,
-  opts: { retire?: boolean; force?: boolean } = {},
+  opts: { retire?: boolean } = {},
 ): Promise<RotateResult> {
   const dataDir = resolve(callerEnv.DATA_DIR || SETTINGS.DATA_DIR.default);
   const file = join(dataDir, 'secrets.env');
@@ -80,22 +78,13 @@ export async function rotateEmbedded(
         };
         writeFirst = true;
       }
-      // Without a new key, an earlier rotation was interrupted: finish it with the file's two keys.
+      // Without a new key, an earlier rotation is not retired yet (or was interrupted): finish it with the file's two keys.
       const keys = next && !opts.retire ? next : stored;
       env.AES_ENCRYPTION_SECRET = keys.AES_ENCRYPTION_SECRET as string;
       env.AES_ENCRYPTION_SECRET_PREVIOUS = keys.AES_ENCRYPTION_SECRET_PREVIOUS ?? '';
     }
     const config = loadConfig(env, USED);
     const cipher = createCipher(config.AES_ENCRYPTION_SECRET, [config.AES_ENCRYPTION_SECRET_PREVIOUS]);
-    if (opts.retire && !opts.force) {
-      const waiting = await waitingDeliveries(join(dataDir, 'log'), config.KAFKA_TOPIC_PREFIX, config.KAFKA_PARTITIONS);
-      if (waiting.length) {
-        throw new Error(
-          `deliveries routed before the rotation may still need the previous key: ${waiting.join(', ')} record(s) wait in the log. ` +
-            'Start the service until they are delivered (or given up), stop it, and retire again; --force retires now (those deliveries then fail to decrypt).',
-        );
-      }
-    }
     const edb = await openEmbeddedDb(join(dataDir, 'pg'));
     let counts: { scanned: number; rewritten: number };
     try {
@@ -112,27 +101,9 @@ export async function rotateEmbedded(
       await edb.close();
     }
     if (next && opts.retire) writeSecretsFile(file, next);
-    return { action: opts.retire ? 'retired' : 'rotated', ...counts, keys: fromEnv ? 'environment' : 'secrets-file' };
+    const action = opts.retire ? 'retired' : fromEnv || next ? 'rotated' : 'finished';
+    return { action, ...counts, keys: fromEnv ? 'environment' : 'secrets-file' };
   } finally {
     lock.release();
-  }
-}
-
-/** `topic n` for each delivery or retry topic with records its consumer group has not committed. */
-async function waitingDeliveries(dir: string, topicPrefix: string, partitions: number): Promise<string[]> {
-  if (!existsSync(dir)) return [];
-  const bus = await createEmbeddedBus({ dir, topicPrefix, partitions, log: createLogger('rotate', 'silent') });
-  try {
-    await bus.ensureTopics();
-    const rows =
-      (await bus.lag?.([
-        ...DESTINATION_TYPES.map((type) => ({ groupId: GROUP.sender(type), topics: [TOPIC.deliveries[type]] })),
-        { groupId: GROUP.retryScheduler, topics: TOPIC.retries },
-      ])) ?? [];
-    const byTopic = new Map<string, number>();
-    for (const r of rows) if (r.lag > 0) byTopic.set(r.topic, (byTopic.get(r.topic) ?? 0) + r.lag);
-    return [...byTopic].map(([t, n]) => `${t} ${n}`);
-  } finally {
-    await bus.close();
   }
 }
