@@ -59,3 +59,21 @@ t.test('each client remembers its own messages', async (t) => {
   b({ level: logLevel.ERROR, label: 'ERROR', log: { message: 'Connection error' } });
   t.equal(lines.length, 2);
 });
+
+t.test("kafkajs's warning about the bus's deliberate producer retries is at debug", async (t) => {
+  const { lines, log } = capture();
+  const write = kafkaLogCreator(log)();
+  write({
+    level: logLevel.WARN,
+    label: 'WARN',
+    log: { message: 'Limiting retries for the idempotent producer may invalidate EoS guarantees', timestamp: 'x' },
+  });
+  write({ level: logLevel.WARN, label: 'WARN', log: { message: 'Some other warning', timestamp: 'x' } });
+  t.same(
+    lines.map((l) => [l.level, l.message]),
+    [
+      ['debug', 'Limiting retries for the idempotent producer may invalidate EoS guarantees'],
+      ['warn', 'Some other warning'],
+    ],
+  );
+});

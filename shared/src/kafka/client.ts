@@ -84,6 +84,13 @@ interface KafkaLogEntry {
  * and a step kafkajs retries (its line counts the retries) is a warning: if kafkajs gives up, the
  * caller's error says so.
  */
+/**
+ * kafkajs warnings about what the bus does on purpose, at debug rather than on every start: its
+ * idempotent producers limit their retries, and one whose send failed is retired (producer.ts), so
+ * no sequence number is reused.
+ */
+const DELIBERATE = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
+
 export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
   return () => {
     const recent = new Map<string, { until: number; repeats: number }>();
@@ -99,7 +106,8 @@ export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
       if (recent.size >= KAFKA_LOG_REMEMBERED) recent.clear();
       recent.set(key, { until: t + KAFKA_LOG_REPEAT_MS, repeats: 0 });
       const fields = { kafka: rest, label, ...(seen?.repeats ? { repeated: seen.repeats } : {}) };
-      if (level <= logLevel.ERROR && !('retryCount' in rest)) log.error(fields, message);
+      if (DELIBERATE.has(message)) log.debug(fields, message);
+      else if (level <= logLevel.ERROR && !('retryCount' in rest)) log.error(fields, message);
       else if (level <= logLevel.WARN) log.warn(fields, message);
       else log.debug(fields, message);
     };

@@ -482,6 +482,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
   };
 
+  // Failed looks in a row: the first is a warning, the rest of a run (every ORPHANS_MS while the
+  // database is away) at debug, and the look that works again says so once.
+  let orphanFailures = 0;
   const sweep = setInterval(() => void findOrphans(), ORPHANS_MS);
   sweep.unref();
   void findOrphans();
@@ -536,8 +539,13 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     if (closing.signal.aborted) return;
     try {
       for (const dest of await store.orphans(deps.types)) if (!closing.signal.aborted) drainOf(dest);
+      if (orphanFailures > 0) log.info({ failures: orphanFailures }, 'looking for ordered spills without a drain works again');
+      orphanFailures = 0;
     } catch (err) {
-      log.warn({ err: (err as Error).message }, 'looking for ordered spills without a drain failed; looked for again later');
+      const fields = { err: (err as Error).message, failures: ++orphanFailures };
+      const line = 'looking for ordered spills without a drain failed; looked for again later';
+      if (orphanFailures === 1) log.warn(fields, line);
+      else log.debug(fields, line);
     }
   }
 
