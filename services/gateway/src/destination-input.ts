@@ -41,7 +41,9 @@ export function checkDestination(
   }
   // The filter's own paths start at it: in a request, it is a member of the body.
   if (d.filter) problems.push(...validateFilter(d.filter).map((p) => ({ ...p, path: `body.${p.path}` })));
-  if (type === 'webhook') problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
+  // A custom_headers its field check refused already (not an object of strings) is named once.
+  if (type === 'webhook' && !fieldProblems.some((p) => p.path === 'body.config.custom_headers'))
+    problems.push(...validateCustomHeaders(d.config.custom_headers, headerPrefix));
 }
 
 /**

@@ -310,6 +310,19 @@ for (const [mode, build] of modes) {
       const url = `${dests}/${ok.body.id}`;
       refused(t, await call('PATCH', url, { topics: [1] }), ['body.topics[0]'], 'PATCH');
       t.same((await call('GET', url)).body.topics, ['order.paid'], 'unchanged');
+      const none = await call('PATCH', url, { topics: [] });
+      refused(t, none, ['body.topics'], 'no topics: one problem, not one a schema form');
+      t.equal(none.body.problems[0].message, 'must name at least one topic, or be "*" for all');
+    });
+
+    t.test('a custom_headers that is not an object of strings is named once', async (t) => {
+      for (const custom_headers of ['x-a: 1', ['x-a'], { 'x-a': 1 }]) {
+        const r = await call('POST', '/api/v1/tenants/acme/destinations', {
+          ...VALID.webhook,
+          config: { ...(VALID.webhook?.config as object), custom_headers },
+        });
+        refused(t, r, ['body.config.custom_headers'], `custom_headers ${JSON.stringify(custom_headers)}`);
+      }
     });
 
     t.test('ordered must be a boolean and id a string as sent: 422, never stored converted', async (t) => {

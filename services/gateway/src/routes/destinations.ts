@@ -140,6 +140,8 @@ function asSentProblems(body: unknown): Problem[] {
     problems.push({ path: 'body.ordered', message: `must be a boolean, not ${kindOf(ordered)}` });
   if (id !== undefined && typeof id !== 'string') problems.push({ path: 'body.id', message: `must be a string, not ${kindOf(id)}` });
   if (Array.isArray(topics)) {
+    // The schema would say it four ways (each of its two forms); one line says it once.
+    if (topics.length === 0) problems.push({ path: 'body.topics', message: 'must name at least one topic, or be "*" for all' });
     topics.forEach((topic, i) => {
       if (typeof topic !== 'string') problems.push({ path: `body.topics[${i}]`, message: `must be a string, not ${kindOf(topic)}` });
     });
