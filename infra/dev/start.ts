@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../../shared/src/config/index.ts';
 import { loadSecretsFile } from '../../shared/src/secrets-file.ts';
+import { withEgressCheck } from '../../services/sender/src/egress.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const secretsFile = `${root}.tools/dev-secrets.env`;
@@ -26,7 +27,8 @@ const env: Record<string, string> = {
 };
 let config: ReturnType<typeof loadConfig>;
 try {
-  config = loadConfig(env); // fail fast, listing every problem, before anything is started
+  // Fail fast, listing every problem (EGRESS_ALLOW's entries too, as the sender reads them), before anything is started.
+  config = withEgressCheck(() => loadConfig(env), env);
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   // One line, as a service prints it (shared/src/process.ts): no stack trace.

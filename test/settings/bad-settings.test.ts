@@ -109,12 +109,22 @@ t.test('EGRESS_ALLOW, which only the sender checks: refused before anything star
   const EGRESS_ALLOW = '127.0.0.1/40, *';
   const expected =
     /^switchyard (embedded|sender): invalid configuration: EGRESS_ALLOW: "127\.0\.0\.1\/40": prefix length must be an integer from 0 to 32; EGRESS_ALLOW: "\*": /;
-  const [embedded, sender] = await Promise.all([
+  const [embedded, sender, launcher, withOthers] = await Promise.all([
     run('services/embedded/src/main.ts', { ...SECRETS, EGRESS_ALLOW, DATA_DIR: dataDir(t) }),
     // Nothing listens at either address: the setting is refused before either is tried.
     run('services/sender/src/main.ts', {
       ...SECRETS,
       EGRESS_ALLOW,
+      KAFKA_BROKERS: '127.0.0.1:1',
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x',
+    }),
+    // The launcher checks it with the rest, before it starts a broker, a database or a service.
+    run('infra/dev/start.ts', { ...SECRETS, EGRESS_ALLOW }),
+    // Beside another bad setting: both in the one line, not one start each.
+    run('services/sender/src/main.ts', {
+      ...SECRETS,
+      EGRESS_ALLOW,
+      LOG_LEVEL: 'bogus',
       KAFKA_BROKERS: '127.0.0.1:1',
       DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x',
     }),
@@ -124,6 +134,12 @@ t.test('EGRESS_ALLOW, which only the sender checks: refused before anything star
     refused(t, sender, expected);
     t.notMatch(sender.stderr, /ECONNREFUSED/, 'no connection was tried');
   });
+  t.test('the stack launcher', async (t) =>
+    refused(t, launcher, /^switchyard start:stack: invalid configuration: EGRESS_ALLOW: "127\.0\.0\.1\/40": /),
+  );
+  t.test('with another bad setting: every problem in one line', async (t) =>
+    refused(t, withOthers, /^switchyard sender: invalid configuration: LOG_LEVEL: must be one of .*; EGRESS_ALLOW: "127\.0\.0\.1\/40": /),
+  );
 });
 
 t.test('a port another process holds: one line naming the setting, exit code 1', async (t) => {

@@ -8,7 +8,8 @@
 import { start as startAttempts } from '@switchyard/attempts/src/service.ts';
 import { start as startGateway } from '@switchyard/gateway/src/service.ts';
 import { start as startRouter } from '@switchyard/router/src/service.ts';
-import { checkSettings as checkSenderSettings, start as startSender } from '@switchyard/sender/src/service.ts';
+import { withEgressCheck } from '@switchyard/sender/src/egress.ts';
+import { start as startSender } from '@switchyard/sender/src/service.ts';
 import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { catchSignals, DependencyError, onShutdown, startFailed } from '@switchyard/shared/process.ts';
@@ -21,8 +22,8 @@ let prepared: Prepared | undefined;
 let rt: Runtime;
 try {
   prepared = prepare(process.env);
-  const loaded = loadConfig(prepared.env);
-  checkSenderSettings(loaded);
+  const env = prepared.env;
+  const loaded = withEgressCheck(() => loadConfig(env), env);
   rt = await createRuntime('embedded', loaded, { embedded: true });
 } catch (err) {
   // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), a

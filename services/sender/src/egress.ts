@@ -74,6 +74,35 @@ function hostProblem(host: string): string | null {
  * exact host names (case-insensitive) and `*.example.com` (any subdomain of example.com). Throws a
  * ConfigError naming EGRESS_ALLOW and every invalid entry, so a start refuses it as a bad setting.
  */
+/**
+ * The configuration `load` reads (the catalogue's checks) and EGRESS_ALLOW's entries, which only
+ * this parser can check: every problem of both in one ConfigError, before anything connects. Used
+ * by each entry point that starts a sender (its process, embedded mode, the stack launcher).
+ */
+export function withEgressCheck<C>(load: () => C, env: Record<string, string | undefined>): C {
+  const problems: string[] = [];
+  let config: C | undefined;
+  try {
+    config = load();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  // As the catalogue reads a list: comma separated, trimmed, empty entries dropped.
+  const entries = (env.EGRESS_ALLOW ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  try {
+    parseAllowList(entries);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return config as C;
+}
+
 export function parseAllowList(entries: readonly string[]): AllowList {
   const list: Cidr[] = [];
   const hosts = new Set<string>();

@@ -4,12 +4,12 @@ import { serveOps } from '@switchyard/shared/ops.ts';
 import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
 import { loadServiceConfig } from '@switchyard/shared/config/index.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
-import { checkSettings, start } from './service.ts';
+import { withEgressCheck } from './egress.ts';
+import { start } from './service.ts';
 
 catchSignals();
 const rt = await (async () => {
-  const config = loadServiceConfig('sender');
-  checkSettings(config);
+  const config = withEgressCheck(() => loadServiceConfig('sender'), process.env);
   return createRuntime('sender', config);
 })().catch(startFailed('sender'));
 // /metrics, /livez, /readyz on METRICS_HOST:METRICS_PORT (shared/src/ops.ts), bound first: a port

@@ -282,14 +282,6 @@ async function startPresence(rt: Runtime, types: DestinationType[]): Promise<Nod
   return presence;
 }
 
-/**
- * Refuses the settings only the sender can check (EGRESS_ALLOW's entries) with a ConfigError, as the
- * catalogue's own checks are: called before the runtime connects to anything.
- */
-export function checkSettings(config: Config): void {
-  parseAllowList(config.EGRESS_ALLOW);
-}
-
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
   const { config, logger } = rt;
