@@ -291,7 +291,12 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     t.equal((await call('PATCH', url, { ordered: true }, token)).body.ordered, true, 'tenant token');
     t.equal((await call('GET', '/api/v1/tenants/acme/destinations/nope/order')).status, 404);
     const schema = (await call('GET', '/api/v1/destination-types/webhook')).body;
-    t.equal(schema.controls.ordered.type, 'boolean');
+    t.same(schema.controls.ordered.type, ['boolean', 'null'], 'served as accepted: null is the default');
+    r = await call('PATCH', url, { ordered: true });
+    t.equal(r.body.ordered, true);
+    r = await call('PATCH', url, { ordered: null });
+    t.equal(r.status, 200, 'null: back to the default');
+    t.notOk('ordered' in r.body, 'false: absent from the view');
     await call('DELETE', url);
   });
 

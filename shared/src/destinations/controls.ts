@@ -29,11 +29,14 @@ export const rateLimitSchema = {
   },
 } as const;
 
-/** `ordered` as input and as answered: false (the default) delivers concurrently, in no guaranteed order. */
+/**
+ * `ordered` as input: false (the default) delivers concurrently, in no guaranteed order; null (a
+ * merge patch's "back to the default") is false. Answered as a boolean.
+ */
 export const orderedSchema = {
-  type: 'boolean',
+  type: ['boolean', 'null'],
   description:
-    "True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Default false.",
+    "True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Null or absent: false.",
 } as const;
 
 /** The controls every type accepts, as /destination-types serves them (`controls`). */

@@ -1153,8 +1153,8 @@ export interface components {
                 /** @description Deliveries per minute at most. */
                 per_minute?: number;
             } | null;
-            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Default false. */
-            ordered?: boolean;
+            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Null or absent: false. */
+            ordered?: boolean | null;
         };
         DestinationUpdate: {
             /**
@@ -1187,8 +1187,8 @@ export interface components {
                 /** @description Deliveries per minute at most. */
                 per_minute?: number;
             } | null;
-            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Default false. */
-            ordered?: boolean;
+            /** @description True: deliveries to this destination are made one at a time, in publish order; while one fails and waits for its retry, later ones wait behind it, and once it is given up (retries exhausted, or canceled) the next proceeds. A manual retry is delivered once, when its turn in the destination's queue comes (out of the event's original order), and never retried automatically. Null or absent: false. */
+            ordered?: boolean | null;
         };
         PublishRequest: {
             id?: string;

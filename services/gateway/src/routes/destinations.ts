@@ -93,7 +93,7 @@ interface CreateBody {
   metadata?: Record<string, string>;
   disabled_at?: string | null;
   rate_limit?: RateLimit | null;
-  ordered?: boolean;
+  ordered?: boolean | null;
 }
 
 interface PatchBody {
@@ -105,7 +105,7 @@ interface PatchBody {
   delivery_metadata?: Record<string, string | null> | null;
   metadata?: Record<string, string | null> | null;
   rate_limit?: RateLimit | null;
-  ordered?: boolean;
+  ordered?: boolean | null;
 }
 
 const destParams = { type: 'object', properties: { tenant_id: idParam, destination_id: idParam } } as const;
@@ -285,7 +285,7 @@ async function patchDestination(
     metadata: merged(existing.metadata, body.metadata),
     delivery_metadata: merged(existing.delivery_metadata, body.delivery_metadata),
     ...(body.rate_limit !== undefined ? { rate_limit: body.rate_limit } : {}),
-    ...(body.ordered !== undefined ? { ordered: body.ordered } : {}),
+    ...(body.ordered !== undefined ? { ordered: body.ordered ?? false } : {}),
   });
   if (!updated) throw new AppError('DESTINATION_NOT_FOUND');
   await deps.announce({ tenant_id: updated.tenant_id, destination_id: updated.id, change: 'updated' });
