@@ -135,7 +135,11 @@ export const MODELS = {
       delivery_metadata: stringMap,
       metadata: stringMap,
       rate_limit: { ...rateLimitSchema, type: 'object', description: 'The destination’s rate limit; absent: none.' },
-      ordered: { ...orderedSchema, type: 'boolean', description: 'True when the destination’s deliveries are made in order; absent: false.' },
+      ordered: {
+        ...orderedSchema,
+        type: 'boolean',
+        description: 'True when the destination’s deliveries are made in order; absent: false.',
+      },
     },
   },
   DestinationList: { type: 'array', items: ref('Destination') },
