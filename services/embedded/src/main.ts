@@ -8,8 +8,7 @@
 import { start as startAttempts } from '@switchyard/attempts/src/service.ts';
 import { start as startGateway } from '@switchyard/gateway/src/service.ts';
 import { start as startRouter } from '@switchyard/router/src/service.ts';
-import { withEgressCheck } from '@switchyard/sender/src/egress.ts';
-import { start as startSender } from '@switchyard/sender/src/service.ts';
+import { start as startSender, withEgressCheck } from '@switchyard/sender/src/service.ts';
 import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { catchSignals, DependencyError, onShutdown, startFailed } from '@switchyard/shared/process.ts';

@@ -282,6 +282,9 @@ async function startPresence(rt: Runtime, types: DestinationType[]): Promise<Nod
   return presence;
 }
 
+// For the entry points that start a sender: its settings' check beside the catalogue's.
+export { withEgressCheck } from './egress.ts';
+
 export async function start(rt: Runtime): Promise<Service> {
   const consumers: BusConsumer[] = [];
   const { config, logger } = rt;
@@ -304,10 +307,13 @@ export async function start(rt: Runtime): Promise<Service> {
     deliver: (d, headers) => output.send(TOPIC.deliveries[d.destination.type], d, headers),
     park: (d, tier, headers) => output.send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
     stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
-    turnLifted: async (d) => {
-      const state = await destinations.current(d.destination);
-      return !('destination' in state) || !state.destination.rate_limit;
-    },
+    // A destination that cannot be read now (the database away) keeps its deliveries' turns: the
+    // tiers never wait on the database.
+    turnLifted: (d) =>
+      Promise.resolve(destinations.current(d.destination)).then(
+        (state) => !('destination' in state) || !state.destination.rate_limit,
+        () => false,
+      ),
   });
   // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
   const rateGate = createRateGate({
