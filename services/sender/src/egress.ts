@@ -12,7 +12,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { ConfigError } from '@switchyard/shared/config/index.ts';
+import { ConfigError, splitList } from '@switchyard/shared/config/index.ts';
 import { Agent, buildConnector } from 'undici';
 import { type Cidr, embeddedV4, formatCidr, hostBitsSet, inCidr, isPublicBytes, networkOf, parseIp } from './cidr.ts';
 
@@ -70,11 +70,6 @@ function hostProblem(host: string): string | null {
 }
 
 /**
- * Parses egress allow-list entries: CIDRs (`10.0.0.0/8`, `fd00::/8`), single addresses (`10.1.2.3`, `::1`),
- * exact host names (case-insensitive) and `*.example.com` (any subdomain of example.com). Throws a
- * ConfigError naming EGRESS_ALLOW and every invalid entry, so a start refuses it as a bad setting.
- */
-/**
  * The configuration `load` reads (the catalogue's checks) and EGRESS_ALLOW's entries, which only
  * this parser can check: every problem of both in one ConfigError, before anything connects. Used
  * by each entry point that starts a sender (its process, embedded mode, the stack launcher).
@@ -88,13 +83,8 @@ export function withEgressCheck<C>(load: () => C, env: Record<string, string | u
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems);
   }
-  // As the catalogue reads a list: comma separated, trimmed, empty entries dropped.
-  const entries = (env.EGRESS_ALLOW ?? '')
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '');
   try {
-    parseAllowList(entries);
+    parseAllowList(splitList(env.EGRESS_ALLOW ?? ''));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems);
@@ -103,6 +93,11 @@ export function withEgressCheck<C>(load: () => C, env: Record<string, string | u
   return config as C;
 }
 
+/**
+ * Parses egress allow-list entries: CIDRs (`10.0.0.0/8`, `fd00::/8`), single addresses (`10.1.2.3`, `::1`),
+ * exact host names (case-insensitive) and `*.example.com` (any subdomain of example.com). Throws a
+ * ConfigError naming EGRESS_ALLOW and every invalid entry, so a start refuses it as a bad setting.
+ */
 export function parseAllowList(entries: readonly string[]): AllowList {
   const list: Cidr[] = [];
   const hosts = new Set<string>();

@@ -12,5 +12,5 @@ export {
   type SettingName,
   settingsOf,
 } from './catalogue.ts';
-export { ConfigError, describeConfig, isHostPort, loadConfig, loadServiceConfig } from './load.ts';
+export { ConfigError, describeConfig, isHostPort, loadConfig, loadServiceConfig, splitList } from './load.ts';
 export { SECRET_MIN_LENGTH, type Setting } from './setting.ts';

@@ -19,12 +19,15 @@ export class ConfigError extends Error {
 
 const ajv = new Ajv({ allErrors: true, coerceTypes: false });
 
+/** How every list setting is read: comma separated, each entry trimmed, empty entries dropped. */
+export function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+}
+
 function toValue(name: string, s: Setting, raw: string, problems: string[]): unknown {
-  const split = (v: string) =>
-    v
-      .split(',')
-      .map((x) => x.trim())
-      .filter((x) => x !== '');
   switch (s.kind) {
     case 'integer':
       return /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
@@ -35,9 +38,9 @@ function toValue(name: string, s: Setting, raw: string, problems: string[]): unk
       return raw;
     }
     case 'list':
-      return split(raw);
+      return splitList(raw);
     case 'integer-list':
-      return split(raw).map((x) => {
+      return splitList(raw).map((x) => {
         if (!/^\d+$/.test(x)) problems.push(`${name}: "${x}" is not a whole number of seconds`);
         return Number(x);
       });
