@@ -94,6 +94,22 @@ async function insertAttempt(db: Knex, a: Omit<Att, 'id' | 'time' | 'code' | 're
   return row;
 }
 
+/** An event received the moment it was made, no metadata, routed by topic to `matched`. */
+function plainEvent(tenant_id: string, id: string, time: Date, matched: string[], over: Partial<Ev> = {}): Ev {
+  return {
+    tenant_id,
+    id,
+    topic: 'user.created',
+    time,
+    received_at: time,
+    data: {},
+    metadata: null,
+    destination_id: null,
+    matched,
+    ...over,
+  };
+}
+
 /** acme: 30 events to d1, every third also to d2, statuses varied; globex: 5 events to g1. */
 async function seed(db: Knex) {
   for (let i = 0; i < 30; i++) {
@@ -154,21 +170,9 @@ async function seed(db: Knex) {
   for (let i = 0; i < 5; i++) {
     const time = new Date(BASE + i * 60_000 + 7);
     const id = `evt_${String(i).padStart(2, '0')}`; // the same ids as acme's: ids are only unique per tenant
-    await insertEvent(
-      db,
-      {
-        tenant_id: 'globex',
-        id,
-        topic: 'user.created',
-        time,
-        received_at: time,
-        data: { secret: 'globex' },
-        metadata: null,
-        destination_id: null,
-        matched: ['g1'],
-      },
-      [{ destination_id: 'g1', status: 'success', successful_at: time }],
-    );
+    await insertEvent(db, plainEvent('globex', id, time, ['g1'], { data: { secret: 'globex' } }), [
+      { destination_id: 'g1', status: 'success', successful_at: time },
+    ]);
     await insertAttempt(db, {
       tenant_id: 'globex',
       destination_id: 'g1',
@@ -704,21 +708,9 @@ t.test('events and attempts queries', async (t) => {
         // A new event at the head of the list, between fetches.
         headClock += 1000;
         const time = new Date(headClock);
-        await insertEvent(
-          db,
-          {
-            tenant_id: 'acme',
-            id: `new_${q.length}_${n}`,
-            topic: 'order.paid',
-            time,
-            received_at: time,
-            data: {},
-            metadata: null,
-            destination_id: null,
-            matched: ['d1'],
-          },
-          [{ destination_id: 'd1', status: 'success', successful_at: time }],
-        );
+        await insertEvent(db, plainEvent('acme', `new_${q.length}_${n}`, time, ['d1'], { topic: 'order.paid' }), [
+          { destination_id: 'd1', status: 'success', successful_at: time },
+        ]);
       } while (next);
       t.equal(new Set(seen).size, seen.length, `${q}: no event twice`);
       t.same(seen, before, `${q}: exactly the events present at the start, in order`);
@@ -931,35 +923,15 @@ t.test('events and attempts queries', async (t) => {
   });
 
   t.test('status=scheduled: events with a delivery pending and not due yet', async (t) => {
-    const at = (id: string, deliverAt: Date, status: Del['status']) => ({ id, deliverAt, status });
     const now = Date.now();
-    for (const e of [
-      at('sch_future', new Date(now + 3_600_000), 'pending'),
-      at('sch_due', new Date(now - 60_000), 'pending'),
-      at('sch_canceled', new Date(now + 3_600_000), 'canceled' as Del['status']),
-    ]) {
-      const time = new Date(now - 1000);
-      await insertEvent(
-        db,
-        {
-          tenant_id: 'globex',
-          id: e.id,
-          topic: 'user.created',
-          time,
-          received_at: time,
-          data: {},
-          metadata: null,
-          destination_id: null,
-          matched: ['g1'],
-        },
-        [{ destination_id: 'g1', status: e.status, successful_at: null }],
-      );
-      await db('events').where({ tenant_id: 'globex', id: e.id }).update({ deliver_at: e.deliverAt });
-    }
-    // Beside them, events the per-event status must read past a destination disabled when it was
-    // routed (a `skipped` delivery, nothing to cancel): canceled with one, canceled and since due,
-    // and one whose only delivery was skipped (nothing pending: not scheduled).
+    // Pending and ahead, pending and due, canceled; beside them, events the per-event status must
+    // read past a destination disabled when it was routed (a `skipped` delivery, nothing to cancel):
+    // canceled with one, canceled and since due, and one whose only delivery was skipped (nothing
+    // pending: not scheduled).
     for (const [id, deliverAt, deliveries] of [
+      ['sch_future', now + 3_600_000, [['g1', 'pending']]],
+      ['sch_due', now - 60_000, [['g1', 'pending']]],
+      ['sch_canceled', now + 3_600_000, [['g1', 'canceled']]],
       [
         'sch_canceled_skip',
         now + 3_600_000,
@@ -971,20 +943,14 @@ t.test('events and attempts queries', async (t) => {
       ['sch_canceled_due', now - 60_000, [['g1', 'canceled']]],
       ['sch_all_skipped', now + 3_600_000, [['g2', 'skipped']]],
     ] as const) {
-      const time = new Date(now - 1000);
       await insertEvent(
         db,
-        {
-          tenant_id: 'globex',
+        plainEvent(
+          'globex',
           id,
-          topic: 'user.created',
-          time,
-          received_at: time,
-          data: {},
-          metadata: null,
-          destination_id: null,
-          matched: deliveries.map(([d]) => d),
-        },
+          new Date(now - 1000),
+          deliveries.map(([d]) => d),
+        ),
         deliveries.map(([destination_id, status]) => ({ destination_id, status: status as Del['status'], successful_at: null })),
       );
       await db('events')
