@@ -63,7 +63,9 @@ t.test('publishing is refused while the backlog is over PUBLISH_MAX_BACKLOG, and
     },
     120_000,
   );
-  t.ok(accepted.size > BOUND, `${accepted.size} accepted before the first refusal (bound ${BOUND})`);
+  // Not before the bound: an event the router has fanned out but not committed counts in both its
+  // lag and the sender's for that moment, so the refusal may come with the bound just reached.
+  t.ok(accepted.size >= BOUND, `${accepted.size} accepted before the first refusal (bound ${BOUND})`);
   t.equal(refusal.body.code, 'RATE_LIMITED');
   t.equal(refusal.retryAfter, '1');
 

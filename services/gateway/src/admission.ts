@@ -5,9 +5,11 @@
  *
  * The backlog is what was accepted and not yet delivered: the router group's lag on the events topic
  * plus each sender group's lag on its deliveries topic, summed over partitions (the same figures as
- * `switchyard_consumer_lag_records`). Waiting retries are not counted: they wait by design. It is
- * read once a second in the background; a publish only compares the last figure with the bound, so
- * the check costs nothing per request. Retry-After is that second: the soonest the answer can change.
+ * `switchyard_consumer_lag_records`). Waiting retries are not counted: they wait by design. The
+ * router commits an event after writing its deliveries, so for that moment it counts in both lags:
+ * the figure can exceed what is pending by up to a router batch. It is read once a second in the
+ * background; a publish only compares the last figure with the bound, so the check costs nothing
+ * per request. Retry-After is that second: the soonest the answer can change.
  *
  * Fails open: while the lag cannot be read (the log away, the read slower than its limit) the last
  * figure stands for at most `staleAfterMs`, then publishing is admitted and the write itself fails
