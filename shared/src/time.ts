@@ -18,3 +18,28 @@ export function isRealDateTime(y: number, month: number, d: number, h = 0, mi = 
     at.getUTCSeconds() === s
   );
 }
+
+// RFC 3339's date-time, as ajv-formats reads it: seconds required, any fraction, an offset required
+// (`Z`, `+hh`, `+hhmm` or `+hh:mm`), `T`, `t` or a space between date and time.
+const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d)(?::?(\d\d))?)$/;
+
+/**
+ * The instant an RFC 3339 date-time names, or undefined when it names none that a Date and Postgres
+ * both hold: a leap second (:60: a Date has none), a day or hour that does not exist, an offset past
+ * ±23:59, or a year outside 0001-9999 once in UTC (Postgres has no year 0). RFC 3339 allows all of
+ * these, and each was a 500 (or an event no store could keep) past a plain format check.
+ */
+export function instantOf(raw: string): Date | undefined {
+  const m = RFC3339.exec(raw);
+  if (!m) return undefined;
+  const n = (i: number) => Number(m[i] ?? 0);
+  if (!isRealDateTime(n(1), n(2), n(3), n(4), n(5), n(6)) || n(9) > 23 || n(10) > 59) return undefined;
+  const fraction = (m[7] ?? '').slice(0, 4); // milliseconds: a Date holds no finer
+  const zone = m[8] ? `${m[8]}${m[9]}:${m[10] ?? '00'}` : 'Z';
+  const at = new Date(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}${fraction}${zone}`);
+  const year = at.getUTCFullYear();
+  return Number.isNaN(at.getTime()) || year < 1 || year > 9999 ? undefined : at;
+}
+
+/** The `date-time` format of every schema that takes one (ajv.addFormat): an instant as instantOf reads it. */
+export const DATE_TIME_FORMAT = { type: 'string', validate: (s: string) => instantOf(s) !== undefined } as const;

@@ -9,6 +9,7 @@ import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
+import { DATE_TIME_FORMAT } from '@switchyard/shared/time.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
@@ -68,7 +69,11 @@ function createApp(config: Config, logger: Logger): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     // Report every validation problem at once; never silently drop or coerce unknown fields away.
     // Union types (`type: ['string', 'null']`) are intended: Ajv's strict mode would warn at start.
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, allowUnionTypes: true } },
+    // `date-time` is an instant a Date and Postgres hold (DATE_TIME_FORMAT), not RFC 3339's wider set.
+    ajv: {
+      customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, allowUnionTypes: true },
+      onCreate: (ajv) => ajv.addFormat('date-time', DATE_TIME_FORMAT),
+    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Backstop of body-budget.ts's own timer: Node drops a request not received by then.
     requestTimeout: config.API_BODY_TIMEOUT_MS + 5000,

@@ -1,6 +1,7 @@
 // Scheduled events: publish (one or a batch) with `deliver_at` (RFC 3339) or `delay_seconds`. The
 // event is accepted, stored and listed at once (status `scheduled`); its deliveries wait in the
 // retry tiers until then (docs/delivery-controls.md, "Scheduled events").
+import { instantOf } from '@switchyard/shared/time.ts';
 import type { Problem } from '@switchyard/shared/errors.ts';
 
 /** How far ahead an event may be scheduled: the retry tiers hold it, and Kafka keeps records 7 days by default. */
@@ -33,7 +34,7 @@ export function deliverAtOf(
       ? { deliver_at: new Date(now + body.delay_seconds * 1000).toISOString(), problems: [] }
       : { problems: [] };
   if (body.deliver_at === undefined) return { problems: [] };
-  const due = Date.parse(body.deliver_at);
+  const due = instantOf(body.deliver_at)?.getTime() ?? Number.NaN;
   if (Number.isNaN(due)) return { problems: [{ path: `${at}.deliver_at`, message: 'must be an RFC 3339 time' }] };
   if (due > now + SCHEDULE_HORIZON_SECONDS * 1000)
     return { problems: [{ path: `${at}.deliver_at`, message: `must be at most ${SCHEDULE_HORIZON_SECONDS / 86_400} days ahead` }] };

@@ -2,8 +2,9 @@
 // delivery: templates that are not JMESPath expressions (every template field of every type, found in
 // the registry), metadata values that are not strings, peer addresses the sender cannot connect to
 // (every URL and host:port field, found in the registry: a URL new URL() refuses, a port out of range), webhook
-// secret expiries that are not RFC 3339 instants, a rotate_secret that is not a boolean, and topics
-// and rate limits the schema validator would convert. Create and update paths; both databases.
+// secret expiries that are not RFC 3339 instants, a rotate_secret that is not a boolean, topics
+// and rate limits the schema validator would convert, and (on every route taking one) date-times no
+// Date or Postgres holds. Create and update paths; both databases.
 import t, { type Test } from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
@@ -367,6 +368,49 @@ for (const [mode, build] of modes) {
       for (const [limit, paths] of cases)
         refused(t, await call('PATCH', url, { rate_limit: limit }), paths, `PATCH with ${JSON.stringify(limit)}`);
       t.same((await call('GET', url)).body.rate_limit, { per_second: 10 }, 'the stored limit is unchanged');
+    });
+
+    t.test('a date-time no Date or Postgres holds: 422 on every route taking one, nothing stored or sent', async (t) => {
+      const dests = '/api/v1/tenants/acme/destinations';
+      const event = { tenant_id: 'acme', topic: 'user.created', data: {} };
+      // RFC 3339 allows each (ajv's own date-time format takes them): a leap second, year 0, an
+      // offset carrying year 1 back to 0, and an offset carrying year 9999 on to 10000.
+      for (const at of ['2016-12-31T23:59:60Z', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00+00:01', '9999-12-31T23:59:59-00:01']) {
+        refused(
+          t,
+          await call('POST', dests, { ...VALID.webhook, id: 'dt-bad', disabled_at: at }),
+          ['body.disabled_at'],
+          `disabled_at ${at}`,
+        );
+        refused(t, await call('POST', '/api/v1/publish', { ...event, time: at }), ['body.time'], `publish time ${at}`);
+        refused(t, await call('POST', '/api/v1/publish', { ...event, deliver_at: at }), ['body.deliver_at'], `publish deliver_at ${at}`);
+        const batch = await call('POST', '/api/v1/publish/batch', { events: [{ ...event, time: at }] });
+        t.equal(batch.status, 200);
+        t.match(
+          batch.body.results,
+          [{ status: 422, code: 'VALIDATION_FAILED', problems: [{ path: 'body.events[0].time' }] }],
+          `batch ${at}`,
+        );
+        for (const body of [{ since: at }, { since: '2016-01-01T00:00:00Z', until: at }])
+          refused(
+            t,
+            await call('POST', '/api/v1/tenants/acme/replay', body),
+            [`body.${Object.keys(body).at(-1)}`],
+            `replay ${JSON.stringify(body)}`,
+          );
+        const metrics = await call('GET', `/api/v1/tenants/acme/metrics/attempts?start=${encodeURIComponent(at)}`);
+        t.equal(metrics.status, 422, `metrics start ${at}`);
+      }
+      t.equal((await call('GET', `${dests}/dt-bad`)).status, 404, 'nothing created');
+      // Offsets Postgres refuses (past ±15:59) or a Date cannot read (hours only) are taken, in UTC.
+      const far = await call('POST', dests, { ...VALID.webhook, id: 'dt-far', disabled_at: '2030-01-01T00:00:00+20:00' });
+      t.equal(far.status, 201, 'an offset of 20 hours');
+      t.equal(far.body.disabled_at, '2029-12-31T04:00:00.000Z');
+      const hours = await call('POST', dests, { ...VALID.webhook, id: 'dt-hours', disabled_at: '2030-01-01T00:00:00+05' });
+      t.equal(hours.status, 201, 'an offset of hours only');
+      t.equal(hours.body.disabled_at, '2029-12-31T19:00:00.000Z');
+      const since = await call('POST', '/api/v1/tenants/acme/replay', { since: '2020-01-01T00:00:00+05' });
+      t.equal(since.status, 202, 'replay since an offset of hours only');
     });
   });
 }

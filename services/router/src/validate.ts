@@ -4,10 +4,13 @@ import addFormats from 'ajv-formats';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { unstorable } from '@switchyard/shared/events/storable.ts';
+import { DATE_TIME_FORMAT, instantOf } from '@switchyard/shared/time.ts';
 
 const require = createRequire(import.meta.url);
 const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
 addFormats.default(ajv);
+// The gateway's rule: a time must be an instant a Date and Postgres hold (a leap second is neither).
+ajv.addFormat('date-time', DATE_TIME_FORMAT);
 ajv.addSchema(require('@switchyard/shared/schemas/event.schema.json'));
 const validateEvent = ajv.getSchema('https://switchyard.dev/schemas/event.schema.json');
 if (!validateEvent) throw new Error('event schema missing');
@@ -37,7 +40,9 @@ export function checkEvent(
     event: {
       ...v,
       id: v.id ?? `kafka-${record.partition}-${record.offset}`,
-      time: v.time ? new Date(v.time).toISOString() : new Date(record.timestamp).toISOString(),
+      // In UTC, as the gateway writes them (the format took only what instantOf reads).
+      time: (v.time ? (instantOf(v.time) as Date) : new Date(record.timestamp)).toISOString(),
+      ...(v.deliver_at ? { deliver_at: (instantOf(v.deliver_at) as Date).toISOString() } : {}),
       eligible_for_retry: v.eligible_for_retry ?? true,
       metadata: v.metadata ?? null,
       destination_id: v.destination_id ?? null,

@@ -41,3 +41,23 @@ t.test('refusals say why', async (t) => {
   t.match(refused({ topic: 'user.created', data: {} }), /^schema: /, 'tenant_id is required');
   t.match(refused({ tenant_id: 'acme', topic: 'user.created', data: { s: 'a\u0000b' } }), /^unstorable: /);
 });
+
+t.test('a time must name an instant a Date and Postgres hold: refused, never thrown, never routed', async (t) => {
+  for (const at of ['2016-12-31T23:59:60Z', '0000-01-01T00:00:00Z', '2030-02-30T00:00:00Z']) {
+    for (const field of ['time', 'deliver_at']) {
+      const r = checkEvent({ tenant_id: 'acme', topic: 'order.paid', data: {}, [field]: at }, record, topics);
+      t.notOk(r.ok, `${field} ${at}`);
+      if (!r.ok) t.match(r.reason, new RegExp(`^schema: /${field} must match format "date-time"`));
+    }
+  }
+});
+
+t.test('times any RFC 3339 offset writes go on in UTC', async (t) => {
+  const r = checkEvent(
+    { tenant_id: 'acme', topic: 'order.paid', data: {}, time: '2026-01-02T05:04:05+05', deliver_at: '2026-01-03 00:00:00+0530' },
+    record,
+    topics,
+  );
+  t.ok(r.ok);
+  if (r.ok) t.match(r.event, { time: '2026-01-02T00:04:05.000Z', deliver_at: '2026-01-02T18:30:00.000Z' });
+});
