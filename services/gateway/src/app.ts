@@ -228,7 +228,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   await app.register(healthRoutes({ db, readiness: deps.readiness ?? (() => readiness({ db, bus: {} as Bus })) }));
   await app.register(retryRoutes({ db, destinations, producer }));
   await app.register(publishRoutes({ topics: config.TOPICS, publish }), { prefix: '/api/v1' });
-  await app.register(schemaRoutes({ topics: config.TOPICS }), { prefix: '/api/v1' });
+  await app.register(schemaRoutes({ topics: config.TOPICS, tenants }), { prefix: '/api/v1' });
   await app.register(tenantListRoutes({ tenants }), { prefix: '/api/v1' });
   const baseUrl = config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`;
   const operations = new OperationsStore(db);

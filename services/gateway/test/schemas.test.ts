@@ -34,6 +34,24 @@ t.test('destination type schemas and topics', async (t) => {
   t.same((await call('GET', '/api/v1/topics')).body, ['a', 'b']);
 });
 
+t.test("under a tenant's path: that tenant must exist and be the token's, as on any tenant route", async (t) => {
+  const { call } = await buildTestApp(t);
+  for (const id of ['acme', 'globex']) t.equal((await call('PUT', `/api/v1/tenants/${id}`)).status, 201);
+  const token: string = (await call('GET', '/api/v1/acme/token')).body.token;
+  for (const path of ['/destination-types', '/destination-types/webhook']) {
+    t.equal((await call('GET', `/api/v1/acme${path}`)).status, 200, `admin, ${path}`);
+    t.equal((await call('GET', `/api/v1/acme${path}`, undefined, token)).status, 200, `its own tenant, ${path}`);
+    t.equal((await call('GET', `/api/v1${path}`, undefined, token)).status, 200, `no tenant in the path, ${path}`);
+    const other = await call('GET', `/api/v1/globex${path}`, undefined, token);
+    t.equal(other.status, 403, `another tenant, ${path}`);
+    t.equal(other.body.code, 'FORBIDDEN');
+    const missing = await call('GET', `/api/v1/nobody${path}`);
+    t.equal(missing.status, 404, `no such tenant, ${path}`);
+    t.equal(missing.body.code, 'TENANT_NOT_FOUND');
+  }
+  t.equal((await call('GET', '/api/v1/acme/destination-types/pigeon')).body.code, 'DESTINATION_TYPE_NOT_FOUND');
+});
+
 t.test('the OpenAPI document is valid OpenAPI 3.1 and covers every route', async (t) => {
   const { app, call } = await buildTestApp(t);
   const doc = (await call('GET', '/api/v1/openapi.json', undefined, null)).body;
