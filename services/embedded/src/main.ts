@@ -39,11 +39,14 @@ const as = (name: string): Runtime => ({ ...rt, logger: createLogger(name, confi
 
 // Consumers first, the HTTP API last: by the time it answers, everything behind it runs.
 const started: Service[] = [];
+let url = '';
 try {
   started.push(await startAttempts(as('attempts')));
   started.push(await startSender(as('sender')));
   started.push(await startRouter(as('router')));
-  started.push(await startGateway(as('gateway')));
+  const gateway = await startGateway(as('gateway'));
+  started.push(gateway);
+  url = gateway.url;
 } catch (err) {
   // A port in use (DependencyError) is one line, as a bad setting is; anything else logs its stack.
   if (!(err instanceof DependencyError)) rt.logger.fatal({ err }, 'embedded mode failed to start');
@@ -54,7 +57,6 @@ try {
   process.exit(1);
 }
 
-const url = `http://${config.API_HOST.includes(':') ? `[${config.API_HOST}]` : config.API_HOST}:${config.API_PORT}`;
 process.stdout.write(banner({ url, prepared, mode: rt.mode, egressAllow: config.EGRESS_ALLOW }));
 rt.logger.info({ url, data_dir: prepared.dataDir, mode: rt.mode }, 'embedded mode ready');
 // Start-up's young generation and glibc's scratch pages back to the kernel: idle RSS under its goal.

@@ -157,6 +157,16 @@ async function registerAccess(
   });
 }
 
+/** The address the API listens on, as a URL: once listening, the port it bound (API_PORT 0 picks one). */
+export function listeningUrl(config: Config, app: FastifyInstance): string {
+  const bound = app.server.address();
+  const port = bound !== null && typeof bound === 'object' ? bound.port : config.API_PORT;
+  return `http://${config.API_HOST.includes(':') ? `[${config.API_HOST}]` : config.API_HOST}:${port}`;
+}
+
+/** Where this deployment serves the API (portal links, the OpenAPI document's server): API_BASE_URL, else where it listens. */
+const baseUrlOf = (config: Config, app: FastifyInstance) => () => config.API_BASE_URL || listeningUrl(config, app);
+
 /** The OpenAPI document (fastify swagger), served at /api/v1/openapi.json. */
 async function registerDocs(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(swagger, {
@@ -176,7 +186,7 @@ async function registerDocs(app: FastifyInstance, config: Config): Promise<void>
     },
     // Components are named by their model's $id (Tenant, Destination, ...), not def-0, def-1.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    ...documentTransforms(config),
+    ...documentTransforms(config, baseUrlOf(config, app)),
   });
   app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 }
@@ -230,7 +240,7 @@ export async function build(config: Config, deps: GatewayDeps): Promise<FastifyI
   await app.register(publishRoutes({ topics: config.TOPICS, publish }), { prefix: '/api/v1' });
   await app.register(schemaRoutes({ topics: config.TOPICS, tenants }), { prefix: '/api/v1' });
   await app.register(tenantListRoutes({ tenants }), { prefix: '/api/v1' });
-  const baseUrl = config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`;
+  const baseUrl = baseUrlOf(config, app);
   const operations = new OperationsStore(db);
   // Both path forms of interface.md serve the same handlers, and with a tenant token the tenant
   // segment may be left out altogether.

@@ -425,7 +425,7 @@ const ERROR_RESPONSES: Record<string, string> = {
  * responses (`#/components/responses/NotFound`, ...) rather than a copy in every operation.
  */
 export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenApiLike> }, opts: DocumentOptions) {
-  openapiObject.servers = [{ url: opts.serverUrl, description: 'This deployment (API_BASE_URL).' }];
+  openapiObject.servers = [{ url: opts.serverUrl().replace(/\/+$/, ''), description: 'This deployment (API_BASE_URL).' }];
   if (openapiObject.info) openapiObject.info.license = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
   canonicalPaths(openapiObject);
   // Answers carry the type names API_TYPE_NAMES picks (type-names.ts): the answer models enumerate those.
@@ -462,16 +462,13 @@ export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenAp
 interface DocumentOptions {
   /** The names answers carry for destination types (type-names.ts). */
   typeNames: readonly string[];
-  /** Where this deployment serves the API: the document's one server. */
-  serverUrl: string;
+  /** Where this deployment serves the API: the document's one server (read when the document is built). */
+  serverUrl: () => string;
 }
 
 /** @fastify/swagger's transforms for this deployment's document. */
-export function documentTransforms(config: Config) {
-  const opts: DocumentOptions = {
-    typeNames: answeredTypeNames(config.API_TYPE_NAMES as TypeNames),
-    serverUrl: (config.API_BASE_URL || `http://${config.API_HOST}:${config.API_PORT}`).replace(/\/+$/, ''),
-  };
+export function documentTransforms(config: Config, serverUrl: () => string) {
+  const opts: DocumentOptions = { typeNames: answeredTypeNames(config.API_TYPE_NAMES as TypeNames), serverUrl };
   return {
     transform: exactOperation,
     transformObject: ((o: { openapiObject: Partial<OpenApiLike> }) => exactDocument(o, opts)) as never,

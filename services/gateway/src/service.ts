@@ -4,7 +4,7 @@ import { readiness } from '@switchyard/shared/ops.ts';
 import { listenError } from '@switchyard/shared/process.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
-import { build } from './app.ts';
+import { build, listeningUrl } from './app.ts';
 
 /**
  * The gateway's settings on its log: no publish linger on the embedded log, whose appends share
@@ -15,7 +15,8 @@ export function gatewayConfig(config: Config, log: Runtime['mode']['log']): Conf
   return log === 'embedded' ? { ...config, PUBLISH_LINGER_MS: 0 } : config;
 }
 
-export async function start(rt: Runtime): Promise<Service> {
+/** The gateway, listening; `url` is where (the bound port when API_PORT is 0). */
+export async function start(rt: Runtime): Promise<Service & { readonly url: string }> {
   const producer = await rt.bus.producer();
   const config = gatewayConfig(rt.config, rt.mode.log);
   const app = await build(config, {
@@ -32,6 +33,7 @@ export async function start(rt: Runtime): Promise<Service> {
     throw listenError('API_PORT', config.API_HOST, config.API_PORT, err);
   });
   return {
+    url: listeningUrl(config, app),
     async close() {
       await app.close(); // stops accepting, lets in-flight requests finish
     },

@@ -123,6 +123,22 @@ t.test('tenant tokens', async (t) => {
   });
 });
 
+t.test('without API_BASE_URL, portal links and the OpenAPI server name the port bound (API_PORT 0 picks one)', async (t) => {
+  const { app, call } = await buildTestApp(t, { API_PORT: '0', API_HOST: '127.0.0.1' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  t.ok(port > 0);
+  await call('PUT', '/api/v1/tenants/acme');
+  const portal = await call('GET', '/api/v1/tenants/acme/portal');
+  t.equal(new URL(portal.body.redirect_url).origin, `http://127.0.0.1:${port}`, 'the portal link');
+  const doc = await call('GET', '/api/v1/openapi.json');
+  t.same(
+    doc.body.servers.map((s: { url: string }) => s.url),
+    [`http://127.0.0.1:${port}`],
+    "the document's server",
+  );
+});
+
 t.test('admin tenant listing is cursor-paged', async (t) => {
   const { call } = await buildTestApp(t);
   for (let i = 0; i < 5; i++) await call('PUT', `/api/v1/tenants/tenant-${i}`);

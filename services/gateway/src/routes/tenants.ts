@@ -53,7 +53,8 @@ export interface TenantRouteDeps {
   erasure: Erasure;
   auth: Pick<Auth, 'issueTenantToken'>;
   /** Where the API is reached from outside (API_BASE_URL, else API_HOST:API_PORT): the portal URL's origin. */
-  baseUrl: string;
+  /** Where this deployment serves the API, read per request (the bound port is known once listening). */
+  baseUrl: () => string;
 }
 
 /** PUT, GET and DELETE of the tenant itself. */
@@ -137,7 +138,7 @@ function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
     async (req) => {
       requireAdmin(req.principal);
       const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
-      const url = new URL('/portal', deps.baseUrl);
+      const url = new URL('/portal', deps.baseUrl());
       url.searchParams.set('token', await deps.auth.issueTenantToken(tenantId));
       url.searchParams.set('tenant_id', tenantId);
       if (req.query.theme) url.searchParams.set('theme', req.query.theme);
