@@ -3,7 +3,9 @@
 // how many attempts succeeded and failed for each destination type and code, and writes every
 // attempt as one JSON line to stdout when --raw is given.
 //
-//   KAFKA_BROKERS=127.0.0.1:9092 node docs/examples/read-attempts.ts [--group analytics] [--from-beginning] [--raw] [--max N]
+//   KAFKA_BROKERS=127.0.0.1:9092 bash infra/run.sh node docs/examples/read-attempts.ts [--group analytics] [--from-beginning] [--raw] [--max N]
+//
+// (infra/run.sh: the project's Node 24, which runs TypeScript as it is.)
 //
 // Records are the JSON of shared/schemas/attempt.schema.json, keyed by destination id. A record may
 // come twice after a sender crash (same `id`): deduplicate on `id` when counting exactly.

@@ -48,7 +48,7 @@ export const GATEWAY_SETTINGS = {
     default: 'auto',
     enum: ['auto', 'switchyard', 'outpost'],
     description:
-      "Destination type names in answers. switchyard: interface.md's (sqs, kinesis, s3, servicebus, pubsub, gateway); outpost: the other service's (aws_sqs, aws_kinesis, aws_s3, azure_servicebus, gcp_pubsub, hookdeck), so its clients and SDKs read every answer; outpost also checks a pubsub service_account_json as it does (a JSON object with a type, endpoint or not). auto: outpost for requests from the other service's SDKs (their User-Agent names them), switchyard for every other client. Input accepts both names either way.",
+      "Destination type names in answers. switchyard: Switchyard's own (sqs, kinesis, s3, servicebus, pubsub, gateway); outpost: the other service's (aws_sqs, aws_kinesis, aws_s3, azure_servicebus, gcp_pubsub, hookdeck), so its clients and SDKs read every answer; outpost also checks a pubsub service_account_json as it does (a JSON object with a type, endpoint or not). auto: outpost for requests from the other service's SDKs (their User-Agent names them), switchyard for every other client. Input accepts both names either way.",
   },
   CORS_ALLOWED_ORIGINS: {
     kind: 'list',
