@@ -17,6 +17,10 @@ if (!validateEvent) throw new Error('event schema missing');
 
 export type EventCheck = { ok: true; event: EventRecord } | { ok: false; reason: string };
 
+/** Record timestamps a Date and Postgres hold: years 0001 to 9999. */
+const FIRST_MS = -62_135_596_800_000; // 0001-01-01T00:00:00.000Z
+const LAST_MS = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
+
 /**
  * Validates a record of the events topic written by a producer directly (shared/schemas/event.schema.json)
  * and fills in what the gateway would have: an id (stable for this record), a time, eligible_for_retry.
@@ -26,7 +30,11 @@ export function checkEvent(
   record: { partition: number; offset: string; timestamp: number },
   topics: readonly string[],
 ): EventCheck {
-  // First: Postgres could never store it (NUL, a lone surrogate, nesting past MAX_JSON_DEPTH).
+  // The record timestamp becomes received_at (and the time when the event has none): a producer
+  // sets it (the topic keeps CreateTime), and past years 0001-9999 neither a Date nor Postgres holds it.
+  if (!(record.timestamp >= FIRST_MS && record.timestamp <= LAST_MS))
+    return { ok: false, reason: `timestamp: ${record.timestamp} is outside years 0001-9999` };
+  // Then: Postgres could never store it (NUL, a lone surrogate, nesting past MAX_JSON_DEPTH).
   const bad = unstorable(value, 'event');
   if (bad) return { ok: false, reason: `unstorable: ${bad.path} ${bad.message}` };
   if (!validateEvent?.(value)) {

@@ -103,6 +103,29 @@ t.test('a dead letter is the record as written: its bytes, key and headers, not 
   }
 });
 
+t.test('a record timestamp no store holds: a dead letter, never thrown; the rest of the batch routed', async (t) => {
+  const { route, emitted } = router({ acme: [dest('d1')] });
+  const result = await route([
+    // A producer sets the timestamp (CreateTime): before year 1, after 9999, and past what a Date holds.
+    rec(event({ id: 'ancient' }), { timestamp: -62_135_596_800_001 }),
+    rec(event({ id: 'far', time: '2026-01-01T00:00:00Z' }), { timestamp: 253_402_300_800_000 }),
+    rec(event({ id: 'beyond' }), { timestamp: -9e15 }),
+    rec(event({ id: 'first' }), { timestamp: -62_135_596_800_000 }),
+    rec(event({ id: 'good' })),
+  ]);
+  t.same(
+    result.deadLetters.map((d) => d.reason.split(':')[0]),
+    ['timestamp', 'timestamp', 'timestamp'],
+  );
+  t.same(
+    emitted[0]?.deliveries.map((d) => [d.event.id, d.event.received_at]),
+    [
+      ['first', '0001-01-01T00:00:00.000Z'],
+      ['good', '2026-11-26T00:00:00.000Z'],
+    ],
+  );
+});
+
 t.test('an event without id, time or eligible_for_retry gets them from its record', async (t) => {
   const { route, emitted } = router({ acme: [dest('d1')] });
   const r = rec({ tenant_id: 'acme', topic: 'order.paid', data: {} }, { partition: 2, offset: '41' });
