@@ -16,7 +16,7 @@ import type { Logger } from '@switchyard/shared/log.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { createAlerts } from './alerts.ts';
 import { reportScheduledBacklog } from './scheduled-backlog.ts';
-import { writeIsolating } from './isolate.ts';
+import { isTransient, writeIsolating } from './isolate.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -154,10 +154,21 @@ function createEventWait(store: PipelineStore, logger: Logger, closing: () => bo
   // instance's events, or any after a restart, are looked up in the table).
   const stored = new RecentKeys(RECENT_EVENTS_MAX);
   const remember = (key: string) => stored.add(key);
+  // A look-up the database refuses for good (a value in the batch it cannot read) answers "none
+  // missing": the batch is written without waiting, isolated (isolate.ts), rather than retried forever.
+  const missingEvents = async (attempts: AttemptRecord[]) => {
+    try {
+      return await store.missingEvents(attempts);
+    } catch (err) {
+      if (isTransient(err)) throw err;
+      logger.warn({ err }, 'looking up the events of attempts failed; storing them without waiting');
+      return [];
+    }
+  };
   const eventsStored = async (attempts: AttemptRecord[]) => {
     const deadline = Date.now() + EVENT_WAIT_MS;
     const unknown = (list: AttemptRecord[]) => list.filter((a) => !stored.has(`${a.tenant_id}\u0000${a.event_id}`));
-    let waiting = await store.missingEvents(unknown(attempts));
+    let waiting = await missingEvents(unknown(attempts));
     let asked = Date.now();
     for (let pause = 5; waiting.length && !closing() && Date.now() < deadline; pause = Math.min(pause * 2, 200)) {
       await new Promise((r) => setTimeout(r, pause));
@@ -165,7 +176,7 @@ function createEventWait(store: PipelineStore, logger: Logger, closing: () => bo
       // the table (another instance's events) is asked at most every EVENT_TABLE_POLL_MS.
       waiting = unknown(waiting);
       if (waiting.length && Date.now() - asked >= EVENT_TABLE_POLL_MS) {
-        waiting = await store.missingEvents(waiting);
+        waiting = await missingEvents(waiting);
         asked = Date.now();
       }
     }

@@ -84,21 +84,30 @@ for (const mode of ['kafka', 'embedded'] as const) {
       { key: 'acme', value: routed(event('acme', 'after', { ok: true })) },
     ]);
     const ids = ['0193a000-0000-7000-8000-000000000001', '0193a000-0000-7000-8000-000000000002', '0193a000-0000-7000-8000-000000000003'];
+    // An attempt of an event never stored (a router took a producer's year-0 timestamp): the
+    // look-up of its event fails as its write does, and must not hold up the batch.
+    const yearZero = {
+      ...attempt('0193a000-0000-7000-8000-000000000004', 'lost', null),
+      event_time: '0000-01-01T00:00:00Z',
+      event_received_at: '0000-01-01T00:00:00Z',
+    };
     await producer.send(TOPIC.attempts, [
       { key: 'd1', value: attempt(ids[0] as string, 'before', { status: 200, body: 'ok\u0000!' }) },
       // Not a UUID: no repair makes this attempt storable.
       { key: 'd1', value: attempt('not-a-uuid', 'before', { status: 200, body: 'x' }) },
+      { key: 'd1', value: yearZero },
       { key: 'd1', value: attempt(ids[1] as string, 'after', { status: 200, body: { k: '\ud800' } }) },
       { key: 'd1', value: attempt(ids[2] as string, 'after', { status: 200, body: 'fine' }) },
     ]);
 
     await waitFor('the good events stored', async () => (await rt.db('events').whereIn('id', ['before', 'after'])).length === 2);
     await waitFor('three attempts stored', async () => (await rt.db('attempts').whereIn('id', ids)).length === 3);
-    await waitFor('three dead letters', () => dead.length === 3);
+    await waitFor('four dead letters', () => dead.length === 4);
     const reasons = dead.map((d) => `${d.headers['x-dead-letter-source']} ${d.headers['x-dead-letter-reason']}`).sort();
     t.match(reasons[0], /attempts\/0\/1 22P02 invalid input syntax for type uuid/, 'the attempt with a bad id');
-    t.match(reasons[1], /routed\/0\/1 22P05 unsupported Unicode escape sequence/, 'the event with NUL in its tenant id');
-    t.match(reasons[2], /routed\/0\/2 invalid JSON/, 'the record that is not JSON');
+    t.match(reasons[2], /routed\/0\/1 22P05 unsupported Unicode escape sequence/, 'the event with NUL in its tenant id');
+    t.match(reasons[1], /attempts\/0\/2 22008 /, 'the attempt of a year-0 event');
+    t.match(reasons[3], /routed\/0\/2 invalid JSON/, 'the record that is not JSON');
     const rows = (await rt.db('attempts').whereIn('id', ids).select('id', 'response_data')) as Array<{
       id: string;
       response_data: unknown;
