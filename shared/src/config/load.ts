@@ -133,10 +133,6 @@ function checkValues(name: string, s: Setting, value: unknown, problems: string[
   }
 }
 
-/**
- * Reads, validates and freezes the configuration. Reports every problem at once. With `names`, reads
- * only those settings (a command that needs a few, such as npm run migrate, needs nothing else set).
- */
 /** Rules between settings, checked where both are read (each valid on its own). */
 function checkTogether(values: Record<string, unknown>, problems: string[]): void {
   const { KAFKA_MIN_INSYNC_REPLICAS: minIsr, KAFKA_REPLICATION_FACTOR: rf } = values;
@@ -146,6 +142,10 @@ function checkTogether(values: Record<string, unknown>, problems: string[]): voi
     );
 }
 
+/**
+ * Reads, validates and freezes the configuration. Reports every problem at once. With `names`, reads
+ * only those settings (a command that needs a few, such as npm run migrate, needs nothing else set).
+ */
 export function loadConfig(env?: Record<string, string | undefined>): Config;
 export function loadConfig<K extends SettingName>(env: Record<string, string | undefined>, names: readonly K[]): Pick<Config, K>;
 export function loadConfig(env: Record<string, string | undefined> = process.env, names?: readonly SettingName[]): Partial<Config> {

@@ -77,6 +77,13 @@ interface KafkaLogEntry {
 }
 
 /**
+ * kafkajs warnings about what the bus does on purpose, at debug rather than on every start: its
+ * idempotent producers limit their retries, and one whose send failed is retired (producer.ts), so
+ * no sequence number is reused.
+ */
+const DELIBERATE = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
+
+/**
  * kafkajs's log lines, on the service's logger. kafkajs logs every retry of a step at ERROR: on a
  * fresh broker a start logged 22 lines of "the group coordinator is not available", and a broker
  * nobody answers 18 before the one line saying so. So a message (its text, error and broker) is
@@ -84,13 +91,6 @@ interface KafkaLogEntry {
  * and a step kafkajs retries (its line counts the retries) is a warning: if kafkajs gives up, the
  * caller's error says so.
  */
-/**
- * kafkajs warnings about what the bus does on purpose, at debug rather than on every start: its
- * idempotent producers limit their retries, and one whose send failed is retired (producer.ts), so
- * no sequence number is reused.
- */
-const DELIBERATE = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
-
 export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
   return () => {
     const recent = new Map<string, { until: number; repeats: number }>();

@@ -52,8 +52,7 @@ export interface TenantRouteDeps {
   announce: Announce;
   erasure: Erasure;
   auth: Pick<Auth, 'issueTenantToken'>;
-  /** Where the API is reached from outside (API_BASE_URL, else API_HOST:API_PORT): the portal URL's origin. */
-  /** Where this deployment serves the API, read per request (the bound port is known once listening). */
+  /** Where the API is reached from outside (API_BASE_URL, else where it listens): the portal URL's origin, read per request (the bound port is known once listening). */
   baseUrl: () => string;
 }
 
