@@ -23,6 +23,9 @@ export function isRealDateTime(y: number, month: number, d: number, h = 0, mi = 
 // (`Z`, `+hh`, `+hhmm` or `+hh:mm`), `T`, `t` or a space between date and time.
 const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt ](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d)(?::?(\d\d))?)$/;
 
+/** Instants a Date and Postgres both hold: years 0001 to 9999 (Postgres has no year 0), in ms. */
+export const isStorableMs = (ms: number): boolean => ms >= -62_135_596_800_000 && ms <= 253_402_300_799_999;
+
 /**
  * The instant an RFC 3339 date-time names, or undefined when it names none that a Date and Postgres
  * both hold: a leap second (:60: a Date has none), a day or hour that does not exist, an offset past
@@ -37,8 +40,17 @@ export function instantOf(raw: string): Date | undefined {
   const fraction = (m[7] ?? '').slice(0, 4); // milliseconds: a Date holds no finer
   const zone = m[8] ? `${m[8]}${m[9]}:${m[10] ?? '00'}` : 'Z';
   const at = new Date(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}${fraction}${zone}`);
-  const year = at.getUTCFullYear();
-  return Number.isNaN(at.getTime()) || year < 1 || year > 9999 ? undefined : at;
+  return isStorableMs(at.getTime()) ? at : undefined;
+}
+
+/**
+ * The instant of a date-time a `date-time` format (DATE_TIME_FORMAT) already took, in a schema
+ * validated before this is read; a value it did not take is our bug, thrown as such.
+ */
+export function checkedInstant(raw: string): Date {
+  const at = instantOf(raw);
+  if (!at) throw new Error(`checkedInstant: ${JSON.stringify(raw)} was not checked by DATE_TIME_FORMAT`);
+  return at;
 }
 
 /** The `date-time` format of every schema that takes one (ajv.addFormat): an instant as instantOf reads it. */

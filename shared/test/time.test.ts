@@ -1,5 +1,5 @@
 import t from 'tap';
-import { instantOf } from '../src/time.ts';
+import { checkedInstant, instantOf, isStorableMs } from '../src/time.ts';
 
 t.test('instantOf: the instant an RFC 3339 date-time names, in UTC', async (t) => {
   const iso = (s: string) => instantOf(s)?.toISOString();
@@ -36,4 +36,14 @@ t.test('instantOf: none for what a Date or Postgres cannot hold, or what is not 
   ]) {
     t.equal(instantOf(s), undefined, JSON.stringify(s));
   }
+});
+
+t.test('isStorableMs: years 0001 to 9999; checkedInstant: what the format took, or our bug', async (t) => {
+  t.ok(isStorableMs(Date.parse('0001-01-01T00:00:00Z')));
+  t.ok(isStorableMs(Date.parse('9999-12-31T23:59:59.999Z')));
+  t.notOk(isStorableMs(Date.parse('0001-01-01T00:00:00Z') - 1), 'year 0');
+  t.notOk(isStorableMs(Date.parse('9999-12-31T23:59:59.999Z') + 1), 'year 10000');
+  t.notOk(isStorableMs(Number.NaN));
+  t.equal(checkedInstant('2030-01-01T00:00:00+05').toISOString(), '2029-12-31T19:00:00.000Z');
+  t.throws(() => checkedInstant('2016-12-31T23:59:60Z'), /was not checked by DATE_TIME_FORMAT/);
 });

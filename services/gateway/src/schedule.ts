@@ -34,8 +34,8 @@ export function deliverAtOf(
       ? { deliver_at: new Date(now + body.delay_seconds * 1000).toISOString(), problems: [] }
       : { problems: [] };
   if (body.deliver_at === undefined) return { problems: [] };
-  const due = instantOf(body.deliver_at)?.getTime() ?? Number.NaN;
-  if (Number.isNaN(due)) return { problems: [{ path: `${at}.deliver_at`, message: 'must be an RFC 3339 time' }] };
+  const due = instantOf(body.deliver_at)?.getTime();
+  if (due === undefined) return { problems: [{ path: `${at}.deliver_at`, message: 'must be an RFC 3339 time' }] };
   if (due > now + SCHEDULE_HORIZON_SECONDS * 1000)
     return { problems: [{ path: `${at}.deliver_at`, message: `must be at most ${SCHEDULE_HORIZON_SECONDS / 86_400} days ahead` }] };
   return due > now ? { deliver_at: new Date(due).toISOString(), problems: [] } : { problems: [] };

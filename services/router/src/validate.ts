@@ -4,7 +4,7 @@ import addFormats from 'ajv-formats';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { unstorable } from '@switchyard/shared/events/storable.ts';
-import { DATE_TIME_FORMAT, instantOf } from '@switchyard/shared/time.ts';
+import { checkedInstant, DATE_TIME_FORMAT, isStorableMs } from '@switchyard/shared/time.ts';
 
 const require = createRequire(import.meta.url);
 const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true, useDefaults: true });
@@ -17,10 +17,6 @@ if (!validateEvent) throw new Error('event schema missing');
 
 export type EventCheck = { ok: true; event: EventRecord } | { ok: false; reason: string };
 
-/** Record timestamps a Date and Postgres hold: years 0001 to 9999. */
-const FIRST_MS = -62_135_596_800_000; // 0001-01-01T00:00:00.000Z
-const LAST_MS = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
-
 /**
  * Validates a record of the events topic written by a producer directly (shared/schemas/event.schema.json)
  * and fills in what the gateway would have: an id (stable for this record), a time, eligible_for_retry.
@@ -32,8 +28,7 @@ export function checkEvent(
 ): EventCheck {
   // The record timestamp becomes received_at (and the time when the event has none): a producer
   // sets it (the topic keeps CreateTime), and past years 0001-9999 neither a Date nor Postgres holds it.
-  if (!(record.timestamp >= FIRST_MS && record.timestamp <= LAST_MS))
-    return { ok: false, reason: `timestamp: ${record.timestamp} is outside years 0001-9999` };
+  if (!isStorableMs(record.timestamp)) return { ok: false, reason: `timestamp: ${record.timestamp} is outside years 0001-9999` };
   // Then: Postgres could never store it (NUL, a lone surrogate, nesting past MAX_JSON_DEPTH).
   const bad = unstorable(value, 'event');
   if (bad) return { ok: false, reason: `unstorable: ${bad.path} ${bad.message}` };
@@ -48,9 +43,9 @@ export function checkEvent(
     event: {
       ...v,
       id: v.id ?? `kafka-${record.partition}-${record.offset}`,
-      // In UTC, as the gateway writes them (the format took only what instantOf reads).
-      time: (v.time ? (instantOf(v.time) as Date) : new Date(record.timestamp)).toISOString(),
-      ...(v.deliver_at ? { deliver_at: (instantOf(v.deliver_at) as Date).toISOString() } : {}),
+      // In UTC, as the gateway writes them.
+      time: (v.time ? checkedInstant(v.time) : new Date(record.timestamp)).toISOString(),
+      ...(v.deliver_at ? { deliver_at: checkedInstant(v.deliver_at).toISOString() } : {}),
       eligible_for_retry: v.eligible_for_retry ?? true,
       metadata: v.metadata ?? null,
       destination_id: v.destination_id ?? null,

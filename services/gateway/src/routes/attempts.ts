@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { type Dir, type ListPage, pageProblems } from '@switchyard/shared/db/paging.ts';
-import { isRealDateTime } from '@switchyard/shared/time.ts';
+import { isRealDateTime, isStorableMs } from '@switchyard/shared/time.ts';
 import type { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { canonicalType, INPUT_TYPE_NAMES } from '@switchyard/shared/destinations/registry.ts';
 import type { DestinationType } from '@switchyard/shared/model/index.ts';
@@ -105,8 +105,8 @@ export function timeValue(raw: string): string | undefined {
   if (/[Zz]$/.test(raw)) return raw;
   // RFC 3339 allows offsets up to ±23:59, Postgres only up to ±15:59: the bound goes in as UTC.
   // Offsets are whole minutes, so the fraction as written (microseconds too) still holds.
+  if (!isStorableMs(d.getTime())) return undefined;
   const iso = d.toISOString();
-  if (!/^\d{4}-/.test(iso) || d.getUTCFullYear() < 1) return undefined;
   const frac = /:\d\d\.(\d+)/.exec(raw)?.[1];
   return frac ? iso.replace(/\.\d{3}Z$/, `.${frac}Z`) : iso;
 }

@@ -1,4 +1,4 @@
-import { instantOf } from '@switchyard/shared/time.ts';
+import { checkedInstant } from '@switchyard/shared/time.ts';
 import type { FastifyInstance } from 'fastify';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 import { ID_PATTERN } from '@switchyard/shared/events/storable.ts';
@@ -237,8 +237,8 @@ async function createDestination(
     delivery_metadata: orNullIfEmpty(body.delivery_metadata),
     metadata: orNullIfEmpty(body.metadata),
     filter,
-    // In UTC: Postgres takes offsets only to ±15:59 (the schema's date-time format took what instantOf reads).
-    disabled_at: body.disabled_at ? (instantOf(body.disabled_at) as Date).toISOString() : null,
+    // In UTC: Postgres takes offsets only to ±15:59.
+    disabled_at: body.disabled_at ? checkedInstant(body.disabled_at).toISOString() : null,
     rate_limit: body.rate_limit ?? null,
     ordered: body.ordered ?? false,
   });

@@ -9,7 +9,7 @@
 //   raises, which otherwise reach only the operator-events topic and the optional callback.
 // Tenant-scoped under every tenant prefix; with the admin key and no tenant in the path, metrics and
 // operator events of every tenant (metrics narrowed by `tenant_id`).
-import { instantOf } from '@switchyard/shared/time.ts';
+import { checkedInstant } from '@switchyard/shared/time.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
@@ -123,9 +123,8 @@ const countsOf =
       tenantIds = multi(q, 'tenant_id') ?? null;
     }
     const problems: Array<{ path: string; message: string }> = [];
-    // The schema's date-time format took only what instantOf reads (shared/src/time.ts).
-    const end = typeof q.end === 'string' ? (instantOf(q.end) as Date) : new Date();
-    const start = typeof q.start === 'string' ? (instantOf(q.start) as Date) : new Date(end.getTime() - 86_400_000);
+    const end = typeof q.end === 'string' ? checkedInstant(q.end) : new Date();
+    const start = typeof q.start === 'string' ? checkedInstant(q.start) : new Date(end.getTime() - 86_400_000);
     const bucket = (q.bucket ?? 'hour') as Bucket;
     if (!(start < end)) problems.push({ path: 'query.start', message: 'must be before end' });
     if ((end.getTime() - start.getTime()) / 1000 / BUCKETS[bucket] > METRICS_MAX_BUCKETS)

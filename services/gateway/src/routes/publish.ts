@@ -1,4 +1,4 @@
-import { DATE_TIME_FORMAT, instantOf } from '@switchyard/shared/time.ts';
+import { checkedInstant, DATE_TIME_FORMAT } from '@switchyard/shared/time.ts';
 import type { FastifyInstance } from 'fastify';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -81,8 +81,7 @@ export function publishRoutes(deps: PublishRouteDeps) {
     id: body.id ?? newId(),
     tenant_id: body.tenant_id,
     topic: body.topic,
-    // The schema's date-time format took only what instantOf reads (shared/src/time.ts).
-    time: (body.time ? (instantOf(body.time) as Date) : new Date()).toISOString(),
+    time: (body.time ? checkedInstant(body.time) : new Date()).toISOString(),
     eligible_for_retry: body.eligible_for_retry ?? true,
     metadata: body.metadata ?? null,
     data: body.data,

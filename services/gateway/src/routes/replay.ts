@@ -6,7 +6,7 @@
 //   time whose status is failed (final: no automatic retry follows), skipped or canceled, are made
 //   again: one manual attempt each, through the delivery topics, to the destination as it is now.
 //   Bounded (`limit`, at most 1,000 a call) and paged (`next`: pass it as `cursor`).
-import { instantOf } from '@switchyard/shared/time.ts';
+import { checkedInstant } from '@switchyard/shared/time.ts';
 import type { FastifyInstance } from 'fastify';
 import type { DestinationStore, RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
@@ -97,9 +97,8 @@ function decodeCursor(c: string): [string, string, string] {
 
 /** One page of the tenant's replayable deliveries (of `only` when given), after `b.cursor`; `next` when more follow. */
 async function replayablePage(db: Knex, tenantId: string, b: ReplayBody, only: RoutableDestination | null) {
-  // The schema's date-time format took only what instantOf reads (shared/src/time.ts).
-  const since = instantOf(b.since) as Date;
-  const until = b.until ? (instantOf(b.until) as Date) : new Date();
+  const since = checkedInstant(b.since);
+  const until = b.until ? checkedInstant(b.until) : new Date();
   const statuses = b.status ?? ['failed'];
   const limit = b.limit ?? 100;
   const q = db('deliveries as d')

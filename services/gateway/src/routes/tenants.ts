@@ -52,7 +52,10 @@ export interface TenantRouteDeps {
   announce: Announce;
   erasure: Erasure;
   auth: Pick<Auth, 'issueTenantToken'>;
-  /** Where the API is reached from outside (API_BASE_URL, else where it listens): the portal URL's origin, read per request (the bound port is known once listening). */
+  /**
+   * Where the API is reached from outside (API_BASE_URL, else where it listens): the portal URL's
+   * origin, read per request (the bound port is known once listening).
+   */
   baseUrl: () => string;
 }
 
