@@ -27,7 +27,7 @@ import { documentTransforms, registerModels } from './openapi.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { OPERATIONS_MODELS, operationsRoutes } from './routes/operations.ts';
-import { PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
+import { BODY_LIMIT_BYTES, PUBLISH_BATCH_BODY_LIMIT, publishBatchBodySchema, publishBodySchema, publishRoutes } from './routes/publish.ts';
 import { REPLAY_MODELS, replayRoutes } from './routes/replay.ts';
 import { scheduleRoutes } from './routes/schedule.ts';
 import { retryBody, retryRoutes } from './routes/retry.ts';
@@ -57,8 +57,6 @@ export interface GatewayDeps {
   /** Reads consumer lag, for the admission bound (PUBLISH_MAX_BACKLOG); without it the bound is off. */
   readLag?: ReadLag;
 }
-
-export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** The Fastify instance with what every route shares: errors, guards, metrics, models, JSON only. */
 function createApp(config: Config, logger: Logger): FastifyInstance {

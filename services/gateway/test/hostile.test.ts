@@ -223,6 +223,26 @@ t.test('publish: tenant tokens are refused; __proto__ data is accepted as is', a
   t.equal(res.statusCode, 202, '{"__proto__":1} is valid JSON data');
 });
 
+t.test('publish/batch: an event over 1 MiB is 413 in its place, never a 5xx; the others are published', async (t) => {
+  const { app, call } = await buildTestApp(t);
+  await call('PUT', '/api/v1/tenants/acme');
+  const event = (s: string) => ({ tenant_id: 'acme', topic: 'user.created', data: { s } });
+  const MiB = 1024 * 1024;
+  const payload = JSON.stringify({
+    events: [event('a'), event('x'.repeat(MiB)), event('y'.repeat(5 * MiB)), event('b'), event('z'.repeat(MiB - 100))],
+  });
+  const res = await post(app, '/api/v1/publish/batch', payload);
+  t.equal(res.statusCode, 200);
+  const results = res.json().results as Array<{ status: number; code?: string; message?: string }>;
+  t.same(
+    results.map((r) => r.status),
+    [202, 413, 413, 202, 202],
+    'as a single publish of the same event would be answered',
+  );
+  t.match(results[1], { code: 'PAYLOAD_TOO_LARGE', message: /^body\.events\[1\] is 1048635 bytes of JSON; an event is at most 1 MiB/ });
+  t.match(results[2], { code: 'PAYLOAD_TOO_LARGE', message: /^body\.events\[2\]/ });
+});
+
 t.test('tenant tokens must carry exp within the issued lifetime and no future iat', async (t) => {
   const { call, config } = await buildTestApp(t);
   await call('PUT', '/api/v1/tenants/acme');

@@ -17,6 +17,12 @@ import { deliverAtOf, scheduleProperties } from '../schedule.ts';
 /** Most events one batch publish may carry. */
 export const PUBLISH_BATCH_MAX = 1000;
 export const PUBLISH_BATCH_BODY_LIMIT = 16 * 1024 * 1024;
+/**
+ * Every body but a batch publish's, and each event of a batch as JSON: so every event is at most
+ * 1 MiB however it came, and its delivery records (the event and a destination) fit in a record
+ * of KAFKA_MAX_MESSAGE_BYTES (at least 2 MiB).
+ */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export const publishBodySchema = {
   type: 'object',
@@ -134,12 +140,20 @@ export function publishRoutes(deps: PublishRouteDeps) {
       },
       async (req) => {
         requireAdmin(req.principal);
+        // A body within the limit cannot hold an event over it: only a larger one is measured.
+        const mayHoldLarge = !(Number(req.headers['content-length']) <= BODY_LIMIT_BYTES);
         const results = await Promise.all(
           req.body.events.map(async (item, i) => {
             try {
               // Before the schema: nothing unstorable is ever an event (and ajv recurses).
               const deep = unstorable(item, `body.events[${i}]`, MAX_JSON_DEPTH);
               if (deep) throw AppError.validation([deep]);
+              const bytes = mayHoldLarge ? Buffer.byteLength(JSON.stringify(item)) : 0;
+              if (bytes > BODY_LIMIT_BYTES)
+                throw new AppError(
+                  'PAYLOAD_TOO_LARGE',
+                  `body.events[${i}] is ${bytes} bytes of JSON; an event is at most 1 MiB (1048576 bytes).`,
+                );
               if (!validateItem(item)) {
                 throw AppError.validation(
                   (validateItem.errors ?? []).map((e) => ({
