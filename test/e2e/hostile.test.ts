@@ -157,5 +157,23 @@ t.test('hostile input', async (t) => {
       t.match(dead[1]?.headers['x-dead-letter-reason'], /unstorable: event\.metadata\.m contains a lone UTF-16 surrogate/);
       await waitFor('the valid one delivered', () => delivered('after-direct') === 1);
       await waitFor('and listed', async () => (await api('GET', '/api/v1/tenants/hostile/events/direct-after')).status === 200);
+      t.test('one whose delivery record would be over the limit: a dead letter, not a wedged partition', async (t) => {
+        // 1 MB as written; once parsed and written again each 1e20 is 21 digits: 4.4 MB, over 4 MiB.
+        const growing = `{"id":"direct-grows","tenant_id":"hostile","topic":"user.created","data":{"n":[${Array(200_000).fill('1e20').join(',')}]}}`;
+        await producer.send(TOPIC.events, [
+          { key: 'hostile', value: Buffer.from(growing) },
+          {
+            key: 'hostile',
+            value: { id: 'direct-after-large', tenant_id: 'hostile', topic: 'user.created', data: { kind: 'after-large' } },
+          },
+        ]);
+        await waitFor('its dead letter', () => dead.length === 3);
+        t.match(
+          dead[2]?.headers['x-dead-letter-reason'],
+          /^too large: its routed record would be about \d+ bytes, over KAFKA_MAX_MESSAGE_BYTES/,
+        );
+        t.equal((dead[2]?.value as { id?: string } | undefined)?.id, 'direct-grows');
+        await waitFor('the event after it delivered', () => delivered('after-large') === 1);
+      });
     });
 });

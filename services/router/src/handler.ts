@@ -1,4 +1,5 @@
 import type { InRecord, OutRecord } from '@switchyard/shared/bus/index.ts';
+import { jsonOnce } from '@switchyard/shared/bus/record-codec.ts';
 import type { RoutableDestination } from '@switchyard/shared/db/stores/destinations.ts';
 import type { DeliveryRecord, DestinationRoute, EventRecord, RoutedRecord } from '@switchyard/shared/model/index.ts';
 import { checkEvent } from './validate.ts';
@@ -7,12 +8,22 @@ import { matchesFilter, matchesTopic } from '@switchyard/shared/routing/match.ts
 /** What the router needs from the outside world; main.ts wires the real ones. */
 export interface RouterDeps {
   topics: readonly string[];
+  /** KAFKA_MAX_MESSAGE_BYTES: the largest record batch the bus writes. */
+  maxMessageBytes: number;
   /** Destinations of the tenants that exist; a tenant missing from the map does not exist. */
   destinationsOf(tenantIds: string[]): Promise<Map<string, RoutableDestination[]>>;
   /** Positions (into the list) of the events this batch may route; the rest are repeats. */
   claim(claims: Array<{ tenant_id: string; id: string; partition: number; offset: string }>): Promise<Set<number>>;
-  /** Writes everything of one batch; resolves once Kafka acknowledged it all. */
-  emit(out: { deliveries: DeliveryRecord[]; routed: RoutedRecord[]; deadLetters: Array<OutRecord & { reason: string }> }): Promise<void>;
+  /**
+   * Writes everything of one batch; resolves once Kafka acknowledged it all. `json` hands back each
+   * event's and destination snapshot's JSON as the size check wrote it, to splice into the records.
+   */
+  emit(out: {
+    deliveries: DeliveryRecord[];
+    routed: RoutedRecord[];
+    deadLetters: Array<OutRecord & { reason: string }>;
+    json: (o: object) => string;
+  }): Promise<void>;
 }
 
 export interface BatchResult {
@@ -40,6 +51,49 @@ function deadLetterOf(r: InRecord<unknown>, reason: string): OutRecord & { reaso
 }
 
 /**
+ * Room a record needs beside its event and destination: its key, headers and batch framing, its own
+ * fields, and those a sender's retry adds (due_at, parked, turn_at).
+ */
+const RECORD_ROOM_BYTES = 64 * 1024;
+
+/**
+ * Bytes of `texts` as UTF-8 plus `extra`, or 0 when they are surely within `limit`: a UTF-16 unit
+ * takes at most 3 bytes, so an ordinary event is never counted.
+ */
+function bytesNear(texts: string[], extra: number, limit: number): number {
+  if (texts.reduce((n, s) => n + s.length * 3, extra) <= limit) return 0;
+  return texts.reduce((n, s) => n + Buffer.byteLength(s), extra);
+}
+
+const tooLargeReason = (what: string, bytes: number, max: number) =>
+  `too large: ${what} would be about ${bytes} bytes, over KAFKA_MAX_MESSAGE_BYTES (${max}) less ${RECORD_ROOM_BYTES} for framing`;
+
+/**
+ * Why an event's routed record, or its delivery record to one of `matched`, would be larger than the
+ * bus can write (each carries the event as JSON), or null when all fit. A record that can never be
+ * written would fail its whole batch for good; the event is dead-lettered instead. The JSON is made
+ * once, for the records too (`json`).
+ */
+function tooLarge(
+  event: EventRecord,
+  destinations: RoutableDestination[],
+  matched: RoutableDestination[],
+  json: (o: object) => string,
+  max: number,
+): string | null {
+  const limit = max - RECORD_ROOM_BYTES;
+  const eventJson = json(event);
+  const ids = destinations.reduce((n, d) => n + d.id.length + 3, 0);
+  const routed = bytesNear([eventJson], ids, limit);
+  if (routed > limit) return tooLargeReason('its routed record', routed, max);
+  for (const d of matched) {
+    const delivery = bytesNear([eventJson, json(d.snapshot)], 0, limit);
+    if (delivery > limit) return tooLargeReason(`its delivery record to destination ${d.id}`, delivery, max);
+  }
+  return null;
+}
+
+/**
  * Routes one fetched batch of the events topic: invalid records to the dead-letter topic, repeats of
  * an already routed event nowhere, every other event to one delivery per matching destination.
  * Destinations are read fresh for each batch, so a change that has answered is honoured by every
@@ -60,30 +114,39 @@ export function createRouter(deps: RouterDeps) {
     }
 
     const byTenant = await deps.destinationsOf([...new Set(valid.map((v) => v.event.tenant_id))]);
-    const known = valid.filter((v) => {
-      if (byTenant.has(v.event.tenant_id)) return true;
-      deadLetters.push(deadLetterOf(v.record, `unknown tenant: ${v.event.tenant_id}`));
-      return false;
+    const json = jsonOnce();
+    const routable = valid.flatMap((v) => {
+      const destinations = byTenant.get(v.event.tenant_id);
+      if (!destinations) {
+        deadLetters.push(deadLetterOf(v.record, `unknown tenant: ${v.event.tenant_id}`));
+        return [];
+      }
+      const selected = selectDestinations(v.event, destinations);
+      const why = tooLarge(v.event, [...selected.matched, ...selected.disabled], selected.matched, json, deps.maxMessageBytes);
+      if (why) {
+        deadLetters.push(deadLetterOf(v.record, why));
+        return [];
+      }
+      return [{ ...v, ...selected }];
     });
 
     const allowed = await deps.claim(
-      known.map((v) => ({ tenant_id: v.event.tenant_id, id: v.event.id, partition: v.record.partition, offset: v.record.offset })),
+      routable.map((v) => ({ tenant_id: v.event.tenant_id, id: v.event.id, partition: v.record.partition, offset: v.record.offset })),
     );
     const deliveries: DeliveryRecord[] = [];
     const routed: RoutedRecord[] = [];
     const duplicates: EventRecord[] = [];
-    known.forEach(({ event, record }, i) => {
+    routable.forEach(({ event, record, matched, disabled }, i) => {
       if (!allowed.has(i)) {
         duplicates.push(event);
         return;
       }
-      const { matched, disabled } = selectDestinations(event, byTenant.get(event.tenant_id) ?? []);
       // The event's own place, so that a sender can tell a routing of it again after a crash (ordered destinations).
       const event_position = { partition: record.partition, offset: record.offset };
       for (const d of matched) deliveries.push({ event, destination: d.snapshot, attempt_number: 1, manual: false, event_position });
       routed.push({ event, matched_destination_ids: matched.map((d) => d.id), skipped_destination_ids: disabled.map((d) => d.id) });
     });
-    await deps.emit({ deliveries, routed, deadLetters });
+    await deps.emit({ deliveries, routed, deadLetters, json });
     return { routed, duplicates, deadLetters: deadLetters.map(({ offset, reason }) => ({ offset, reason })) };
   };
 }

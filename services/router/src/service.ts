@@ -2,7 +2,7 @@
 // a runtime (main.ts: its own process; services/embedded: every service in one process).
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
-import { JsonText, jsonOnce, spliceJson } from '@switchyard/shared/bus/record-codec.ts';
+import { JsonText, spliceJson } from '@switchyard/shared/bus/record-codec.ts';
 import { GROUP, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogSummary } from '@switchyard/shared/log-summary.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
@@ -29,17 +29,18 @@ export async function start(rt: Runtime): Promise<Service> {
 
   const routeBatch = createRouter({
     topics: rt.config.TOPICS,
+    maxMessageBytes: rt.config.KAFKA_MAX_MESSAGE_BYTES,
     destinationsOf: (tenantIds) => destinations.routableOf(tenantIds),
     claim: (claims) => eventIds.claim(claims),
-    async emit({ deliveries, routed, deadLetters }) {
+    async emit({ deliveries, routed, deadLetters, json }) {
       // Deliveries of scheduled events wait in the retry tiers until due (scheduled.ts).
       const { due, waiting } = splitScheduled(deliveries);
       for (const list of waiting.values())
         for (const d of list) metrics.scheduledDeliveries.inc({ type: d.destination.type, stage: 'waiting' });
       const byType = Map.groupBy(due, (d) => d.destination.type);
-      // Each event and destination snapshot is written as JSON once per batch and spliced into its
-      // records: a fan-out to ten destinations serialised the same event eleven times.
-      const json = jsonOnce();
+      // Each event and destination snapshot is written as JSON once per batch (`json`, by the size
+      // check) and spliced into its records: a fan-out to ten destinations serialised the same event
+      // eleven times.
       // One produce request for every topic: the idempotent producer sends one request at a time.
       await producer.sendMany([
         ...[...byType].map(([type, records]) => ({

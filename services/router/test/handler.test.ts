@@ -43,16 +43,21 @@ const event = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-function router(destinations: Record<string, RoutableDestination[]>, claimed = new Set<string>()) {
+function router(destinations: Record<string, RoutableDestination[]>, claimed = new Set<string>(), maxMessageBytes = 4 * 1024 * 1024) {
   const emitted: Parameters<RouterDeps['emit']>[0][] = [];
+  const claims: string[] = [];
   const route = createRouter({
     topics: ['user.created', 'order.paid'],
+    maxMessageBytes,
     destinationsOf: async (ids) => new Map(ids.filter((id) => id in destinations).map((id) => [id, destinations[id] ?? []])),
     // An event already claimed (routed before) is a repeat.
-    claim: async (claims) => new Set(claims.flatMap((c, i) => (claimed.has(c.id) ? [] : [i]))),
+    claim: async (batch) => {
+      claims.push(...batch.map((c) => c.id));
+      return new Set(batch.flatMap((c, i) => (claimed.has(c.id) ? [] : [i])));
+    },
     emit: async (out) => void emitted.push(out),
   });
-  return { route, emitted };
+  return { route, emitted, claims };
 }
 
 t.test('bad records go to the dead-letter topic with their reason; the rest of the batch is routed', async (t) => {
@@ -124,6 +129,49 @@ t.test('a record timestamp no store holds: a dead letter, never thrown; the rest
       ['good', '2026-11-26T00:00:00.000Z'],
     ],
   );
+});
+
+t.test('an event whose records could never be written is a dead letter, unclaimed; the rest routed', async (t) => {
+  const MiB = 1024 * 1024;
+  const padded = dest('padded', {
+    snapshot: { ...dest('padded').snapshot, config: { url: 'https://example.test/p', pad: 'p'.repeat(MiB) } },
+  });
+  // 3 bytes a character as UTF-8: 1 MB of text each, 2 MB with the event below.
+  const euro = dest('euro', {
+    snapshot: { ...dest('euro').snapshot, config: { url: 'https://example.test/e', pad: '€'.repeat(350_000) } },
+  });
+  const { route, emitted, claims } = router({ acme: [dest('d1')], wide: [dest('d1'), padded], euro: [euro] }, new Set(), 2 * MiB);
+  // As written by a producer: bytes under the topic's limit, JSON over it once parsed and written
+  // again (each 1e20 becomes 21 digits).
+  const growing = `{"id":"grows","tenant_id":"acme","topic":"user.created","data":{"n":[${Array(100_000).fill('1e20').join(',')}]}}`;
+  const result = await route([
+    rec(event({ id: 'huge', data: { s: 'x'.repeat(2 * MiB) } })),
+    rec(JSON.parse(growing), { raw: Buffer.from(growing) }),
+    rec(event({ id: 'wide', tenant_id: 'wide', data: { s: 'w'.repeat(MiB) } })),
+    rec(event({ id: 'euros', tenant_id: 'euro', data: { s: '€'.repeat(350_000) } })),
+    rec(event({ id: 'near', data: { s: 'n'.repeat(MiB) } })),
+    rec(event({ id: 'small' })),
+  ]);
+  t.ok(growing.length < 600_000, 'the growing record is small as written');
+  t.same(
+    result.deadLetters.map((d) => d.reason.replace(/ \d+ bytes/, ' N bytes')),
+    [
+      'too large: its routed record would be about N bytes, over KAFKA_MAX_MESSAGE_BYTES (2097152) less 65536 for framing',
+      'too large: its routed record would be about N bytes, over KAFKA_MAX_MESSAGE_BYTES (2097152) less 65536 for framing',
+      'too large: its delivery record to destination padded would be about N bytes, over KAFKA_MAX_MESSAGE_BYTES (2097152) less 65536 for framing',
+      'too large: its delivery record to destination euro would be about N bytes, over KAFKA_MAX_MESSAGE_BYTES (2097152) less 65536 for framing',
+    ],
+    'each with why, naming the destination whose record would not fit',
+  );
+  t.same(claims, ['near', 'small'], 'only events that fit are claimed, so a repeat of a refused one is refused again');
+  t.same(
+    emitted[0]?.deliveries.map((d) => d.event.id),
+    ['near', 'small'],
+    'a 1 MiB event with its destination fits',
+  );
+  const json = emitted[0]?.json;
+  const near = emitted[0]?.deliveries[0];
+  t.ok(json && near && json(near.event).length > MiB, 'the JSON the size check made is handed on for the records');
 });
 
 t.test('an event without id, time or eligible_for_retry gets them from its record', async (t) => {
