@@ -460,10 +460,15 @@ t.test('delivery pipeline', async (t) => {
     );
     const d = await api<{ disabled_at: string | null }>('GET', `/api/v1/tenants/alert2/destinations/${bad}`);
     t.ok(d.body.disabled_at, 'auto-disabled');
-    const canceled = all.filter((a) => a.status === 'canceled');
+    // Ended without a request: stored canceled, listed failed (code ERR) with the reason.
+    const canceled = all.filter((a) => a.response_data?.reason === 'destination_disabled');
+    t.ok(
+      canceled.every((a) => (a.status === 'canceled' && a.code === 'CANCELED') || (a.status === 'failed' && a.code === 'ERR')),
+      'stored canceled; listed failed, code ERR',
+    );
     t.ok(canceled.length >= 1, `${canceled.length} queued retries ended canceled`);
     t.same(new Set(canceled.map((a) => a.response_data?.reason)), new Set(['destination_disabled']), 'canceled: destination_disabled');
-    const failed = all.filter((a) => a.status === 'failed').length;
+    const failed = all.filter((a) => a.status === 'failed' && !canceled.includes(a)).length;
     // Settled: nothing reaches the destination after its deliveries ended.
     await new Promise((r) => setTimeout(r, 2_500));
     t.equal(at('/alert2').length, failed, 'the destination got exactly the failed attempts, nothing after the disable');

@@ -167,13 +167,13 @@ t.test('scheduled events: listed at once, delivered when due across restarts, ca
   t.equal(none.status, 200, 'none scheduled once all are due');
 
   const canceledAttempt = await waitFor('the canceled event ends canceled', async () => {
-    const r = await api<{ models: Array<{ status: string; response_data?: { reason?: string } }> }>(
+    const r = await api<{ models: Array<{ status: string; code: string; response_data?: { reason?: string } }> }>(
       'GET',
       `/api/v1/tenants/sch/attempts?event_id=${canceled.id}`,
     );
     return r.body.models[0];
   });
-  t.equal(canceledAttempt.status, 'canceled');
+  t.same([canceledAttempt.status, canceledAttempt.code], ['failed', 'ERR'], 'as interface.md has attempts');
   t.equal(canceledAttempt.response_data?.reason, 'event_canceled');
   t.notOk(arrival('canceled'), 'the canceled event was never delivered');
   t.equal(rx.requests.length, 2, 'each due event delivered once');

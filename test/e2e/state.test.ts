@@ -95,11 +95,11 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
       all.filter((a) => a.destination_id === d).map((a) => [a.attempt_number, a.status, a.code, a.response_data?.reason ?? null]);
     t.same(of(gone), [
       [1, 'failed', '503', 'peer_error'],
-      [2, 'canceled', 'CANCELED', 'destination_deleted'],
+      [2, 'failed', 'ERR', 'destination_deleted'],
     ]);
     t.same(of(off), [
       [1, 'failed', '503', 'peer_error'],
-      [2, 'canceled', 'CANCELED', 'destination_disabled'],
+      [2, 'failed', 'ERR', 'destination_disabled'],
     ]);
     t.same(of(moved), [
       [1, 'failed', '503', 'peer_error'],
@@ -108,10 +108,19 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     t.same(
       [at('/gone').length, at('/off').length, at('/old').length, at('/new').length],
       [1, 1, 1, 1],
-      'the retry went to the new URL only',
+      "the retry went to the new URL only, never to the deleted destination's successor",
     );
     const canceled = await api<{ models: Attempt[] }>('GET', `/api/v1/tenants/now/attempts?status=canceled`);
-    t.equal(canceled.body.models.length, 2, 'canceled attempts can be listed by status');
+    t.same(
+      canceled.body.models.map((a) => [a.status, a.code, a.response_data?.reason]).sort(),
+      [
+        ['failed', 'ERR', 'destination_deleted'],
+        ['failed', 'ERR', 'destination_disabled'],
+      ],
+      'canceled attempts can be listed by status; each is failed, code ERR, with the reason',
+    );
+    const failed = await api<{ models: Attempt[] }>('GET', `/api/v1/tenants/now/attempts?status=failed`);
+    t.equal(failed.body.models.length, 5, 'failed lists them too, beside the three that failed on a request');
     const manual = await api<{ code: string }>('POST', '/api/v1/retry', { event_id: e, destination_id: off });
     t.same([manual.status, manual.body.code], [422, 'DESTINATION_DISABLED'], 'a manual retry of a disabled destination stays refused');
   });
@@ -178,7 +187,7 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
         a.map((x) => [x.attempt_number, x.status, x.response_data?.reason ?? null]),
         [
           [1, 'failed', 'peer_error'],
-          [2, 'canceled', 'canceled'],
+          [2, 'failed', 'canceled'],
         ],
       );
     }

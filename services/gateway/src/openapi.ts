@@ -209,8 +209,9 @@ export const MODELS = {
       topic: { type: 'string' },
       status: {
         type: 'string',
-        enum: ['success', 'failed', 'canceled'],
-        description: 'canceled: the destination was deleted or disabled before the attempt (response_data.reason says which).',
+        enum: ['success', 'failed'],
+        description:
+          'An attempt that ended without a request (its destination deleted or disabled, its event or the destination’s queue canceled) is failed with code ERR, and response_data.reason says why: destination_deleted, destination_disabled, event_canceled or canceled. The status filter `canceled` lists those.',
       },
       code: { type: 'string', description: 'OK, ERR, or the HTTP status of the destination’s answer.' },
       response_data: { type: 'object', additionalProperties: true },

@@ -563,6 +563,28 @@ for (const [mode, build] of modes) {
       t.equal((await call('/api/v1/metrics/attempts?nope=1')).status, 422, 'an unknown parameter');
     });
 
+    t.test('a canceled attempt counts as the listings show it: failed, code ERR', async (t) => {
+      // Its own tenant, so the counts above stay as they are.
+      await store.storeAttempts([
+        {
+          ...attempt('mx-cx', '10:40', 'cx', 'webhook', 'user.created', 'canceled', 'CANCELED', 2, false),
+          response_data: { reason: 'destination_disabled' },
+        },
+        attempt('mx-cx', '10:41', 'cx', 'webhook', 'user.created', 'failed', '500', 1, false),
+        attempt('mx-cx', '10:42', 'cx', 'webhook', 'user.created', 'success', '200', 1, false),
+      ]);
+      const cx: Array<[string, string]> = [['filters[tenant_id]', 'mx-cx']];
+      const one = async (pairs: Array<[string, string]>) => (await attempts([...range(), ...cx, ...pairs])).body as Answer;
+      const p = (await one(measures('count', 'successful_count', 'failed_count', 'error_rate'))).data[0] as Point;
+      t.same(p.metrics, { count: 3, successful_count: 1, failed_count: 2, error_rate: 2 / 3 });
+      t.same(by(await one([...measures('count'), ['dimensions', 'status']])), { failed: 2, success: 1 });
+      t.same(by(await one([...measures('count'), ['dimensions', 'code']])), { 200: 1, 500: 1, ERR: 1 });
+      const count = async (pairs: Array<[string, string]>) => (await one([...measures('count'), ...pairs])).data[0]?.metrics.count ?? 0;
+      t.equal(await count([['filters[status]', 'failed']]), 2, 'failed: canceled too');
+      t.equal(await count([['filters[status]', 'canceled']]), 1, 'canceled: only those');
+      t.equal(await count([['filters[code]', 'ERR']]), 1);
+    });
+
     t.test('a statement past its time is too broad, not an error', async (t) => {
       // PGlite runs a statement to its end (no statement timeout there): Postgres only.
       if (mode.startsWith('embedded')) return;

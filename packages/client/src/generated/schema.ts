@@ -972,10 +972,10 @@ export interface components {
             event_id: string;
             topic: string;
             /**
-             * @description canceled: the destination was deleted or disabled before the attempt (response_data.reason says which).
+             * @description An attempt that ended without a request (its destination deleted or disabled, its event or the destination’s queue canceled) is failed with code ERR, and response_data.reason says why: destination_deleted, destination_disabled, event_canceled or canceled. The status filter `canceled` lists those.
              * @enum {string}
              */
-            status: "success" | "failed" | "canceled";
+            status: "success" | "failed";
             /** @description OK, ERR, or the HTTP status of the destination’s answer. */
             code: string;
             response_data?: {
@@ -2189,7 +2189,7 @@ export interface operations {
             query?: {
                 /** @description Attempts of these events. Several values match any. */
                 event_id?: string | string[];
-                /** @description success, failed or canceled. Several values match any. */
+                /** @description success or failed; canceled: the failed attempts that ended without a request (response_data.reason says why). Several values match any. */
                 status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
                 /** @description Attempts of events of these topics. Several values match any. */
                 topic?: string | string[];
@@ -2274,7 +2274,7 @@ export interface operations {
             query?: {
                 /** @description Attempts of these events. Several values match any. */
                 event_id?: string | string[];
-                /** @description success, failed or canceled. Several values match any. */
+                /** @description success or failed; canceled: the failed attempts that ended without a request (response_data.reason says why). Several values match any. */
                 status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
                 /** @description Attempts of events of these topics. Several values match any. */
                 topic?: string | string[];
@@ -2852,7 +2852,7 @@ export interface operations {
             query?: {
                 /** @description Attempts of these events. Several values match any. */
                 event_id?: string | string[];
-                /** @description success, failed or canceled. Several values match any. */
+                /** @description success or failed; canceled: the failed attempts that ended without a request (response_data.reason says why). Several values match any. */
                 status?: ("success" | "failed" | "canceled") | ("success" | "failed" | "canceled")[];
                 /** @description Attempts of events of these topics. Several values match any. */
                 topic?: string | string[];

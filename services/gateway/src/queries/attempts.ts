@@ -43,8 +43,9 @@ export async function listAttempts(
   opts: { embed?: 'event' | 'event.data' } = {},
 ): Promise<Page<AttemptView>> {
   const common: Cond[] = [];
-  // Every status is no filter at all.
-  if (f.statuses?.length && new Set(f.statuses).size < ATTEMPT_STATUSES.length) common.push(inList('a.status', [...new Set(f.statuses)]));
+  // `failed` is every attempt shown failed, canceled ones too (views.ts); every status is no filter at all.
+  const statuses = new Set(f.statuses?.flatMap((s) => (s === 'failed' ? ['failed', 'canceled'] : [s])));
+  if (statuses.size && statuses.size < ATTEMPT_STATUSES.length) common.push(inList('a.status', [...statuses]));
   if (f.topics?.length) common.push(inList('a.topic', f.topics));
   common.push(...timeConds('a.time', f.time));
 

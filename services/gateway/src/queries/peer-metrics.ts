@@ -7,7 +7,8 @@
  * - attempts from `attempts` by attempt time (its partition key), with the destination's type from
  *   `destinations` ('' once the destination is deleted); events from `events` by event time, an
  *   event's destinations being those the router sent it to (`matched_destination_ids`);
- * - measures: successful/failed = status success/failed; first_attempt = attempt_number 1 and not
+ * - measures: successful/failed = status success/failed (a canceled attempt is failed, code ERR,
+ *   as the listings show it); first_attempt = attempt_number 1 and not
  *   manual; retry = attempt_number > 1; manual_retry = manual; error_rate = failed / all; rates per
  *   second of the bucket (of the whole range without a granularity);
  * - buckets by date_bin from fixed origins (2000-01-01 for s, m, h; 1970-01-01 for days; Sunday
@@ -158,11 +159,15 @@ function bucketSeconds(bucketMs: number | undefined, q: PeerQuery): number {
 
 const RATES: Record<string, string> = { rate: 'count', successful_rate: 'successful_count', failed_rate: 'failed_count' };
 
+// A canceled attempt is shown as the attempt listings show it (views.ts): failed, code ERR.
+const SHOWN_STATUS = "CASE a.status WHEN 'canceled' THEN 'failed' ELSE a.status END";
+const SHOWN_CODE = "CASE a.status WHEN 'canceled' THEN 'ERR' ELSE a.code END";
+
 const ATTEMPT_MEASURE_SQL: Record<string, string> = {
   count: 'count(*)::float8',
   successful_count: "(count(*) FILTER (WHERE a.status = 'success'))::float8",
-  failed_count: "(count(*) FILTER (WHERE a.status = 'failed'))::float8",
-  error_rate: "(count(*) FILTER (WHERE a.status = 'failed'))::float8 / count(*)",
+  failed_count: "(count(*) FILTER (WHERE a.status <> 'success'))::float8",
+  error_rate: "(count(*) FILTER (WHERE a.status <> 'success'))::float8 / count(*)",
   first_attempt_count: '(count(*) FILTER (WHERE a.attempt_number = 1 AND NOT a.manual))::float8',
   retry_count: '(count(*) FILTER (WHERE a.attempt_number > 1))::float8',
   manual_retry_count: '(count(*) FILTER (WHERE a.manual))::float8',
@@ -173,8 +178,8 @@ const ATTEMPT_DIMENSION_SQL: Record<string, string> = {
   destination_id: 'a.destination_id',
   destination_type: "coalesce(d.type, '')",
   topic: 'a.topic',
-  status: 'a.status',
-  code: 'a.code',
+  status: SHOWN_STATUS,
+  code: SHOWN_CODE,
   manual: 'a.manual',
   attempt_number: 'a.attempt_number',
 };
@@ -184,7 +189,7 @@ const ATTEMPT_FILTER_SQL: Record<string, string> = {
   destination_type: "coalesce(d.type, '') = ANY(?::text[])",
   topic: 'a.topic = ANY(?::text[])',
   status: 'a.status = ANY(?::text[])',
-  code: 'a.code = ANY(?::text[])',
+  code: `${SHOWN_CODE} = ANY(?::text[])`,
   manual: 'a.manual = ANY(?::boolean[])',
   attempt_number: 'a.attempt_number = ANY(?::integer[])',
 };
@@ -228,7 +233,8 @@ function attemptStatement(q: PeerQuery): Statement {
   const values: V[] = [q.start, q.end];
   for (const [name, list] of Object.entries(q.filters)) {
     conds.push(ATTEMPT_FILTER_SQL[name] as string);
-    values.push(list);
+    // `failed` is every attempt shown failed: canceled ones too.
+    values.push(name === 'status' && list.includes('failed') ? [...list, 'canceled'] : list);
   }
   // The type only when asked for: one primary-key probe per attempt row.
   const typed = q.dimensions.includes('destination_type') || 'destination_type' in q.filters;

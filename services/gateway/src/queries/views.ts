@@ -51,7 +51,8 @@ export interface AttemptView {
   destination_id: string;
   event_id: string;
   topic: string;
-  status: AttemptStatus;
+  /** interface.md's two: a canceled attempt (stored `canceled`) is shown failed. */
+  status: 'success' | 'failed';
   code: string;
   /** Absent when the destination answered nothing worth keeping. */
   response_data?: Record<string, unknown>;
@@ -81,7 +82,8 @@ export interface EventView extends EmbeddedEvent {
 }
 
 /** An attempt as read: its view's fields with the time still a Date, and where its event is stored. */
-export type AttemptRow = Omit<AttemptView, 'time' | 'response_data' | 'duration_ms'> & {
+export type AttemptRow = Omit<AttemptView, 'status' | 'time' | 'response_data' | 'duration_ms'> & {
+  status: AttemptStatus;
   time: Date;
   response_data: Record<string, unknown> | null;
   duration_ms: number | null;
@@ -104,14 +106,19 @@ export const attemptView = (r: AttemptRow): AttemptView => {
   return view;
 };
 
+/**
+ * An attempt that ended without a request (its destination deleted or disabled, its event or the
+ * destination's queue canceled) is stored `canceled` with code `CANCELED`, and shown as interface.md
+ * has attempts: failed, code ERR, `response_data.reason` saying why (clients refuse a third status).
+ */
 const attemptFields = (r: AttemptRow): AttemptView => ({
   id: r.id,
   tenant_id: r.tenant_id,
   destination_id: r.destination_id,
   event_id: r.event_id,
   topic: r.topic,
-  status: r.status,
-  code: r.code,
+  status: r.status === 'canceled' ? 'failed' : r.status,
+  code: r.status === 'canceled' ? 'ERR' : r.code,
   ...(r.response_data === null ? {} : { response_data: r.response_data }),
   attempt_number: r.attempt_number,
   manual: r.manual,

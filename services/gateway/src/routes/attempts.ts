@@ -53,7 +53,10 @@ export const manyQueryDocs = (description: string, values?: readonly string[]) =
   const one = values ? { type: 'string', enum: [...values] } : { type: 'string' };
   return { anyOf: [one, { type: 'array', items: one }], description: `${description} Several values match any.` } as const;
 };
-export const statusQueryDocs = manyQueryDocs('success, failed or canceled.', ATTEMPT_STATUSES);
+export const statusQueryDocs = manyQueryDocs(
+  'success or failed; canceled: the failed attempts that ended without a request (response_data.reason says why).',
+  ATTEMPT_STATUSES,
+);
 
 export class Problems {
   readonly list: Problem[] = [];
