@@ -81,6 +81,9 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
         (await attemptsOf('now', e)).some((a) => a.destination_id === d && a.status === 'failed'),
       );
     t.equal((await api('DELETE', `/api/v1/tenants/now/destinations/${gone}`)).status, 200);
+    // Created again under its id, elsewhere: another destination, which the old one's retry never reaches.
+    const again = { id: gone, type: 'webhook', topics: '*', config: { url: `${rx.url}/new` } };
+    t.equal((await api('POST', '/api/v1/tenants/now/destinations', again)).status, 201);
     t.equal((await api('PUT', `/api/v1/tenants/now/destinations/${off}/disable`)).status, 200);
     t.equal((await api('PATCH', `/api/v1/tenants/now/destinations/${moved}`, { config: { url: `${rx.url}/new` } })).status, 200);
     const all = await waitFor(

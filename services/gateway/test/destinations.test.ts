@@ -347,6 +347,28 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
     await call('PUT', '/api/v1/tenants/temp');
     t.same((await call('GET', '/api/v1/tenants/temp/destinations')).body, [], 'no destinations survive');
   });
+
+  t.test("a destination created again under its id has none of the deleted one's health or alerts", async (t) => {
+    await call('PUT', '/api/v1/tenants/reborn');
+    const create = () => call('POST', '/api/v1/tenants/reborn/destinations', { ...VALID.webhook, id: 'again' });
+    t.equal((await create()).status, 201);
+    // As the attempts service leaves them after four failures and an alert.
+    await db('destination_health').insert({
+      tenant_id: 'reborn',
+      destination_id: 'again',
+      consecutive_failures: 4,
+      alerted_at: new Date(),
+    });
+    const alert = { tenant_id: 'reborn', destination_id: 'again', type: 'alert.consecutive_failure', time: new Date(), data: '{}' };
+    await db('operator_events').insert({ ...alert, id: 'op1' });
+    t.equal((await call('DELETE', '/api/v1/tenants/reborn/destinations/again')).status, 200);
+    t.equal((await create()).status, 201);
+    t.same(await db('destination_health').where({ tenant_id: 'reborn' }), [], 'its health starts anew');
+    // Deleting the tenant erases its operator events with the rest, so one created again starts empty.
+    t.equal((await call('DELETE', '/api/v1/tenants/reborn')).status, 200);
+    t.equal((await call('PUT', '/api/v1/tenants/reborn')).status, 201);
+    t.same(await db('operator_events').where({ tenant_id: 'reborn' }), [], 'no operator event survives');
+  });
 });
 
 t.test('webhook specifics: reserved custom headers refused; an expired previous secret leaves the view', async (t) => {

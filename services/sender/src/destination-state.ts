@@ -1,8 +1,8 @@
 // The destination as it is now, for the sender. A delivery record carries a snapshot of its
 // destination as routed, and a retry may run hours later: before each attempt (first, retry or
 // manual) the sender asks here instead. A deleted or disabled destination gets no delivery (the
-// handler records a `canceled` attempt); a changed URL, secret, headers or delivery_metadata is
-// used at once.
+// handler records a `canceled` attempt), also when one was created again under its id since (its
+// created_at differs); a changed URL, secret, headers or delivery_metadata is used at once.
 //
 // Fast: what was read is kept in memory, and dropped when the destination-changes topic says the
 // destination (or its tenant) changed; every sender instance reads that topic whole (a broadcast
@@ -40,7 +40,9 @@ export const DESTINATION_STATE_TTL_MS = 60_000;
 const keyOf = (tenantId: string, id: string) => `${tenantId}\u0000${id}`;
 
 function stateOf(d: RoutableDestination | null, delivery: DestinationSnapshot): CurrentState {
-  if (!d) return { canceled: 'destination_deleted' };
+  // Created again under its id since the delivery was made: the one it was made for is deleted.
+  if (!d || (delivery.created_at !== undefined && delivery.created_at !== d.snapshot.created_at))
+    return { canceled: 'destination_deleted' };
   if (d.disabled_at) return { canceled: 'destination_disabled' };
   if ((delivery.cancel_epoch ?? 0) < (d.snapshot.cancel_epoch ?? 0)) return { canceled: 'canceled' };
   return { destination: d.snapshot };

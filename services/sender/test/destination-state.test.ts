@@ -38,6 +38,24 @@ function storeOf() {
   return { rows, reads, put, load, hold: (p: Promise<void> | null) => (gate = p) };
 }
 
+t.test("a destination created again under its id is another: the old one's deliveries end deleted", async (t) => {
+  const store = storeOf();
+  const born = (at: string) => ({ ...snap('http://new'), created_at: at });
+  store.put(born('2026-11-30T10:00:00.000Z'));
+  const state = new DestinationState({ load: store.load, ttlMs: 60_000 });
+  t.same(await state.current({ ...snap('http://old'), created_at: '2026-11-30T09:00:00.000Z' }), { canceled: 'destination_deleted' });
+  t.same(
+    await state.current({ ...snap('http://old'), created_at: '2026-11-30T10:00:00.000Z' }),
+    { destination: born('2026-11-30T10:00:00.000Z') },
+    'made for this one: delivered',
+  );
+  t.same(
+    await state.current(snap('http://old')),
+    { destination: born('2026-11-30T10:00:00.000Z') },
+    'a delivery made before deliveries carried created_at: as before',
+  );
+});
+
 t.test('reads once, serves from memory, and reads again after a change record', async (t) => {
   const store = storeOf();
   store.put(snap('http://a'));

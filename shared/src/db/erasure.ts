@@ -1,6 +1,6 @@
 // Erasing deleted tenants. Deleting a tenant (the gateway's TenantStore.delete) removes it and its destinations at
 // once and records an erasure; its events, deliveries, attempts, idempotency keys, spilled ordered
-// deliveries and ordered positions from before the deletion are then deleted here, a bounded batch per statement, so a
+// deliveries, ordered positions and operator events from before the deletion are then deleted here, a bounded batch per statement, so a
 // large tenant never holds one long transaction. The gateway starts this right after a deletion; the attempts service runs it
 // every minute (it finishes what a gateway that stopped left). A tenant created again under the id
 // waits for its erasure to finish (the gateway runs it then) and so starts empty.
@@ -28,6 +28,8 @@ const TABLES: Array<{ table: string; key: string; before: string }> = [
   { table: 'ordered_spill', key: 'tenant_id, destination_id, topic, partition, "offset"', before: 'spilled_at' },
   // Where ordered destinations' deliveries ended, with attempts not yet known to be written.
   { table: 'ordered_positions', key: 'tenant_id, destination_id', before: 'ended_at' },
+  // Alerts and auto-disables of its destinations, with their last failed attempts.
+  { table: 'operator_events', key: 'tenant_id, id', before: 'time' },
 ];
 
 interface Erasure {

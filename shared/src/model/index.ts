@@ -134,6 +134,12 @@ export interface DestinationSnapshot {
   rate_limit?: RateLimit;
   /** True when the destination was ordered as the delivery was routed (absent: false). */
   ordered?: boolean;
+  /**
+   * When the destination was created (ISO time; absent on deliveries made before it was written). A
+   * destination deleted and created again under its id has another: the old one's deliveries are
+   * canceled, never sent to the new one.
+   */
+  created_at?: string;
 }
 
 /** `canceled`: no delivery was made because the destination was deleted or disabled meanwhile. */

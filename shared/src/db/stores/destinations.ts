@@ -31,7 +31,17 @@ function toRoute(r: DestinationRow): DestinationRoute {
 
 /** The columns a DestinationRoute is made of, and a RoutableDestination (besides tenant_id). */
 const ROUTE_COLUMNS = ['id', 'topics', 'filter', 'disabled_at'];
-const ROUTABLE_COLUMNS = [...ROUTE_COLUMNS, 'type', 'config', 'credentials', 'delivery_metadata', 'cancel_epoch', 'rate_limit', 'ordered'];
+const ROUTABLE_COLUMNS = [
+  ...ROUTE_COLUMNS,
+  'type',
+  'config',
+  'credentials',
+  'delivery_metadata',
+  'cancel_epoch',
+  'rate_limit',
+  'ordered',
+  'created_at',
+];
 
 /**
  * Tenants of a list that exist, each with the columns named of its destinations in creation order;
@@ -65,6 +75,7 @@ function toRoutable(r: DestinationRow): RoutableDestination {
       ...(r.cancel_epoch ? { cancel_epoch: r.cancel_epoch } : {}),
       ...(r.rate_limit ? { rate_limit: r.rate_limit } : {}),
       ...(r.ordered ? { ordered: true } : {}),
+      created_at: r.created_at.toISOString(),
     },
   };
 }
@@ -253,8 +264,15 @@ export class DestinationStore {
     return row ? Number((row as { cancel_epoch: number }).cancel_epoch) : null;
   }
 
+  /**
+   * Deletes the destination with its health (consecutive failures, last alert): one created again
+   * under its id starts with none, so its own failures raise alerts and disable it as documented.
+   */
   async delete(tenantId: string, id: string): Promise<boolean> {
-    return (await this.db('destinations').where({ tenant_id: tenantId, id }).delete()) > 0;
+    return this.db.transaction(async (trx) => {
+      await trx('destination_health').where({ tenant_id: tenantId, destination_id: id }).delete();
+      return (await trx('destinations').where({ tenant_id: tenantId, id }).delete()) > 0;
+    });
   }
 
   /** Which of these destination ids still exist and are enabled: a sender closes the clients of the others. */
