@@ -328,6 +328,16 @@ t.test('delivery pipeline', async (t) => {
       t.equal(firstForm.status, 202, 'the first path form works too');
       const again = await waitFor('the second manual attempt', async () => (await attemptsOf(e2.id)).find((a) => a.attempt_number === 6));
       t.match(again, { manual: true, status: 'success' });
+      // Right after publish's 202 the event may not be stored yet: the retry waits for it, as a GET does.
+      const fresh = await api<{ id: string }>('POST', '/api/v1/publish', {
+        tenant_id: 'retries',
+        topic: 'user.created',
+        data: { fresh: 1 },
+      });
+      t.equal(fresh.status, 202);
+      const soon = await api('POST', '/api/v1/retry', { event_id: fresh.body.id, destination_id: dead });
+      t.same([soon.status, soon.body], [202, { success: true }], 'retried at once after publish: found, not 404');
+      await waitFor('its manual attempt', async () => (await attemptsOf(fresh.body.id)).some((a) => a.manual));
       await api('PUT', `/api/v1/tenants/retries/destinations/${dead}/disable`);
       const refused = await api<{ code: string }>('POST', '/api/v1/retry', { event_id: e2.id, destination_id: dead });
       t.equal(refused.status, 422);

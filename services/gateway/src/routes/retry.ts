@@ -7,6 +7,7 @@ import type { DestinationStore } from '@switchyard/shared/db/stores/destinations
 import { idParam, type TenantReq } from './common.ts';
 import { answers, ref } from '../openapi.ts';
 import { storedEvent } from '../stored-event.ts';
+import { readEvent } from './events.ts';
 
 export const retryBody = {
   type: 'object',
@@ -35,9 +36,14 @@ export function retryRoutes(deps: RetryRouteDeps) {
     const scope = principal.kind === 'tenant' ? principal.tenantId : tenantId;
     if (principal.kind === 'tenant' && tenantId && tenantId !== principal.tenantId)
       throw new AppError('FORBIDDEN', 'The token does not grant access to this tenant.');
-    const q = deps.db('events').where({ id: eventId });
-    if (scope) q.andWhere({ tenant_id: scope });
-    const rows = (await q.limit(2)) as Array<Record<string, unknown>>;
+    const read = async () => {
+      const q = deps.db('events').where({ id: eventId });
+      if (scope) q.andWhere({ tenant_id: scope });
+      const found = (await q.limit(2)) as Array<Record<string, unknown>>;
+      return found.length ? found : null;
+    };
+    // Right after publish's 202 the event may not be stored yet: wait for it, as a GET of it does.
+    const rows = (await readEvent(deps.db, scope ? [scope] : null, eventId, read)) ?? [];
     const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : undefined);
     if (!row)
       throw new AppError(
