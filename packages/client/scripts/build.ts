@@ -3,8 +3,9 @@
 //   npm run build -w packages/client                 writes packages/client/dist
 //   node packages/client/scripts/build.ts --out DIR  writes DIR
 // The workspace itself stays TypeScript source (the repository's services, tests and the portal
-// import src/ directly); only the built directory is a package anyone else installs. Runs in plain
-// Node 20+ and type-checks with `tsc` under `module: nodenext` (packages/client/test/pack.test.ts).
+// import src/ directly); only the built directory is a package anyone else installs. The build runs
+// in the repository's Node (24, which runs TypeScript as is; infra/node.sh); the package it writes
+// runs in Node 20+ and type-checks with `tsc` under `module: nodenext` (packages/client/test/pack.test.ts).
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

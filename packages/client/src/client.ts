@@ -1,5 +1,5 @@
 /**
- * The browser-safe part of @switchyard/client (`@switchyard/client/client.ts`): the typed calls,
+ * The browser-safe part of @switchyard/client (`@switchyard/client/client`): the typed calls,
  * `ok`, `ApiError`, the schema types and cursor paging, with no Node-only import, so a browser
  * bundle (the tenant portal) can use it. The package's index adds the webhook verifier (node:crypto).
  */
@@ -45,14 +45,27 @@ export function createSwitchyardClient(opts: SwitchyardClientOptions): Switchyar
 /** An error answer of the API, thrown by `ok`. */
 export class ApiError extends Error {
   readonly status: number;
+  /** The API's error body (docs/errors.md); undefined when the answer was not one (a proxy's page). */
   readonly body: ApiErrorBody | undefined;
-  constructor(status: number, body: ApiErrorBody | undefined) {
+  /** The answer's headers: `Retry-After` on a 429 or 503 (`retryAfterSeconds`). */
+  readonly headers: Headers | undefined;
+  constructor(status: number, body: ApiErrorBody | undefined, headers?: Headers) {
     super(
       body?.message ? `${status} ${body.code}: ${body.message}${body.data?.length ? ` (${body.data.join('; ')})` : ''}` : `HTTP ${status}`,
     );
     this.name = 'ApiError';
     this.status = status;
     this.body = body;
+    this.headers = headers;
+  }
+
+  /** How long `Retry-After` asks to wait before trying again, in seconds (either of its forms); undefined without one. */
+  get retryAfterSeconds(): number | undefined {
+    const value = this.headers?.get('retry-after')?.trim();
+    if (!value) return undefined;
+    if (/^\d+$/.test(value)) return Number(value);
+    const at = Date.parse(value);
+    return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
   }
 }
 
@@ -61,7 +74,11 @@ export async function ok<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }> | { data?: T; error?: unknown; response: Response },
 ): Promise<T> {
   const { data, error, response } = await call;
-  if (!response.ok) throw new ApiError(response.status, error as ApiErrorBody | undefined);
+  if (!response.ok) {
+    // A body in the error shape is an object with a code; anything else (text from a proxy) is none.
+    const body = error !== null && typeof error === 'object' && 'code' in error ? (error as ApiErrorBody) : undefined;
+    throw new ApiError(response.status, body, response.headers);
+  }
   return data as T;
 }
 

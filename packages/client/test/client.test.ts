@@ -40,6 +40,28 @@ t.test('typed client round trip', async (t) => {
   t.match(invalid.error?.data, ['body.config.url is required', 'body.topics "nope" is not a configured topic']);
   await t.rejects(ok(api.GET('/api/v1/tenants/{tenant_id}', { params: { path: { tenant_id: 'nobody' } } })), ApiError);
 
+  // What an error answer carries: the body in the error shape, the headers, Retry-After read.
+  const answer = (status: number, body: string, headers: Record<string, string>) => ({
+    error: body.startsWith('{') ? JSON.parse(body) : body,
+    response: new Response(body, { status, headers }),
+  });
+  const busy = await ok(answer(503, '{"status":503,"code":"SERVICE_UNAVAILABLE","message":"Busy."}', { 'retry-after': '2' })).catch(
+    (e: unknown) => e,
+  );
+  t.ok(busy instanceof ApiError);
+  t.match(busy, { status: 503, body: { code: 'SERVICE_UNAVAILABLE' }, retryAfterSeconds: 2 });
+  const later = new Date(Date.now() + 30_000).toUTCString();
+  const dated = (await ok(answer(429, '{"status":429,"code":"RATE_LIMITED","message":"Slow."}', { 'retry-after': later })).catch(
+    (e: unknown) => e,
+  )) as ApiError;
+  t.ok(dated.retryAfterSeconds !== undefined && dated.retryAfterSeconds > 20 && dated.retryAfterSeconds <= 30, 'an HTTP date too');
+  const proxy = (await ok(answer(502, 'Bad Gateway', {})).catch((e: unknown) => e)) as ApiError;
+  t.same(
+    [proxy.status, proxy.body, proxy.retryAfterSeconds, proxy.message],
+    [502, undefined, undefined, 'HTTP 502'],
+    'not the error shape: no body',
+  );
+
   // The cursor iterator walks every tenant, two a page.
   for (const id of ['b1', 'b2', 'b3', 'b4']) await ok(api.PUT('/api/v1/tenants/{tenant_id}', { params: { path: { tenant_id: id } } }));
   const page = (next: string | undefined) => ok(api.GET('/api/v1/tenants', { params: { query: { limit: 2, ...(next ? { next } : {}) } } }));
