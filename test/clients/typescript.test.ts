@@ -3,6 +3,7 @@
 // consumer and taken through a round trip against embedded mode: tenant, webhook destination,
 // publish, the events, the attempts with their event, a retry, the deletion. Any generator or
 // compiler failure fails here.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** The consumer: node out/roundtrip.js setup|read|finish [ids...], one JSON line out. */
 const CONSUMER = `// Node's globals, declared here: the scratch project installs nothing but the generated client.
 declare const process: { env: Record<string, string | undefined>; argv: string[] };
-import { AttemptsApi, Configuration, DestinationsApi, EventsApi, PublishApi, ResponseError, TenantsApi } from './client/index';
+import { AttemptsApi, Configuration, DestinationsApi, EventsApi, MetricsApi, PublishApi, ResponseError, TenantsApi } from './client/index';
 
 const config = new Configuration({ basePath: process.env.BASE_URL!, accessToken: process.env.API_KEY! });
 const tenants = new TenantsApi(config);
@@ -25,6 +26,7 @@ const destinations = new DestinationsApi(config);
 const publish = new PublishApi(config);
 const events = new EventsApi(config);
 const attempts = new AttemptsApi(config);
+const metrics = new MetricsApi(config);
 const tenantId = 'ts-co';
 
 async function main(step: string, args: string[]): Promise<unknown> {
@@ -45,6 +47,20 @@ async function main(step: string, args: string[]): Promise<unknown> {
       events: listed.models.map((e) => e.id),
       event: { id: event.id, data: event.data },
       attempts: page.models.map((a) => ({ status: a.status, event: a.event?.id ?? null })),
+    };
+  }
+  if (step === 'metrics') {
+    // Either form answers MetricsAnswer (oneOf): the generated client tells them apart.
+    const ours = await metrics.getTenantAttemptMetrics({ tenantId });
+    const theirs = await metrics.getTenantAttemptMetrics({
+      tenantId,
+      measures: 'count',
+      timeStart: new Date(Date.now() - 86_400_000),
+      timeEnd: new Date(Date.now() + 60_000),
+    });
+    return {
+      ours: 'series' in ours ? { total: ours.total, bucket: ours.bucket } : null,
+      theirs: 'data' in theirs ? { points: theirs.data.length } : null,
     };
   }
   const [destinationId, eventId] = args as [string, string];
@@ -84,4 +100,10 @@ t.test('a TypeScript client from openapi-generator typescript-fetch: generated, 
   run(process.execPath, [TSC, '-p', 'tsconfig.json'], app);
 
   await checkRoundTrip(t, d, 'ts-co', process.execPath, join(app, 'out/roundtrip.js'), app);
+  const env = { ...process.env, BASE_URL: d.baseUrl, API_KEY: d.apiKey };
+  const metrics = JSON.parse(
+    execFileSync(process.execPath, [join(app, 'out/roundtrip.js'), 'metrics'], { cwd: app, env, encoding: 'utf8' }),
+  );
+  t.match(metrics, { ours: { total: Number, bucket: String }, theirs: { points: Number } }, 'both metrics forms read through it');
+  t.ok(metrics.ours.total >= 1, 'our form counts the round trip');
 });

@@ -1263,14 +1263,14 @@ export interface components {
             };
         };
         MetricCounts: {
-            bucket?: string;
+            bucket: string;
             /** Format: date-time */
-            start?: string;
+            start: string;
             /** Format: date-time */
-            end?: string;
+            end: string;
             group_by?: string[];
-            total?: number;
-            series?: ({
+            total: number;
+            series: ({
                 /** Format: date-time */
                 time?: string;
                 count?: number;

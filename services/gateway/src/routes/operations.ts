@@ -84,6 +84,9 @@ const countsQuery = (dimensions: readonly string[], kind: MetricsKind) =>
   ({ type: 'object', properties: { ...ourQuery(dimensions), ...peerQueryDocs(kind) } }) as const;
 const countsResponse = {
   type: 'object',
+  // A generator tells the two metrics forms apart by them (MetricsAnswer). Not group_by, also always
+  // sent: typescript-fetch checks a required field by its camelCase name (groupBy) in the JSON.
+  required: ['bucket', 'start', 'end', 'total', 'series'],
   properties: {
     bucket: { type: 'string' },
     start: { type: 'string', format: 'date-time' },
@@ -290,6 +293,8 @@ export const OPERATIONS_MODELS = {
   MetricsAnswer: {
     description:
       "MetricCounts for this API's query form (bucket, start, end, group_by); MetricsResponse for the other service's (measures, time[start], ...).",
-    anyOf: [ref('MetricCounts'), ref('MetricsResponse')],
+    // oneOf, not anyOf: the forms share no required field, and generators that merge an anyOf into
+    // one model (openapi-generator's typescript-fetch) then required both forms' fields at once.
+    oneOf: [ref('MetricCounts'), ref('MetricsResponse')],
   },
 } as const;
