@@ -1181,4 +1181,29 @@ t.test('events and attempts queries', async (t) => {
     t.same(await listed('/api/v1/typed/attempts?destination_type=sqs'), [], 'deleted: no longer of a type');
     t.same(await listed('/api/v1/typed/attempts?destination_id=q1'), want(['sqs'], inTyped), 'still listed by destination_id');
   });
+  t.test('a retry of an event id two tenants have: the tenant with the destination, else 422 naming tenant_id', async (t) => {
+    const at = new Date(Date.now() - 60_000);
+    await insertEvent(db, plainEvent('acme', 'twin', at, ['d1']), []);
+    await insertEvent(db, plainEvent('globex', 'twin', at, ['g1']), []);
+    const retry = (body: Record<string, string>) => call('POST', '/api/v1/retry', { event_id: 'twin', ...body });
+    t.same((await retry({ destination_id: 'g1' })).status, 202, "only globex has g1: globex's event");
+    for (const tenant of ['acme', 'globex'])
+      await call('POST', `/api/v1/tenants/${tenant}/destinations`, {
+        id: 'both',
+        type: 'webhook',
+        topics: '*',
+        config: { url: 'https://example.com/b' },
+      });
+    const ambiguous = await retry({ destination_id: 'both' });
+    t.equal(ambiguous.status, 422);
+    t.same(ambiguous.body.problems, [
+      { path: 'tenant_id', message: 'is required: several tenants have this event id and this destination' },
+    ]);
+    t.same(
+      ambiguous.body.data,
+      ['tenant_id is required: several tenants have this event id and this destination'],
+      'data as every 422 has it',
+    );
+    t.equal((await retry({ destination_id: 'both', tenant_id: 'acme' })).status, 202, 'named: found');
+  });
 });

@@ -32,6 +32,19 @@ export interface RetryRouteDeps {
 }
 
 export function retryRoutes(deps: RetryRouteDeps) {
+  /** Of several tenants' events with one id, the one whose tenant has the destination, if only one does. */
+  async function ownerOf(rows: Array<Record<string, unknown>>, destinationId: string) {
+    const owners = (await deps
+      .db('destinations')
+      .whereIn(
+        'tenant_id',
+        rows.map((r) => String(r.tenant_id)),
+      )
+      .andWhere({ id: destinationId })
+      .pluck('tenant_id')) as string[];
+    return owners.length === 1 ? rows.find((r) => r.tenant_id === owners[0]) : undefined;
+  }
+
   async function retry(tenantId: string | undefined, eventId: string, destinationId: string, principal: TenantReq['principal']) {
     const scope = principal.kind === 'tenant' ? principal.tenantId : tenantId;
     if (principal.kind === 'tenant' && tenantId && tenantId !== principal.tenantId)
@@ -39,17 +52,17 @@ export function retryRoutes(deps: RetryRouteDeps) {
     const read = async () => {
       const q = deps.db('events').where({ id: eventId });
       if (scope) q.andWhere({ tenant_id: scope });
-      const found = (await q.limit(2)) as Array<Record<string, unknown>>;
+      const found = (await q.limit(scope ? 1 : 100)) as Array<Record<string, unknown>>;
       return found.length ? found : null;
     };
     // Right after publish's 202 the event may not be stored yet: wait for it, as a GET of it does.
     const rows = (await readEvent(deps.db, scope ? [scope] : null, eventId, read)) ?? [];
-    const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : undefined);
-    if (!row)
-      throw new AppError(
-        rows.length > 1 ? 'VALIDATION_FAILED' : 'EVENT_NOT_FOUND',
-        rows.length > 1 ? 'Several tenants have this event id; name tenant_id.' : undefined,
-      );
+    const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : await ownerOf(rows, destinationId));
+    if (!row) {
+      if (rows.length > 1)
+        throw AppError.validation([{ path: 'tenant_id', message: 'is required: several tenants have this event id and this destination' }]);
+      throw new AppError('EVENT_NOT_FOUND');
+    }
     const tenant = String(row.tenant_id);
     const destination = await deps.destinations.routable(tenant, destinationId);
     if (!destination) throw new AppError('DESTINATION_NOT_FOUND');
