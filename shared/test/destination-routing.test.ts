@@ -60,7 +60,7 @@ t.test('routableOf and routable: existing tenants only, one query, secrets passe
       ...(disabled ? { disabled_at: new Date().toISOString() } : {}),
     });
   }
-  const stored = await db('destinations').where({ id: 'd1' }).first('credentials', 'delivery_metadata');
+  const stored = await db('destinations').where({ id: 'd1' }).first('credentials', 'delivery_metadata', 'created_at');
   n.encrypt = n.decrypt = 0;
   const queries: string[] = [];
   db.on('query', (q: { sql: string }) => queries.push(q.sql));
@@ -87,6 +87,8 @@ t.test('routableOf and routable: existing tenants only, one query, secrets passe
       config: { url: 'https://example.com/d1' },
       credentials: stored.credentials,
       delivery_metadata: stored.delivery_metadata,
+      // Which destination of this id: one created again under it has another (the sender tells them apart).
+      created_at: stored.created_at.toISOString(),
     },
   });
   t.ok(must(acme[1]).disabled_at, 'the disabled one says so');
