@@ -25,7 +25,46 @@ declare module 'fastify' {
      * merge patch's removal).
      */
     stringMaps?: { members: readonly string[]; nullable?: boolean };
+    /**
+     * Body members its schema types as scalars (string, boolean, integer, number, or null) are
+     * checked as sent: the schema validator would coerce them (true to 1, "60" to 60, ["a"] to "a").
+     */
+    scalarsAsSent?: boolean;
   }
+}
+
+/** What a JSON value is, for a message: `null`, `a number`, `an array`. */
+export const kindOf = (v: unknown): string =>
+  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+
+const SCALAR_WORDS: Record<string, string> = {
+  string: 'a string',
+  boolean: 'a boolean',
+  integer: 'an integer',
+  number: 'a number',
+  null: 'null',
+};
+
+/** Members of `body` whose value as sent is not of the scalar type(s) their schema names. */
+function scalarProblems(body: unknown, properties: Record<string, { type?: unknown }>): Problem[] {
+  const problems: Problem[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
+  for (const [member, schema] of Object.entries(properties)) {
+    const value = (body as Record<string, unknown>)[member];
+    const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as string[]) : [];
+    if (value === undefined || !types.length || !types.every((t) => t in SCALAR_WORDS)) continue;
+    const kind = value === null ? 'null' : typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
+    if (types.includes(kind) || (kind === 'integer' && types.includes('number'))) continue;
+    problems.push({ path: `body.${member}`, message: `must be ${types.map((t) => SCALAR_WORDS[t]).join(' or ')}, not ${kindOf(value)}` });
+  }
+  return problems;
+}
+
+/** The properties of a route's body schema, through a shared model's `$ref` (openapi.ts `ref`). */
+function bodyProperties(req: FastifyRequest): Record<string, { type?: unknown }> | undefined {
+  const body = (req.routeOptions.schema as { body?: { $ref?: string; properties?: object } } | undefined)?.body;
+  const schema = body?.$ref ? (req.server.getSchema(body.$ref.replace(/#$/, '')) as { properties?: object } | undefined) : body;
+  return schema?.properties as Record<string, { type?: unknown }> | undefined;
 }
 
 function paramProblems(params: unknown): Problem[] {
@@ -106,8 +145,7 @@ function stringMapProblems(body: unknown, rule: { members: readonly string[]; nu
     if (map === null || typeof map !== 'object' || Array.isArray(map)) continue; // the schema says what is wrong
     for (const [k, v] of Object.entries(map)) {
       if (typeof v === 'string' || (v === null && rule.nullable)) continue;
-      const got = v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
-      problems.push({ path: `body.${member}.${k}`, message: `must be a string${rule.nullable ? ' or null' : ''}, not ${got}` });
+      problems.push({ path: `body.${member}.${k}`, message: `must be a string${rule.nullable ? ' or null' : ''}, not ${kindOf(v)}` });
     }
   }
   return problems;
@@ -123,6 +161,10 @@ export function registerInputGuards(app: FastifyInstance): void {
     }
     const stringMaps = req.routeOptions.config?.stringMaps;
     if (stringMaps) problems.push(...stringMapProblems(req.body, stringMaps));
+    if (req.routeOptions.config?.scalarsAsSent) {
+      const properties = bodyProperties(req);
+      if (properties) problems.push(...scalarProblems(req.body, properties));
+    }
     if (problems.length) throw AppError.validation(problems);
   });
 }

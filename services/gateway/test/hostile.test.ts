@@ -106,6 +106,23 @@ for (const [mode, make] of [
       is422(t, long, 'params', 'an over-long path parameter');
     });
 
+    t.test('scalars are taken as sent: a wrong JSON type is 422, never converted', async (t) => {
+      const publish = { tenant_id: 'acme', topic: 'user.created', data: {} };
+      for (const [url, body, path, message] of [
+        ['/api/v1/publish', { ...publish, delay_seconds: true }, 'body.delay_seconds', 'must be an integer, not a boolean'],
+        ['/api/v1/publish', { ...publish, delay_seconds: '60' }, 'body.delay_seconds', 'must be an integer, not a string'],
+        ['/api/v1/publish', { ...publish, eligible_for_retry: 'false' }, 'body.eligible_for_retry', 'must be a boolean, not a string'],
+        ['/api/v1/publish', { ...publish, id: 5 }, 'body.id', 'must be a string, not a number'],
+        ['/api/v1/retry', { event_id: 'e1', destination_id: ['d1'] }, 'body.destination_id', 'must be a string, not an array'],
+        ['/api/v1/retry', { event_id: true, destination_id: 'd1' }, 'body.event_id', 'must be a string, not a boolean'],
+        ['/api/v1/tenants/acme/replay', { since: '2026-01-01T00:00:00Z', limit: true }, 'body.limit', 'must be an integer, not a boolean'],
+      ] as const) {
+        const r = await call('POST', url, body);
+        t.equal(r.status, 422, `${url} ${JSON.stringify(body)}`);
+        t.same(r.body.problems, [{ path, message }], `${path}: ${message}`);
+      }
+    });
+
     t.test('the id alphabet: what clients send passes, the rest is 422', async (t) => {
       for (const id of ['tenant_1', 'acme.eu-west', '0193a000-0000-7000-8000-000000000001', 'org:42@eu', 'a'.repeat(255)])
         t.equal((await call('PUT', `/api/v1/tenants/${encodeURIComponent(id)}`)).status, 201, id.slice(0, 40));

@@ -24,6 +24,7 @@ import {
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantReq } from './common.ts';
 import { verifyGatewayToken } from '../gateway-token.ts';
+import { kindOf } from '../guards.ts';
 import { namesFor, type TypeNames } from '../type-names.ts';
 import type { ValidateRules } from '@switchyard/shared/destinations/types/def.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
@@ -122,10 +123,6 @@ export interface DestinationRouteDeps {
   /** Reads `ordered_blocks`, which the senders write (GET .../order). */
   db: Knex;
 }
-
-/** What a JSON value is, for a message: `null`, `a number`, `an array`. */
-const kindOf = (v: unknown) =>
-  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 
 /**
  * topics, rate_limit, ordered and id as sent, before the schema validator coerces scalars (1 to

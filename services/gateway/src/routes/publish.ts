@@ -104,6 +104,8 @@ export function publishRoutes(deps: PublishRouteDeps) {
     app.post<{ Body: PublishBody }>(
       '/publish',
       {
+        // As the batch's items are (itemAjv does not coerce): delay_seconds true is not 1 s.
+        config: { scalarsAsSent: true },
         schema: {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
