@@ -19,6 +19,7 @@ import { findEvent, METADATA_BYTES, PAYLOAD_BYTES, sizedCut } from './events.ts'
 import {
   ATTEMPT_COLUMNS,
   ATTEMPT_STATUSES,
+  storedStatuses,
   type AttemptFilter,
   type AttemptRow,
   type AttemptView,
@@ -43,9 +44,9 @@ export async function listAttempts(
   opts: { embed?: 'event' | 'event.data' } = {},
 ): Promise<Page<AttemptView>> {
   const common: Cond[] = [];
-  // `failed` is every attempt shown failed, canceled ones too (views.ts); every status is no filter at all.
-  const statuses = new Set(f.statuses?.flatMap((s) => (s === 'failed' ? ['failed', 'canceled'] : [s])));
-  if (statuses.size && statuses.size < ATTEMPT_STATUSES.length) common.push(inList('a.status', [...statuses]));
+  // Every status is no filter at all.
+  const statuses = storedStatuses(f.statuses ?? []);
+  if (statuses.length && statuses.length < ATTEMPT_STATUSES.length) common.push(inList('a.status', statuses));
   if (f.topics?.length) common.push(inList('a.topic', f.topics));
   common.push(...timeConds('a.time', f.time));
 

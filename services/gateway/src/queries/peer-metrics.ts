@@ -19,6 +19,7 @@
  */
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import type { V } from './sql.ts';
+import { storedStatuses } from './views.ts';
 
 export const ROW_LIMIT = 100_000;
 /** Most time buckets one query may span (as the other service: more would not fit in memory). */
@@ -233,8 +234,7 @@ function attemptStatement(q: PeerQuery): Statement {
   const values: V[] = [q.start, q.end];
   for (const [name, list] of Object.entries(q.filters)) {
     conds.push(ATTEMPT_FILTER_SQL[name] as string);
-    // `failed` is every attempt shown failed: canceled ones too.
-    values.push(name === 'status' && list.includes('failed') ? [...list, 'canceled'] : list);
+    values.push(name === 'status' ? storedStatuses(list) : list);
   }
   // The type only when asked for: one primary-key probe per attempt row.
   const typed = q.dimensions.includes('destination_type') || 'destination_type' in q.filters;

@@ -6,6 +6,10 @@ import { keyText } from '@switchyard/shared/db/paging.ts';
 
 export type AttemptStatus = 'success' | 'failed' | 'canceled';
 export const ATTEMPT_STATUSES: readonly AttemptStatus[] = ['success', 'failed', 'canceled'];
+/** The stored statuses an attempt status filter matches: `failed` is every attempt shown failed, canceled ones too. */
+export const storedStatuses = (statuses: readonly string[]): string[] => [
+  ...new Set(statuses.flatMap((s) => (s === 'failed' ? ['failed', 'canceled'] : [s]))),
+];
 /** What an event listing filters on: its deliveries' states, and `scheduled` (pending, not due yet). */
 export type EventStatus = AttemptStatus | 'scheduled';
 export const EVENT_STATUSES: readonly EventStatus[] = [...ATTEMPT_STATUSES, 'scheduled'];
