@@ -76,14 +76,16 @@ const tooLargeReason = (what: string, bytes: number, max: number) =>
  */
 function tooLarge(
   event: EventRecord,
-  destinations: RoutableDestination[],
-  matched: RoutableDestination[],
+  { matched, disabled }: { matched: RoutableDestination[]; disabled: RoutableDestination[] },
   json: (o: object) => string,
   max: number,
 ): string | null {
   const limit = max - RECORD_ROOM_BYTES;
   const eventJson = json(event);
-  const ids = destinations.reduce((n, d) => n + d.id.length + 3, 0);
+  // The routed record lists both: each id quoted, with a comma.
+  let ids = 0;
+  for (const d of matched) ids += d.id.length + 3;
+  for (const d of disabled) ids += d.id.length + 3;
   const routed = bytesNear([eventJson], ids, limit);
   if (routed > limit) return tooLargeReason('its routed record', routed, max);
   for (const d of matched) {
@@ -122,7 +124,7 @@ export function createRouter(deps: RouterDeps) {
         return [];
       }
       const selected = selectDestinations(v.event, destinations);
-      const why = tooLarge(v.event, [...selected.matched, ...selected.disabled], selected.matched, json, deps.maxMessageBytes);
+      const why = tooLarge(v.event, selected, json, deps.maxMessageBytes);
       if (why) {
         deadLetters.push(deadLetterOf(v.record, why));
         return [];
