@@ -45,14 +45,27 @@ const SCALAR_WORDS: Record<string, string> = {
   null: 'null',
 };
 
+/** A body schema's members typed as scalars, with their types: read once per schema (a publish's is on the hot path). */
+const scalarMembersOf = new WeakMap<object, Array<[string, string[]]>>();
+function scalarMembers(properties: Record<string, { type?: unknown }>): Array<[string, string[]]> {
+  let members = scalarMembersOf.get(properties);
+  if (!members) {
+    members = Object.entries(properties).flatMap(([member, schema]): Array<[string, string[]]> => {
+      const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as string[]) : [];
+      return types.length && types.every((t) => t in SCALAR_WORDS) ? [[member, types]] : [];
+    });
+    scalarMembersOf.set(properties, members);
+  }
+  return members;
+}
+
 /** Members of `body` whose value as sent is not of the scalar type(s) their schema names. */
 function scalarProblems(body: unknown, properties: Record<string, { type?: unknown }>): Problem[] {
   const problems: Problem[] = [];
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
-  for (const [member, schema] of Object.entries(properties)) {
+  for (const [member, types] of scalarMembers(properties)) {
     const value = (body as Record<string, unknown>)[member];
-    const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as string[]) : [];
-    if (value === undefined || !types.length || !types.every((t) => t in SCALAR_WORDS)) continue;
+    if (value === undefined) continue;
     const kind = value === null ? 'null' : typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
     if (types.includes(kind) || (kind === 'integer' && types.includes('number'))) continue;
     problems.push({ path: `body.${member}`, message: `must be ${types.map((t) => SCALAR_WORDS[t]).join(' or ')}, not ${kindOf(value)}` });
