@@ -19,8 +19,8 @@ export const PUBLISH_BATCH_MAX = 1000;
 export const PUBLISH_BATCH_BODY_LIMIT = 16 * 1024 * 1024;
 /**
  * Every body but a batch publish's, and each event of a batch as JSON: so every event is at most
- * 1 MiB however it came, and its delivery records (the event and a destination) fit in a record
- * of KAFKA_MAX_MESSAGE_BYTES (at least 2 MiB).
+ * 1 MiB however it came, leaving room for a destination beside it in a delivery record of
+ * KAFKA_MAX_MESSAGE_BYTES (at least 2 MiB; the router dead-letters an event whose records would not fit).
  */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
