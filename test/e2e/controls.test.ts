@@ -5,8 +5,8 @@ import t from 'tap';
 import {
   apiClient,
   createTestDatabase,
-  e2eMode,
   freePort,
+  metricsUrl,
   startReceiver,
   startService,
   testEnv,
@@ -146,11 +146,7 @@ t.test('rate limit: five times the limit offered, the limit held, the other dest
   t.pass('one successful first attempt per event; waiting counted no attempt');
 
   // The sender's series: its own ops port, or the one process's /metrics (embedded mode).
-  const metricsUrl =
-    e2eMode() === 'embedded'
-      ? `http://127.0.0.1:${port}/metrics`
-      : `http://127.0.0.1:${await waitFor('the sender ops port', () => Number(/"metrics_port":(\d+)/.exec(sender.output())?.[1]) || undefined)}/metrics`;
-  const metrics = await (await fetch(metricsUrl)).text();
+  const metrics = await (await fetch(await metricsUrl(sender, `http://127.0.0.1:${port}`))).text();
   t.match(metrics, /switchyard_rate_limited_deliveries_total\{type="webhook",outcome="(waited|parked)"\} [1-9]/, 'waits are counted');
 
   // A removed limit frees what is parked for it: at 2 a minute the second delivery's turn is 30 s

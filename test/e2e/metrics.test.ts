@@ -12,6 +12,10 @@ import {
   createTestDatabase,
   e2eMode,
   freePort,
+  metricSum as sum,
+  metricsUrl,
+  opsPort,
+  parseMetrics,
   type ServiceProcess,
   startReceiver,
   startService,
@@ -19,34 +23,10 @@ import {
   waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
-/** The samples of a Prometheus text exposition: name, labels, value. */
-function parse(text: string): Array<{ name: string; labels: Record<string, string>; value: number }> {
-  const out: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
-    out.push({ name: m[1] as string, labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-/** Sum of the samples of `name` whose labels include `where`; undefined when there is none. */
-function sum(text: string, name: string, where: Record<string, string> = {}): number | undefined {
-  const hits = parse(text).filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v));
-  return hits.length ? hits.reduce((a, s) => a + s.value, 0) : undefined;
-}
-
 async function scrape(url: string): Promise<string> {
   const res = await fetch(url);
   if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
   return res.text();
-}
-
-/** The ops port a service process logged ('ops listening'). */
-async function opsPort(p: ServiceProcess): Promise<number> {
-  return waitFor(`${p.name} ops listener`, () => Number(/"metrics_port":(\d+)/.exec(p.output())?.[1]) || undefined);
 }
 
 t.test('metrics move with traffic', async (t) => {
@@ -72,14 +52,12 @@ t.test('metrics move with traffic', async (t) => {
   const base = `http://127.0.0.1:${port}`;
   const api = apiClient(base, env.API_KEY as string);
   // Every series of the deployment: embedded mode serves them all once, through the gateway.
-  const urls = embedded
-    ? { gateway: `${base}/metrics`, router: `${base}/metrics`, sender: `${base}/metrics`, attempts: `${base}/metrics` }
-    : {
-        gateway: `${base}/metrics`,
-        router: `http://127.0.0.1:${await opsPort(router)}/metrics`,
-        sender: `http://127.0.0.1:${await opsPort(sender)}/metrics`,
-        attempts: `http://127.0.0.1:${await opsPort(attempts)}/metrics`,
-      };
+  const urls = {
+    gateway: `${base}/metrics`,
+    router: await metricsUrl(router, base),
+    sender: await metricsUrl(sender, base),
+    attempts: await metricsUrl(attempts, base),
+  };
 
   const tenant = `metrics-tenant-${Date.now().toString(36)}`;
   t.equal((await api('PUT', `/api/v1/tenants/${tenant}`)).status, 201);
@@ -234,7 +212,7 @@ t.test('metrics move with traffic', async (t) => {
       const s = await scrape(urls.sender);
       return sum(s, 'switchyard_consumer_lag_records', where) === 0 && s;
     });
-    const series = parse(text).filter(
+    const series = parseMetrics(text).filter(
       (x) => x.name === 'switchyard_consumer_lag_records' && x.labels.group === where.group && x.labels.topic === where.topic,
     );
     t.ok(series.length >= 1, 'a series per partition');

@@ -200,6 +200,35 @@ export async function startService(
   return startProcess(t, name, built ? join(built, `services/${name}/src/main.js`) : `${ROOT}services/${name}/src/main.ts`, env, ready);
 }
 
+/** The ops port a service process logged ('ops listening'). */
+export async function opsPort(p: ServiceProcess): Promise<number> {
+  return waitFor(`${p.name} ops listener`, () => Number(/"metrics_port":(\d+)/.exec(p.output())?.[1]) || undefined);
+}
+
+/** Where a started service serves /metrics: its ops port, or in embedded mode the one process's API. */
+export async function metricsUrl(p: ServiceProcess, apiBase: string): Promise<string> {
+  return e2eMode() === 'embedded' ? `${apiBase}/metrics` : `http://127.0.0.1:${await opsPort(p)}/metrics`;
+}
+
+/** The samples of a Prometheus text exposition: name, labels, value. */
+export function parseMetrics(text: string): Array<{ name: string; labels: Record<string, string>; value: number }> {
+  const out: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1] as string] = l[2] as string;
+    out.push({ name: m[1] as string, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** Sum of the samples of `name` whose labels include `where`; undefined when there is none. */
+export function metricSum(text: string, name: string, where: Record<string, string> = {}): number | undefined {
+  const hits = parseMetrics(text).filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v));
+  return hits.length ? hits.reduce((a, s) => a + s.value, 0) : undefined;
+}
+
 /** Accepts TCP connections on `from` and pipes each to `to` on 127.0.0.1, until teardown. */
 async function forward(t: Teardown, from: number, to: number): Promise<void> {
   const server = createTcpServer((socket) => {
