@@ -76,6 +76,12 @@ export const metrics = {
     labelNames: ['tier'] as const,
     registers: [registry],
   }),
+  retriesSuperseded: new client.Counter({
+    name: 'switchyard_retries_superseded_total',
+    help: 'Automatic retries not made because their delivery had succeeded since (a manual retry did): no request, no attempt. By destination type.',
+    labelNames: ['type'] as const,
+    registers: [registry],
+  }),
   consumerLag: new client.Gauge({
     name: 'switchyard_consumer_lag_records',
     help: "Records of a partition not yet committed by a consumer group of this process (the log's end minus the committed offset).",

@@ -8,6 +8,8 @@ import {
   createTestDatabase,
   e2eMode,
   freePort,
+  metricSum,
+  metricsUrl,
   startReceiver,
   startService,
   testEnv,
@@ -17,6 +19,7 @@ import {
 interface Attempt {
   event_id: string;
   destination_id: string;
+  manual: boolean;
   status: string;
   code: string;
   attempt_number: number;
@@ -40,7 +43,7 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     SENDER_TYPES: 'webhook',
   });
   await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
   const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const rx = await startReceiver(t);
   const at = (path: string) => rx.requests.filter((r) => r.url === path);
@@ -271,6 +274,62 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
       (await tenant('POST', '/api/v1/replay', { since, destination_id: good, status: ['failed', 'skipped', 'canceled'] })).status,
       202,
     );
+  });
+
+  t.test('a manual retry while an automatic one waits: numbered after it; once one succeeds, no more', async (t) => {
+    await api('PUT', '/api/v1/tenants/won');
+    const won = await hook('won', '/won');
+    const later = await hook('won', '/later');
+    // Failures ask for 20 s (Retry-After): the manual retries below are made and stored long before
+    // the automatic ones are due.
+    let succeed = false;
+    rx.respond((r) =>
+      r.url === '/won' || r.url === '/later'
+        ? succeed || (r.url === '/won' && at('/won').length > 1)
+          ? { status: 200 }
+          : { status: 503, headers: { 'retry-after': '20' } }
+        : { status: 200 },
+    );
+    const e = await publish('won', { n: 1 });
+    const firstFailed = async (d: string) => (await attemptsOf('won', e)).some((a) => a.destination_id === d && a.status === 'failed');
+    for (const d of [won, later]) await waitFor('the first attempt failed', () => firstFailed(d));
+    const scrape = async () => (await fetch(await metricsUrl(sender, `http://127.0.0.1:${port}`))).text();
+    const superseded = async () => metricSum(await scrape(), 'switchyard_retries_superseded_total', { type: 'webhook' }) ?? 0;
+    const before = await superseded();
+    // /won: the manual retry succeeds. /later: it fails too, and the automatic retry then succeeds.
+    for (const d of [won, later]) t.equal((await api('POST', '/api/v1/retry', { event_id: e, destination_id: d })).status, 202);
+    const manualDone = async (d: string) => (await attemptsOf('won', e)).some((a) => a.destination_id === d && a.attempt_number === 2);
+    for (const d of [won, later]) await waitFor('the manual attempt', () => manualDone(d));
+    succeed = true;
+    await waitFor('the waiting retry of /won superseded', async () => (await superseded()) > before, 60_000);
+    const all = await waitFor(
+      'the retry of /later made',
+      async () => {
+        const a = await attemptsOf('won', e);
+        return a.some((x) => x.destination_id === later && x.status === 'success') ? a : undefined;
+      },
+      60_000,
+    );
+    const of = (d: string) => all.filter((a) => a.destination_id === d).map((a) => [a.attempt_number, a.manual, a.status]);
+    t.same(
+      of(won),
+      [
+        [1, false, 'failed'],
+        [2, true, 'success'],
+      ],
+      'no attempt after the manual success',
+    );
+    t.same(
+      of(later),
+      [
+        [1, false, 'failed'],
+        [2, true, 'failed'],
+        [3, false, 'success'],
+      ],
+      'the automatic retry numbered after the manual one',
+    );
+    t.equal(at('/won').length, 2, 'the receiver got no request for the superseded retry');
+    t.equal(at('/later').length, 3);
   });
 
   t.test('a pending delivery of a type no sender runs says why it waits', async (t) => {

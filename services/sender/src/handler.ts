@@ -46,20 +46,23 @@ export interface Handled {
 /**
  * Delivers one record and makes its attempt. Throws only for our own faults (a bug), so the record
  * is handled again; a destination's failure is an attempt with status failed. `inPlace`: a retry
- * due is answered as `next` instead of going to the retry tiers (controls/ordered.ts).
+ * due is answered as `next` instead of going to the retry tiers (controls/ordered.ts). `after`: the
+ * delivery's last attempt number stored (delivery-progress.ts); the attempt is numbered after it,
+ * while its retries count on from the record's own number (a manual retry uses none of them).
  */
 export function createDeliveryHandler(deps: HandlerDeps) {
   const now = deps.now ?? (() => new Date());
-  return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>, inPlace = false): Promise<Handled> {
+  return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>, inPlace = false, after = 0): Promise<Handled> {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
+    const number = Math.max(delivery.attempt_number, after + 1);
     const state = deps.current ? await deps.current(delivery.destination, delivery) : { destination: delivery.destination };
     let outcome: Outcome;
     if ('canceled' in state) {
       // Final: nothing was sent, and nothing will be unless someone retries it once it is back.
       outcome = { status: 'failed', code: 'CANCELED', response_data: { reason: state.canceled }, retryable: false };
-      const attempt = attemptOf(delivery, outcome, now(), started, null);
+      const attempt = attemptOf(delivery, number, outcome, now(), started, null);
       attempt.status = 'canceled';
       return { attempt, outcome, write: () => deps.emitAttempt(attempt) };
     }
@@ -99,7 +102,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
         ? retryDelayMs(delivery.attempt_number, deps.retry, outcome.retryAfterMs)
         : null;
     const dueAt = delay === null ? null : new Date(at.getTime() + delay);
-    const attempt = attemptOf(delivery, outcome, at, started, dueAt);
+    const attempt = attemptOf(delivery, number, outcome, at, started, dueAt);
     const retried = { ...delivery, attempt_number: delivery.attempt_number + 1, manual: false };
     if (inPlace) return { attempt, outcome, write: () => deps.emitAttempt(attempt), next: dueAt ? { delivery: retried, dueAt } : null };
     let parked = false;
@@ -114,7 +117,14 @@ export function createDeliveryHandler(deps: HandlerDeps) {
   };
 }
 
-function attemptOf(delivery: DeliveryRecord, outcome: Outcome, at: Date, started: number, dueAt: Date | null): AttemptRecord {
+function attemptOf(
+  delivery: DeliveryRecord,
+  number: number,
+  outcome: Outcome,
+  at: Date,
+  started: number,
+  dueAt: Date | null,
+): AttemptRecord {
   return {
     id: newId(at.getTime()),
     tenant_id: delivery.event.tenant_id,
@@ -127,7 +137,7 @@ function attemptOf(delivery: DeliveryRecord, outcome: Outcome, at: Date, started
     status: outcome.status,
     code: outcome.code,
     response_data: outcome.response_data,
-    attempt_number: delivery.attempt_number,
+    attempt_number: number,
     manual: delivery.manual,
     time: at.toISOString(),
     duration_ms: Math.round(performance.now() - started),

@@ -10,12 +10,13 @@ import type { BusConsumer, BusProducer, InRecord, KeyedConsumer, OutRecord } fro
 import { GROUP, RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { createLogSummary, type LogSummary } from '@switchyard/shared/log-summary.ts';
-import { observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
+import { metrics, observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
+import { createDeliveryProgress, isRetry, type Stored } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -150,7 +151,9 @@ function createOutput(producer: BusProducer, tracing: boolean) {
 
 interface DeliveryDeps {
   rt: Runtime;
-  handle: (delivery: DeliveryRecord, trace?: Record<string, string>) => Promise<Handled>;
+  handle: (delivery: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean, after?: number) => Promise<Handled>;
+  /** What is stored of a retry's delivery (delivery-progress.ts). */
+  stored: (delivery: DeliveryRecord) => Promise<Stored | null>;
   scheduler: RetryScheduler;
   attemptHeaders: WeakMap<AttemptRecord, Record<string, string>>;
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
@@ -194,7 +197,7 @@ function recordAttempt(deps: DeliveryDeps, type: DestinationType, { attempt, out
 }
 
 /** Delivers one record of `type`; the returned step writes its attempt once the destination's slot is free. */
-async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>) {
+async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number) {
   const tracing = deps.rt.tracing;
   // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
   const span = tracing?.span('deliver', 'consumer', record.headers, {
@@ -209,7 +212,7 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
   const run = (trace?: Record<string, string>) =>
     isOrdered(record.value) && !record.value.manual
       ? deps.inOrder.deliver(record.value, trace, record, (h) => span && deps.attemptHeaders.set(h.attempt, span.headers()))
-      : deps.handle(record.value, trace);
+      : deps.handle(record.value, trace, false, after);
   const handled = span ? await endOnError(span, run(span.headers())) : await run();
   const { attempt, write } = handled;
   if (span) {
@@ -264,7 +267,19 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
       }
       // Not its destination's turn yet: parked until about then, no attempt made.
       if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
-      return deliverOne(deps, type, record);
+      // A retry: an automatic one whose delivery has succeeded since is not made (no attempt); either
+      // kind is numbered after the last attempt stored. An ordered destination retries in place.
+      const d = record.value;
+      const stored = isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.stored(d) : null;
+      if (stored?.succeeded && !d.manual) {
+        metrics.retriesSuperseded.inc({ type });
+        deps.rt.logger.debug(
+          { event_id: d.event.id, destination_id: d.destination.id, attempt_number: d.attempt_number },
+          'retry superseded',
+        );
+        return async () => {};
+      }
+      return deliverOne(deps, type, record, stored?.attempts ?? 0);
     },
   });
 }
@@ -348,7 +363,16 @@ export async function start(rt: Runtime): Promise<Service> {
     types,
     log: logger,
   });
-  const deliveryDeps: DeliveryDeps = { rt, handle, scheduler, attemptHeaders: output.attemptHeaders, summary, rateGate, inOrder };
+  const deliveryDeps: DeliveryDeps = {
+    rt,
+    handle,
+    stored: createDeliveryProgress(rt.db, logger),
+    scheduler,
+    attemptHeaders: output.attemptHeaders,
+    summary,
+    rateGate,
+    inOrder,
+  };
   for (const type of types) {
     const consumer = await consumeDeliveries(deliveryDeps, type);
     deliveryConsumers.set(type, consumer);

@@ -79,3 +79,14 @@ t.test('our own fault is thrown (no attempt); anything else a sender throws is a
   const { attempt } = await make(new Error('a bug'))(delivery);
   t.match(attempt, { status: 'failed', code: 'ERR', response_data: { reason: 'sender_error', message: 'a bug' } });
 });
+
+t.test('an attempt is numbered after the last one stored; its retry counts on from its own number', async (t) => {
+  const { handle, scheduled } = handlerWith({ status: 'failed', code: '503', response_data: null, retryable: true });
+  // An automatic retry (its second attempt) made after a manual retry stored as attempt 2.
+  const { attempt, write } = await handle({ ...delivery, attempt_number: 2 }, undefined, false, 2);
+  t.equal(attempt.attempt_number, 3, 'after the manual one');
+  await write();
+  t.equal(scheduled[0]?.delivery.attempt_number, 3, 'the manual retry used none of the automatic retries');
+  const own = await handle({ ...delivery, attempt_number: 4 }, undefined, false, 2);
+  t.equal(own.attempt.attempt_number, 4, 'never below its own number');
+});
