@@ -85,8 +85,9 @@ export function portalRoutes(config: Config, dir: string = PORTAL_DIST) {
     app.get('/portal', { config: { public: true }, schema: { hide: true } }, async (_req, reply) => page(reply));
     app.get('/portal/*', { config: { public: true }, schema: { hide: true } }, async (req, reply) => {
       const path = (req.params as { '*': string })['*'];
-      // Built files have an extension; anything else is a client-side route of the app.
-      if (built && path !== 'index.html' && /\.[a-z0-9]+$/i.test(path)) {
+      // Built files are under assets/ or at the top (favicon.svg); anything else is a client-side
+      // route of the app, also when it ends like a file name (a destination id such as orders.v2).
+      if (built && path !== 'index.html' && (path.startsWith('assets/') || (!path.includes('/') && /\.[a-z0-9]+$/i.test(path)))) {
         // Only plain names: a `..` segment or an odd character is not a file of the app.
         if (!SAFE_PATH.test(path) || path.split('/').some((s) => s.startsWith('.'))) return reply.callNotFound();
         const immutable = path.startsWith('assets/');

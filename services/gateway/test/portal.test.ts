@@ -58,6 +58,10 @@ t.test('the portal pages: index with branding for every client-side route, asset
     '/portal/',
     '/portal/?token=x.y.z&theme=dark',
     '/portal/destinations/d1/deliveries',
+    // Destination ids may end like a file name or hold an @: still pages, when reloaded too.
+    '/portal/destinations/orders.v2',
+    '/portal/destinations/billing%40acme.io',
+    '/portal/destinations/orders.v2/attempts/a1.json',
     '/portal/index.html',
   ]) {
     const res = await app.inject({ method: 'GET', url });
@@ -89,7 +93,9 @@ t.test('the portal pages: index with branding for every client-side route, asset
   t.match(asset.headers['cache-control'], /immutable/, 'hashed assets are cached for good');
   const missing = await app.inject({ method: 'GET', url: '/portal/assets/nope.js' });
   t.equal(missing.statusCode, 404, 'a missing asset is a 404, not the app');
-  t.equal((await app.inject({ method: 'GET', url: '/portal/..%2f..%2fpackage.json' })).statusCode, 404, 'no path traversal');
+  t.equal((await app.inject({ method: 'GET', url: '/portal/assets/..%2f..%2fpackage.json' })).statusCode, 404, 'no path traversal');
+  const outside = await app.inject({ method: 'GET', url: '/portal/..%2f..%2fpackage.json' });
+  t.notMatch(outside.body, /"name"/, 'a path outside assets/ is never a file');
 
   const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json() as { paths: Record<string, unknown> };
   t.notOk(

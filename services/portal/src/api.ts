@@ -1,7 +1,7 @@
 // The gateway API (/api/v1, same origin) through the typed client (@switchyard/client: paths,
 // parameters, bodies and answers typed by the generated OpenAPI schema), called with the tenant
 // token at each operation's canonical path (/api/v1/tenants/{tenant_id}/..., the token's tenant).
-// A 401 ends the session.
+// A 401 ends the session, and so does a 404 of the tenant itself (the tenant was deleted).
 // Imported from the client's browser-safe entry (its index also holds the node:crypto verifier).
 import { type components, createSwitchyardClient, type SwitchyardClient } from '@switchyard/client/client.ts';
 
@@ -29,21 +29,23 @@ export class ApiError extends Error {
 }
 
 let client: SwitchyardClient = createSwitchyardClient({ baseUrl: window.location.origin, token: '' });
-let onUnauthorized: () => void = () => undefined;
+let onEnded: (why: 'expired' | 'ended') => void = () => undefined;
 let tenantId = '';
 
-export function configureApi(token: string, tenant: string, unauthorized: () => void): void {
+/** `ended`: the token was refused (`expired`), or its tenant is gone (`ended`); nothing more can be done with it. */
+export function configureApi(token: string, tenant: string, ended: (why: 'expired' | 'ended') => void): void {
   client = createSwitchyardClient({ baseUrl: window.location.origin, token });
   tenantId = tenant;
-  onUnauthorized = unauthorized;
+  onEnded = ended;
 }
 
-/** The data of a successful answer; an error answer throws ApiError (after ending the session on 401). */
+/** The data of a successful answer; an error answer throws ApiError (after ending the session: see onEnded). */
 async function data<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (!response.ok) {
-    if (response.status === 401) onUnauthorized();
     const e = (typeof error === 'object' && error ? error : {}) as Partial<Schemas['Error']>;
+    if (response.status === 401) onEnded('expired');
+    else if (e.code === 'TENANT_NOT_FOUND') onEnded('ended');
     throw new ApiError(response.status, e.message ?? `The request failed (${response.status}).`, e.problems ?? []);
   }
   return data as T;
@@ -86,6 +88,7 @@ export const api = {
         dest(id),
       ),
     ),
+  destinationHealth: (id: string) => data(client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/health', dest(id))),
   destinationOrder: (id: string) => data(client.GET('/api/v1/tenants/{tenant_id}/destinations/{destination_id}/order', dest(id))),
   deleteDestination: (id: string) => data(client.DELETE('/api/v1/tenants/{tenant_id}/destinations/{destination_id}', dest(id))),
   attempts: (destinationId: string, q: ListQuery): Promise<Page<Attempt>> =>

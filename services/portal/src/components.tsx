@@ -134,6 +134,9 @@ export const toRows = (m: Record<string, unknown> | null | undefined): KeyValue[
   Object.entries(m ?? {}).map(([key, value]) => ({ key, value: String(value), id: ++rowIds }));
 export const fromRows = (rows: KeyValue[]): Record<string, string> =>
   Object.fromEntries(rows.filter((r) => r.key.trim() !== '').map((r) => [r.key.trim(), r.value]));
+/** A row with a value but no name would be left out of the save without a word: it is a problem. */
+export const rowsProblem = (rows: KeyValue[] | undefined): string | null =>
+  rows?.some((r) => r.key.trim() === '' && r.value !== '') ? 'Every entry with a value needs a name (or remove the entry).' : null;
 
 /** For a JSON Merge Patch: the new map, with removed keys set to null. */
 export function mapPatch(before: Record<string, unknown> | null | undefined, after: Record<string, string>): Record<string, string | null> {
@@ -149,6 +152,7 @@ export function KeyValueEditor({
   keyLabel = 'Name',
   valueLabel = 'Value',
   hideLegend,
+  error,
 }: {
   label: string;
   rows: KeyValue[];
@@ -156,6 +160,7 @@ export function KeyValueEditor({
   keyLabel?: string;
   valueLabel?: string;
   hideLegend?: boolean;
+  error?: string | null;
 }) {
   const set = (id: number, patch: Partial<KeyValue>) => onChange(rows.map((r) => (r.id === id ? { ...r, ...patch } : r)));
   return (
@@ -186,6 +191,11 @@ export function KeyValueEditor({
           </button>
         </div>
       ))}
+      {error ? (
+        <p className="field-error" role="alert">
+          {error}
+        </p>
+      ) : null}
       <button type="button" className="secondary small" onClick={() => onChange([...rows, { key: '', value: '', id: ++rowIds }])}>
         Add {label.toLowerCase().replace(/s$/, '')}
       </button>
@@ -229,7 +239,7 @@ export function FieldInput({
   if (field.type === 'key_value_map') {
     return (
       <div className="field">
-        <KeyValueEditor label={field.label} rows={(value as KeyValue[] | undefined) ?? []} onChange={onChange} />
+        <KeyValueEditor label={field.label} rows={(value as KeyValue[] | undefined) ?? []} onChange={onChange} error={error} />
         {field.description ? <p className="help">{field.description}</p> : null}
       </div>
     );

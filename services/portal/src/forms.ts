@@ -1,6 +1,6 @@
 // Form values of a type schema's fields, and the request bodies made of them.
 import type { FieldDescriptor, TypeSchema } from './api.ts';
-import { fieldProblem, fromRows, type KeyValue, mapPatch, toRows } from './components.tsx';
+import { fieldProblem, fromRows, type KeyValue, mapPatch, rowsProblem, toRows } from './components.tsx';
 
 export type Values = Record<string, unknown>;
 
@@ -15,13 +15,20 @@ export const TENANT_READONLY_CREDENTIALS: Record<string, string[]> = {
 export const editableCredentials = (schema: TypeSchema): FieldDescriptor[] =>
   schema.credential_fields.filter((f) => !(TENANT_READONLY_CREDENTIALS[schema.type] ?? []).includes(f.key));
 
+/**
+ * A checkbox's state: the stored value (a boolean, or "true"/"false" as some types store it), else
+ * the field's default, which is what the sender uses when none is stored.
+ */
+const checked = (f: FieldDescriptor, v: unknown): boolean =>
+  v === true || v === 'true' ? true : v === false || v === 'false' ? false : f.default === 'true';
+
 /** Form values from stored values (key-value maps become editable rows). */
 export function toValues(fields: FieldDescriptor[], stored: Record<string, unknown> | undefined): Values {
   const out: Values = {};
   for (const f of fields) {
     const v = stored?.[f.key];
     out[f.key] =
-      f.type === 'key_value_map' ? toRows(v as Record<string, unknown> | undefined) : (v ?? (f.type === 'checkbox' ? false : ''));
+      f.type === 'key_value_map' ? toRows(v as Record<string, unknown> | undefined) : f.type === 'checkbox' ? checked(f, v) : (v ?? '');
   }
   return out;
 }
@@ -30,13 +37,13 @@ export function toValues(fields: FieldDescriptor[], stored: Record<string, unkno
 export function problemsOf(fields: FieldDescriptor[], values: Values): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of fields) {
-    const p = f.type === 'key_value_map' ? null : fieldProblem(f, values[f.key]);
+    const p = f.type === 'key_value_map' ? rowsProblem(values[f.key] as KeyValue[] | undefined) : fieldProblem(f, values[f.key]);
     if (p) out[f.key] = p;
   }
   return out;
 }
 
-/** A create body's object: empty values left out, maps as objects. */
+/** A create body's object: empty values left out, maps as objects, a checkbox with a default always sent. */
 export function createObject(fields: FieldDescriptor[], values: Values): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of fields) {
@@ -45,7 +52,7 @@ export function createObject(fields: FieldDescriptor[], values: Values): Record<
       const m = fromRows((v as KeyValue[]) ?? []);
       if (Object.keys(m).length) out[f.key] = m;
     } else if (f.type === 'checkbox') {
-      if (v === true) out[f.key] = true;
+      if (v === true || f.default !== undefined) out[f.key] = v === true;
     } else if (v !== '' && v !== undefined && v !== null) out[f.key] = v;
   }
   return out;
@@ -63,7 +70,7 @@ export function patchObject(fields: FieldDescriptor[], stored: Record<string, un
       const changed = Object.entries(patch).some(([k, x]) => (before as Record<string, unknown> | undefined)?.[k] !== x);
       if (changed) out[f.key] = Object.keys(after).length ? patch : null;
     } else if (f.type === 'checkbox') {
-      if (Boolean(v) !== (before === true || before === 'true')) out[f.key] = Boolean(v);
+      if (Boolean(v) !== checked(f, before)) out[f.key] = Boolean(v);
     } else if ((v ?? '') !== (before ?? '')) out[f.key] = v === '' ? null : v;
   }
   return out;

@@ -1,6 +1,9 @@
 // The portal session: the tenant token of the portal URL, moved into sessionStorage on load and out
 // of the address bar (history.replaceState), so it is not kept in history, bookmarks, screenshots or
 // the Referer of later requests. It is never logged. The tab's session ends with the token's expiry.
+// A portal page opened in a new tab (a link opened with Ctrl or the middle button, or its address
+// pasted) starts without one: it asks the portal's open tabs of this origin for theirs
+// (BroadcastChannel), so a tab never needs the portal link again while another one is open.
 
 const TOKEN_KEY = 'switchyard.portal.token';
 const THEME_KEY = 'switchyard.portal.theme';
@@ -65,4 +68,40 @@ export function storedTheme(): Theme | null {
 
 export function storeTheme(t: Theme): void {
   sessionStorage.setItem(THEME_KEY, t);
+}
+
+const CHANNEL = 'switchyard.portal.session';
+/** How long a tab without a session waits for an open one to answer. */
+const ASK_MS = 400;
+
+/** Answers other tabs of this portal that ask for the session, while this tab has a live one. */
+export function shareSession(): void {
+  if (typeof BroadcastChannel === 'undefined') return;
+  const channel = new BroadcastChannel(CHANNEL);
+  channel.onmessage = (m: MessageEvent) => {
+    if (m.data !== 'ask' || typeof currentSession() === 'string') return;
+    channel.postMessage({ token: sessionStorage.getItem(TOKEN_KEY), theme: storedTheme() });
+  };
+}
+
+/** Asks the open tabs for their session; true when one answered (then it is this tab's too). */
+export function askOpenTabs(): Promise<boolean> {
+  if (typeof BroadcastChannel === 'undefined') return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const channel = new BroadcastChannel(CHANNEL);
+    const done = (answered: boolean) => {
+      window.clearTimeout(timer);
+      channel.close();
+      resolve(answered);
+    };
+    const timer = window.setTimeout(() => done(false), ASK_MS);
+    channel.onmessage = (m: MessageEvent) => {
+      const d = m.data as { token?: unknown; theme?: unknown } | null;
+      if (!d || typeof d.token !== 'string') return;
+      sessionStorage.setItem(TOKEN_KEY, d.token);
+      if (d.theme === 'light' || d.theme === 'dark') storeTheme(d.theme);
+      done(true);
+    };
+    channel.postMessage('ask');
+  });
 }

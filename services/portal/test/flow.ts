@@ -63,7 +63,7 @@ export async function deploy(t: T, mode: 'embedded' | 'services', extra: Record<
   return { base, admin, receiver, env, output: () => processes.map((p) => p.output()).join('\n') };
 }
 
-async function portalUrl(admin: Api, tenant: string, theme: 'light' | 'dark'): Promise<string> {
+export async function portalUrl(admin: Api, tenant: string, theme: 'light' | 'dark'): Promise<string> {
   const r = await admin<{ redirect_url: string }>('GET', `/api/v1/tenants/${tenant}/portal?theme=${theme}`);
   if (r.status !== 200) throw new Error(`portal URL: ${r.status}`);
   return r.body.redirect_url;

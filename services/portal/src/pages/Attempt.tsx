@@ -37,7 +37,13 @@ export function AttemptPage() {
           Attempt #{a.attempt_number} <StatusBadge status={a.status} />
         </h1>
         <div className="head-actions">
-          <button type="button" className="primary" onClick={() => retry.mutate()} disabled={retry.isPending}>
+          <button
+            type="button"
+            className="primary"
+            onClick={() => retry.mutate()}
+            disabled={retry.isPending || Boolean(destination.data?.disabled_at)}
+            title={destination.data?.disabled_at ? 'The destination is disabled: enable it to retry.' : undefined}
+          >
             Retry
           </button>
         </div>

@@ -132,6 +132,8 @@ export function Deliveries({ destination }: { destination: Destination }) {
     refetchInterval: 10_000,
   });
   const retry = useRetry(destination.id);
+  // A disabled destination's deliveries cannot be retried (the page says so above).
+  const disabled = Boolean(destination.disabled_at);
   const page = listed.data;
   const topicChoices = (topics.data ?? []).filter((t) => !t.includes('*'));
 
@@ -197,10 +199,10 @@ export function Deliveries({ destination }: { destination: Destination }) {
             attempts={page.models as Attempt[]}
             destinationId={destination.id}
             onRetry={(e) => retry.mutate(e)}
-            busy={retry.isPending}
+            busy={retry.isPending || disabled}
           />
         ) : (
-          <EventTable events={page.models as EventItem[]} onRetry={(e) => retry.mutate(e)} busy={retry.isPending} />
+          <EventTable events={page.models as EventItem[]} onRetry={(e) => retry.mutate(e)} busy={retry.isPending || disabled} />
         )
       ) : null}
       <div className="pager">

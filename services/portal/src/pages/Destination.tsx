@@ -12,13 +12,14 @@ import {
   mapPatch,
   fromRows,
   relativeTime,
+  rowsProblem,
   StatusBadge,
   TopicPicker,
   Topics,
   toRows,
   TypeIcon,
   useNotify,
-  useTypeSchema,
+  useTypes,
 } from '../components.tsx';
 import { editableCredentials, patchObject, problemsOf, toValues, without } from '../forms.ts';
 import { OrderedForm, RateLimitForm } from './Controls.tsx';
@@ -29,7 +30,14 @@ const Deliveries = lazy(() => import('./Deliveries.tsx').then((m) => ({ default:
 export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
   const { id = '' } = useParams();
   const q = useQuery({ queryKey: ['destination', id], queryFn: () => api.destination(id) });
-  const schema = useTypeSchema(q.data?.type);
+  const types = useTypes();
+  const schema = types.data?.find((t) => t.type === q.data?.type);
+  // Why a destination is disabled (by hand, or after failing in a row): asked only while it is.
+  const health = useQuery({
+    queryKey: ['destination', id, 'health', q.data?.disabled_at],
+    queryFn: () => api.destinationHealth(id),
+    enabled: Boolean(q.data?.disabled_at),
+  });
   const navigate = useNavigate();
   const notify = useNotify();
   const client = useQueryClient();
@@ -107,6 +115,7 @@ export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
           />
         </div>
       </div>
+      {enabled ? null : <DisabledNote health={health.data} />}
       <ErrorMessage error={toggle.error ?? remove.error} />
       <nav className="tabs" aria-label="Destination">
         <NavLink to={`/destinations/${encodeURIComponent(id)}`} end>
@@ -120,10 +129,32 @@ export function DestinationPage({ tab }: { tab: 'settings' | 'deliveries' }) {
         </Suspense>
       ) : schema ? (
         <Settings destination={d} schema={schema} onSaved={refresh} />
+      ) : types.error ? (
+        <>
+          <ErrorMessage error={types.error} />
+          <button type="button" className="secondary" onClick={() => void types.refetch()}>
+            Try again
+          </button>
+        </>
       ) : (
         <Loading what="the destination type" />
       )}
     </section>
+  );
+}
+
+/** Why the destination gets no deliveries, and what to do about it. */
+function DisabledNote({ health }: { health: Awaited<ReturnType<typeof api.destinationHealth>> | undefined }) {
+  const why =
+    health?.disabled_reason === 'consecutive_failures'
+      ? `It was disabled after ${health.consecutive_failures} failed deliveries in a row${health.last_failure_code ? ` (the last: ${health.last_failure_code})` : ''}.`
+      : health?.disabled_reason === 'manual'
+        ? 'It was disabled by hand.'
+        : '';
+  return (
+    <p className="alert info" role="status" data-testid="disabled-note">
+      This destination is disabled: no events are delivered to it, and its deliveries cannot be retried. {why} Enable it to deliver again.
+    </p>
   );
 }
 
@@ -289,9 +320,14 @@ function SecretPanel({ d, onSaved }: { d: Destination; onSaved: (d: Destination)
   const rotate = useSave(d, onSaved, 'Secret rotated. Deliveries are signed with both secrets until the previous one expires.');
   const secret = String(d.credentials.secret ?? '');
   const previousUntil = d.credentials.previous_secret_invalid_at ? String(d.credentials.previous_secret_invalid_at) : null;
+  // Said copied only once it is: over plain http (not localhost) a browser has no clipboard API.
   const copy = async () => {
-    await navigator.clipboard?.writeText(secret).catch(() => undefined);
-    notify('Secret copied.');
+    try {
+      await navigator.clipboard.writeText(secret);
+      notify('Secret copied.');
+    } catch {
+      notify('This browser did not allow copying here: reveal the secret and copy it by hand.');
+    }
   };
   return (
     <Section title="Signing secret" id="s-secret">
@@ -403,9 +439,12 @@ function FilterForm({ d, onSaved }: { d: Destination; onSaved: (d: Destination) 
 
 function MetadataForm({ d, onSaved }: { d: Destination; onSaved: (d: Destination) => void }) {
   const [rows, setRows] = useState(() => toRows(d.delivery_metadata));
+  const [problem, setProblem] = useState<string | null>(null);
   const save = useSave(d, onSaved, 'Delivery metadata saved.');
   const submit = (e: FormEvent) => {
     e.preventDefault();
+    setProblem(rowsProblem(rows));
+    if (rowsProblem(rows)) return;
     save.mutate({ delivery_metadata: mapPatch(d.delivery_metadata, fromRows(rows)) });
   };
   return (
@@ -415,7 +454,7 @@ function MetadataForm({ d, onSaved }: { d: Destination; onSaved: (d: Destination
         metadata (which wins on conflict). Stored encrypted.
       </p>
       <form onSubmit={submit}>
-        <KeyValueEditor label="Metadata" rows={rows} onChange={setRows} hideLegend />
+        <KeyValueEditor label="Metadata" rows={rows} onChange={setRows} hideLegend error={problem} />
         <ErrorMessage error={save.error} />
         <div className="actions">
           <button type="submit" className="primary" disabled={save.isPending}>
