@@ -9,7 +9,6 @@ import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
-import { DATE_TIME_FORMAT } from '@switchyard/shared/time.ts';
 import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
@@ -35,6 +34,7 @@ import { createPublisher, summarisePublishes } from './publisher.ts';
 import { portalRoutes } from './portal.ts';
 import { RoutingCache } from './routing-cache.ts';
 import { registerTypeNames, type TypeNames } from './type-names.ts';
+import { registerValidators } from './validators.ts';
 import { EventIdStore } from '@switchyard/shared/db/stores/event-ids.ts';
 import type { Tracing } from '@switchyard/shared/tracing.ts';
 import { schemaRoutes } from './routes/schemas.ts';
@@ -65,13 +65,6 @@ function createApp(config: Config, logger: Logger): FastifyInstance {
     bodyLimit: BODY_LIMIT_BYTES,
     // No per-request lines from fastify (set through its log controller: the top-level option is deprecated).
     logController: new LogController({ disableRequestLogging: true }),
-    // Report every validation problem at once; never silently drop or coerce unknown fields away.
-    // Union types (`type: ['string', 'null']`) are intended: Ajv's strict mode would warn at start.
-    // `date-time` is an instant a Date and Postgres hold (DATE_TIME_FORMAT), not RFC 3339's wider set.
-    ajv: {
-      customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true, allowUnionTypes: true },
-      onCreate: (ajv) => ajv.addFormat('date-time', DATE_TIME_FORMAT),
-    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Backstop of body-budget.ts's own timer: Node drops a request not received by then.
     requestTimeout: config.API_BODY_TIMEOUT_MS + 5000,
@@ -82,6 +75,8 @@ function createApp(config: Config, logger: Logger): FastifyInstance {
     onConstructorPoisoning: 'ignore',
   });
   registerErrorHandling(app);
+  // Bodies validated as sent, query strings and path parameters coerced from text (validators.ts).
+  registerValidators(app);
   // 405 with Allow for a known path's other methods (before authentication: no credential needed to learn it).
   registerMethodChecks(app, RESERVED_TENANT_IDS);
   registerInputGuards(app);

@@ -1,22 +1,98 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import type { ErrorObject } from 'ajv';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 
-/** ajv errors from route schemas, as problems with a field path like `body.topics[0]`. */
+/** What a JSON value is, for a message: `null`, `a number`, `an array`. */
+export const kindOf = (v: unknown): string =>
+  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  boolean: 'a boolean',
+  integer: 'an integer',
+  number: 'a number',
+  null: 'null',
+  object: 'an object',
+  array: 'an array',
+};
+const typeWords = (type: unknown) =>
+  [type]
+    .flat()
+    .map((t) => TYPE_WORDS[String(t)] ?? String(t))
+    .join(' or ');
+
+/** Whether a value is of a schema's type (a schema without one takes any). */
+function admits(type: unknown, value: unknown): boolean {
+  if (type === undefined) return true;
+  const kind = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  return [type].flat().some((t) => t === kind || (t === 'integer' && Number.isInteger(value)));
+}
+
+type Form = { type?: unknown; const?: unknown; items?: { type?: unknown }; minItems?: number };
+/** One form an anyOf admits, for a message: `"*"`, `a non-empty array of strings`. */
+function formWords(f: Form): string {
+  if ('const' in f) return JSON.stringify(f.const);
+  if (f.type === 'array' && f.items?.type !== undefined) {
+    const items = [f.items.type].flat().join(' or ');
+    return `${f.minItems === 1 ? 'a non-empty array' : 'an array'} of ${items}s`;
+  }
+  return typeWords(f.type);
+}
+
+/**
+ * An anyOf (topics: "*" or a list) is one problem, not one per form: a value that fits one form by
+ * its type (a list) is told what is wrong inside it (`topics[0] must be a string`); any other,
+ * which forms it may take. Needs the value (a body's errors carry it: validators.ts).
+ */
+function sayAnyOfOnce(errors: ErrorObject[]): { errors: ErrorObject[]; said: Map<ErrorObject, string> } {
+  let out = errors;
+  const said = new Map<ErrorObject, string>();
+  for (const e of errors) {
+    if ((e.keyword !== 'anyOf' && e.keyword !== 'oneOf') || !Array.isArray(e.schema) || !('data' in e)) continue;
+    const forms = e.schema as Form[];
+    const inForm = (x: ErrorObject, i: number) => x.schemaPath.startsWith(`${e.schemaPath}/${i}/`);
+    const inAny = (x: ErrorObject) => x.schemaPath.startsWith(`${e.schemaPath}/`);
+    const fitting = forms.flatMap((f, i) => (admits(f.type, e.data) ? [i] : []));
+    const only = fitting.length === 1 ? (fitting[0] as number) : -1;
+    if (only >= 0 && out.every((x) => !inForm(x, only) || x.instancePath !== e.instancePath)) {
+      out = out.filter((x) => x !== e && (!inAny(x) || inForm(x, only)));
+    } else {
+      out = out.filter((x) => !inAny(x));
+      said.set(e, `must be ${forms.map(formWords).join(' or ')}${fitting.length ? '' : `, not ${kindOf(e.data)}`}`);
+    }
+  }
+  return { errors: out, said };
+}
+
+/** ajv errors as problems with a field path like `body.topics[0]`; `where`: the path's start. */
+export function ajvProblems(all: readonly ErrorObject[], where: string): Problem[] {
+  const { errors, said } = sayAnyOfOnce([...all]);
+  // A value of the wrong type is named once, for its type (not also for the enum it cannot match).
+  const mistyped = new Set(errors.filter((v) => v.keyword === 'type').map((v) => v.instancePath));
+  return errors
+    .filter((v) => v.keyword === 'type' || !mistyped.has(v.instancePath))
+    .map((v) => {
+      const base = v.instancePath
+        .split('/')
+        .filter(Boolean)
+        .map((s) => (/^\d+$/.test(s) ? `[${s}]` : `.${s}`))
+        .join('');
+      const params = v.params as { missingProperty?: string; additionalProperty?: string; allowedValues?: unknown[]; type?: unknown };
+      if (v.keyword === 'required') return { path: `${where}${base}.${params.missingProperty}`, message: 'is required' };
+      if (v.keyword === 'additionalProperties') return { path: `${where}${base}.${params.additionalProperty}`, message: 'is not allowed' };
+      if (v.keyword === 'enum') return { path: `${where}${base}`, message: `must be one of ${(params.allowedValues ?? []).join(', ')}` };
+      // `must be an integer, not a boolean`: what was sent, where the error carries it (a body's).
+      if (v.keyword === 'type')
+        return { path: `${where}${base}`, message: `must be ${typeWords(params.type)}${'data' in v ? `, not ${kindOf(v.data)}` : ''}` };
+      return { path: `${where}${base}`, message: said.get(v) ?? v.message ?? 'is invalid' };
+    });
+}
+
+/** ajv errors from route schemas, as problems. */
 function problemsOf(err: FastifyError): Problem[] {
   // `query`, as the route guards name a query parameter (fastify says `querystring`).
   const where = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
-  return (err.validation ?? []).map((v) => {
-    const base = v.instancePath
-      .split('/')
-      .filter(Boolean)
-      .map((s) => (/^\d+$/.test(s) ? `[${s}]` : `.${s}`))
-      .join('');
-    const params = v.params as { missingProperty?: string; additionalProperty?: string; allowedValues?: unknown[] };
-    if (v.keyword === 'required') return { path: `${where}${base}.${params.missingProperty}`, message: 'is required' };
-    if (v.keyword === 'additionalProperties') return { path: `${where}${base}.${params.additionalProperty}`, message: 'is not allowed' };
-    if (v.keyword === 'enum') return { path: `${where}${base}`, message: `must be one of ${(params.allowedValues ?? []).join(', ')}` };
-    return { path: `${where}${base}`, message: v.message ?? 'is invalid' };
-  });
+  return ajvProblems((err.validation ?? []) as unknown as ErrorObject[], where);
 }
 
 /** Postgres connection errors (SQLSTATE class 08, shutdown 57P01-57P03) and socket errors. */

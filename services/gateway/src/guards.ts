@@ -4,7 +4,7 @@
  * or served (U+0000, lone surrogates, nesting past MAX_JSON_DEPTH; shared/src/events/storable.ts),
  * path ids keep to the documented id alphabet, and a query key the route does not know (or one
  * nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing changed.
- * Metadata values must be strings as sent (never a number or null turned into text).
+ * (Bodies are typed as sent: validators.ts.)
  * Router-level failures (a path that is not UTF-8 once decoded, an over-long path segment) get the
  * documented error shape too (frameworkErrors).
  */
@@ -19,65 +19,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route checks its body itself, item by item (batch publish). */
     ownBodyChecks?: boolean;
-    /**
-     * Body members that map names to strings (metadata): their values are checked as sent, since
-     * the schema validator coerces scalars (5 to "5", null to ""). `nullable`: null values too (a
-     * merge patch's removal).
-     */
-    stringMaps?: { members: readonly string[]; nullable?: boolean };
-    /**
-     * Body members its schema types as scalars (string, boolean, integer, number, or null) are
-     * checked as sent: the schema validator would coerce them (true to 1, "60" to 60, ["a"] to "a").
-     */
-    scalarsAsSent?: boolean;
   }
-}
-
-/** What a JSON value is, for a message: `null`, `a number`, `an array`. */
-export const kindOf = (v: unknown): string =>
-  v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
-
-const SCALAR_WORDS: Record<string, string> = {
-  string: 'a string',
-  boolean: 'a boolean',
-  integer: 'an integer',
-  number: 'a number',
-  null: 'null',
-};
-
-/** A body schema's members typed as scalars, with their types: read once per schema (a publish's is on the hot path). */
-const scalarMembersOf = new WeakMap<object, Array<[string, string[]]>>();
-function scalarMembers(properties: Record<string, { type?: unknown }>): Array<[string, string[]]> {
-  let members = scalarMembersOf.get(properties);
-  if (!members) {
-    members = Object.entries(properties).flatMap(([member, schema]): Array<[string, string[]]> => {
-      const types = typeof schema.type === 'string' ? [schema.type] : Array.isArray(schema.type) ? (schema.type as string[]) : [];
-      return types.length && types.every((t) => t in SCALAR_WORDS) ? [[member, types]] : [];
-    });
-    scalarMembersOf.set(properties, members);
-  }
-  return members;
-}
-
-/** Members of `body` whose value as sent is not of the scalar type(s) their schema names. */
-function scalarProblems(body: unknown, properties: Record<string, { type?: unknown }>): Problem[] {
-  const problems: Problem[] = [];
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
-  for (const [member, types] of scalarMembers(properties)) {
-    const value = (body as Record<string, unknown>)[member];
-    if (value === undefined) continue;
-    const kind = value === null ? 'null' : typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
-    if (types.includes(kind) || (kind === 'integer' && types.includes('number'))) continue;
-    problems.push({ path: `body.${member}`, message: `must be ${types.map((t) => SCALAR_WORDS[t]).join(' or ')}, not ${kindOf(value)}` });
-  }
-  return problems;
-}
-
-/** The properties of a route's body schema, through a shared model's `$ref` (openapi.ts `ref`). */
-function bodyProperties(req: FastifyRequest): Record<string, { type?: unknown }> | undefined {
-  const body = (req.routeOptions.schema as { body?: { $ref?: string; properties?: object } } | undefined)?.body;
-  const schema = body?.$ref ? (req.server.getSchema(body.$ref.replace(/#$/, '')) as { properties?: object } | undefined) : body;
-  return schema?.properties as Record<string, { type?: unknown }> | undefined;
 }
 
 function paramProblems(params: unknown): Problem[] {
@@ -149,21 +91,6 @@ function queryProblems(query: unknown, known: Record<string, unknown> | undefine
   return problems;
 }
 
-/** Values of the string maps in `body` that are not strings (nor null, when allowed), as sent. */
-function stringMapProblems(body: unknown, rule: { members: readonly string[]; nullable?: boolean }): Problem[] {
-  const problems: Problem[] = [];
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
-  for (const member of rule.members) {
-    const map = (body as Record<string, unknown>)[member];
-    if (map === null || typeof map !== 'object' || Array.isArray(map)) continue; // the schema says what is wrong
-    for (const [k, v] of Object.entries(map)) {
-      if (typeof v === 'string' || (v === null && rule.nullable)) continue;
-      problems.push({ path: `body.${member}.${k}`, message: `must be a string${rule.nullable ? ' or null' : ''}, not ${kindOf(v)}` });
-    }
-  }
-  return problems;
-}
-
 export function registerInputGuards(app: FastifyInstance): void {
   app.addHook('preValidation', async (req: FastifyRequest) => {
     const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined;
@@ -171,12 +98,6 @@ export function registerInputGuards(app: FastifyInstance): void {
     if (!req.routeOptions.config?.ownBodyChecks && req.body !== undefined) {
       const bad = unstorable(req.body, 'body');
       if (bad) problems.push(bad);
-    }
-    const stringMaps = req.routeOptions.config?.stringMaps;
-    if (stringMaps) problems.push(...stringMapProblems(req.body, stringMaps));
-    if (req.routeOptions.config?.scalarsAsSent) {
-      const properties = bodyProperties(req);
-      if (properties) problems.push(...scalarProblems(req.body, properties));
     }
     if (problems.length) throw AppError.validation(problems);
   });

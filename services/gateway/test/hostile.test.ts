@@ -106,9 +106,21 @@ for (const [mode, make] of [
       is422(t, long, 'params', 'an over-long path parameter');
     });
 
-    t.test('scalars are taken as sent: a wrong JSON type is 422, never converted', async (t) => {
+    t.test('bodies are taken as sent: a wrong JSON type is 422, never converted', async (t) => {
       const publish = { tenant_id: 'acme', topic: 'user.created', data: {} };
+      const hook = { type: 'webhook', topics: '*', config: { url: 'https://example.com/h' } };
+      const dests = '/api/v1/tenants/acme/destinations';
       for (const [url, body, path, message] of [
+        // Not a list of one, nor text that a later check refuses for something else.
+        [
+          '/api/v1/tenants/acme/replay',
+          { since: '2026-01-01T00:00:00Z', status: 'failed' },
+          'body.status',
+          'must be an array, not a string',
+        ],
+        [dests, { ...hook, id: 'as-sent', topics: 'user.created' }, 'body.topics', 'must be "*" or a non-empty array of strings'],
+        [dests, { ...hook, id: 'as-sent', type: 5 }, 'body.type', 'must be a string, not a number'],
+        [dests, { ...hook, id: 'as-sent', disabled_at: true }, 'body.disabled_at', 'must be a string or null, not a boolean'],
         ['/api/v1/publish', { ...publish, delay_seconds: true }, 'body.delay_seconds', 'must be an integer, not a boolean'],
         ['/api/v1/publish', { ...publish, delay_seconds: '60' }, 'body.delay_seconds', 'must be an integer, not a string'],
         ['/api/v1/publish', { ...publish, eligible_for_retry: 'false' }, 'body.eligible_for_retry', 'must be a boolean, not a string'],
@@ -121,6 +133,10 @@ for (const [mode, make] of [
         t.equal(r.status, 422, `${url} ${JSON.stringify(body)}`);
         t.same(r.body.problems, [{ path, message }], `${path}: ${message}`);
       }
+      t.equal((await call('GET', `${dests}/as-sent`)).status, 404, 'no destination was created');
+      // Each event of a batch is named as a single publish's body is.
+      const batch = await call('POST', '/api/v1/publish/batch', { events: [{ ...publish, delay_seconds: '60' }] });
+      t.same(batch.body.results[0].problems, [{ path: 'body.events[0].delay_seconds', message: 'must be an integer, not a string' }]);
     });
 
     t.test('the id alphabet: what clients send passes, the rest is 422', async (t) => {

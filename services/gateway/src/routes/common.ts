@@ -10,7 +10,7 @@ export const TENANT_PREFIXES = ['/api/v1/tenants/:tenant_id', '/api/v1/:tenant_i
 
 export type TenantReq = FastifyRequest<{ Params: { tenant_id?: string; destination_id?: string } }>;
 
-/** Names to string values; other JSON values are refused (guards.ts `stringMaps`), never converted. */
+/** Names to string values; other JSON values are refused (bodies are validated as sent), never converted. */
 export const stringMap = {
   type: 'object',
   description: 'String values only: a number, boolean, object or null value is refused (422), never converted.',

@@ -24,7 +24,6 @@ import {
 import { destinationView } from '../destination-view.ts';
 import { existingTenant, idParam, multi, stringMap, stringMapPatch, type TenantReq } from './common.ts';
 import { verifyGatewayToken } from '../gateway-token.ts';
-import { kindOf } from '../guards.ts';
 import { namesFor, type TypeNames } from '../type-names.ts';
 import type { ValidateRules } from '@switchyard/shared/destinations/types/def.ts';
 import { documentedOnly, manyQueryDocs } from './attempts.ts';
@@ -122,43 +121,6 @@ export interface DestinationRouteDeps {
   config: Pick<Config, 'WEBHOOK_HEADER_PREFIX' | 'API_TYPE_NAMES' | 'TOPICS' | 'EVENT_GATEWAY_VERIFY_URL' | 'MAX_DESTINATIONS_PER_TENANT'>;
   /** Reads `ordered_blocks`, which the senders write (GET .../order). */
   db: Knex;
-}
-
-/**
- * topics, rate_limit, ordered and id as sent, before the schema validator coerces scalars (1 to
- * "1" or true, null to 0, "" or false to null): nothing is stored converted, nor a null limit read
- * as 0 or as none. The schema says what else is wrong (as guards.ts does for metadata).
- */
-function asSentProblems(body: unknown): Problem[] {
-  const problems: Problem[] = [];
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return problems;
-  const { topics, rate_limit: limit, ordered, id } = body as Record<string, unknown>;
-  // null is a merge patch's "back to the default" (false); anything else but a boolean is a mistake.
-  if (ordered !== undefined && ordered !== null && typeof ordered !== 'boolean')
-    problems.push({ path: 'body.ordered', message: `must be a boolean, not ${kindOf(ordered)}` });
-  if (id !== undefined && typeof id !== 'string') problems.push({ path: 'body.id', message: `must be a string, not ${kindOf(id)}` });
-  if (Array.isArray(topics)) {
-    // The schema would say it four ways (each of its two forms); one line says it once.
-    if (topics.length === 0) problems.push({ path: 'body.topics', message: 'must name at least one topic, or be "*" for all' });
-    topics.forEach((topic, i) => {
-      if (typeof topic !== 'string') problems.push({ path: `body.topics[${i}]`, message: `must be a string, not ${kindOf(topic)}` });
-    });
-  } else if (topics !== undefined && typeof topics !== 'string') {
-    problems.push({ path: 'body.topics', message: `must be "*" or an array of strings, not ${kindOf(topics)}` });
-  }
-  if (limit === undefined || limit === null) return problems;
-  if (typeof limit !== 'object' || Array.isArray(limit)) {
-    problems.push({ path: 'body.rate_limit', message: `must be an object or null, not ${kindOf(limit)}` });
-    return problems;
-  }
-  for (const key of Object.keys(rateLimitSchema.properties)) {
-    const v = (limit as Record<string, unknown>)[key];
-    if (v === undefined || typeof v === 'number') continue;
-    // No member means no limit of that kind; rate_limit null, none at all.
-    const hint = v === null ? `: leave it out for no limit ${key.replace('_', ' ')}` : '';
-    problems.push({ path: `body.rate_limit.${key}`, message: `must be an integer, not ${kindOf(v)}${hint}` });
-  }
-  return problems;
 }
 
 const orNullIfEmpty = <T extends object>(v: T | null | undefined): T | null => (v && Object.keys(v).length ? v : null);
@@ -333,8 +295,6 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
   app.post<{ Body: CreateBody }>(
     '/destinations',
     {
-      config: { stringMaps: { members: ['metadata', 'delivery_metadata'] } },
-      preValidation: async (req) => fail(asSentProblems(req.body)),
       schema: { tags, summary: 'Create a destination', body: ref('DestinationCreate'), response: answers({ 201: 'Destination' }, [409]) },
     },
     async (req, reply) => {
@@ -348,8 +308,6 @@ function writeRoutes(app: FastifyInstance, deps: DestinationRouteDeps) {
   app.patch<{ Body: PatchBody }>(
     '/destinations/:destination_id',
     {
-      config: { stringMaps: { members: ['metadata', 'delivery_metadata'], nullable: true } },
-      preValidation: async (req) => fail(asSentProblems(req.body)),
       schema: {
         tags,
         summary: 'Update a destination (JSON Merge Patch for config, credentials, metadata, delivery_metadata; rate_limit replaced whole)',

@@ -1,7 +1,5 @@
-import { checkedInstant, DATE_TIME_FORMAT } from '@switchyard/shared/time.ts';
+import { checkedInstant } from '@switchyard/shared/time.ts';
 import type { FastifyInstance } from 'fastify';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 import { MAX_JSON_DEPTH, unstorable } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
@@ -9,7 +7,8 @@ import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts'
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
 import { requireAdmin } from '../auth.ts';
 import type { PublishResult } from '../publisher.ts';
-import { toAppError } from '../errors.ts';
+import { ajvProblems, toAppError } from '../errors.ts';
+import { jsonAjv } from '../validators.ts';
 import { idParam } from './common.ts';
 import { answers, ref } from '../openapi.ts';
 import { deliverAtOf, scheduleProperties } from '../schedule.ts';
@@ -69,11 +68,9 @@ interface PublishBody {
   delay_seconds?: number;
 }
 
-// Items of a batch are validated one by one, so one bad event does not sink the others.
-const itemAjv = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true });
-addFormats.default(itemAjv);
-itemAjv.addFormat('date-time', DATE_TIME_FORMAT); // as the app's own ajv (app.ts)
-const validateItem = itemAjv.compile(publishBodySchema);
+// Items of a batch are validated one by one, so one bad event does not sink the others; as sent,
+// as a single publish's body is.
+const validateItem = jsonAjv().compile(publishBodySchema);
 
 export interface PublishRouteDeps {
   /** TOPICS: what a published event's topic must match. */
@@ -104,8 +101,6 @@ export function publishRoutes(deps: PublishRouteDeps) {
     app.post<{ Body: PublishBody }>(
       '/publish',
       {
-        // As the batch's items are (itemAjv does not coerce): delay_seconds true is not 1 s.
-        config: { scalarsAsSent: true },
         schema: {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
@@ -156,14 +151,7 @@ export function publishRoutes(deps: PublishRouteDeps) {
                   'PAYLOAD_TOO_LARGE',
                   `body.events[${i}] is ${bytes} bytes of JSON; an event is at most 1 MiB (1048576 bytes).`,
                 );
-              if (!validateItem(item)) {
-                throw AppError.validation(
-                  (validateItem.errors ?? []).map((e) => ({
-                    path: `body.events[${i}]${e.instancePath.replaceAll('/', '.')}${e.keyword === 'required' ? `.${(e.params as { missingProperty: string }).missingProperty}` : ''}`,
-                    message: e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid'),
-                  })),
-                );
-              }
+              if (!validateItem(item)) throw AppError.validation(ajvProblems(validateItem.errors ?? [], `body.events[${i}]`));
               const body = item as PublishBody;
               const schedule = deliverAtOf(body, `body.events[${i}]`);
               const problems = [...checkTopic(body.topic, `body.events[${i}].topic`), ...schedule.problems];

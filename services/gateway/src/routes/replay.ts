@@ -206,7 +206,6 @@ export function replayRoutes(deps: ReplayRouteDeps) {
     app.post<{ Body: ReplayBody }>(
       '/replay',
       {
-        config: { scalarsAsSent: true },
         schema: {
           tags: ['attempts'],
           summary: 'Replay failed, skipped or canceled deliveries of the tenant or one destination since a time; 202',

@@ -86,7 +86,6 @@ export function retryRoutes(deps: RetryRouteDeps) {
     app.post<{ Body: { event_id: string; destination_id: string; tenant_id?: string } }>(
       '/api/v1/retry',
       {
-        config: { scalarsAsSent: true },
         schema: {
           tags: ['attempts'],
           summary: 'Retry one event to one destination (a manual attempt); 202',

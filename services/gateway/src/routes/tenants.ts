@@ -64,7 +64,6 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
   app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
     '',
     {
-      config: { stringMaps: { members: ['metadata'] } },
       schema: {
         tags: ['tenants'],
         summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
