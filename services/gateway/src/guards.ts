@@ -2,9 +2,9 @@
  * Input guards: what no route should have to think about. Before any route validates its input,
  * every path parameter, query key and value and JSON body is checked for what can never be stored
  * or served (U+0000, lone surrogates, nesting past MAX_JSON_DEPTH; shared/src/events/storable.ts),
- * path ids keep to the documented id alphabet, and a query key the route does not know (or one
- * nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing changed.
- * (Bodies are typed as sent: validators.ts.)
+ * path ids keep to the documented id alphabet, and a query key the operation does not know (or
+ * one nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing
+ * changed. (Bodies are typed as sent: validators.ts.)
  * Router-level failures (a path that is not UTF-8 once decoded, an over-long path segment) get the
  * documented error shape too (frameworkErrors).
  */
@@ -93,8 +93,12 @@ function queryProblems(query: unknown, known: Record<string, unknown> | undefine
 
 export function registerInputGuards(app: FastifyInstance): void {
   app.addHook('preValidation', async (req: FastifyRequest) => {
-    const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> } } | undefined;
-    const problems = [...paramProblems(req.params), ...queryProblems(req.query, schema?.querystring?.properties)];
+    const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> }; hide?: boolean } | undefined;
+    // An API operation (one the document lists) knows its query parameters, none when it documents
+    // none; pages and probes (hidden: the portal's `?token=`) are left to take what they are sent.
+    const operation = schema !== undefined && !schema.hide && req.routeOptions.url !== undefined;
+    const known = schema?.querystring?.properties ?? (operation ? {} : undefined);
+    const problems = [...paramProblems(req.params), ...queryProblems(req.query, known)];
     if (!req.routeOptions.config?.ownBodyChecks && req.body !== undefined) {
       const bad = unstorable(req.body, 'body');
       if (bad) problems.push(bad);

@@ -139,6 +139,28 @@ for (const [mode, make] of [
       t.same(batch.body.results[0].problems, [{ path: 'body.events[0].delay_seconds', message: 'must be an integer, not a string' }]);
     });
 
+    t.test('a query parameter an operation does not document is 422, also where it documents none', async (t) => {
+      const retry = { event_id: 'e1', destination_id: dest.body.id };
+      for (const [method, url, body] of [
+        ['POST', '/api/v1/retry?x=1', retry],
+        ['POST', `/api/v1/tenants/acme/destination/${dest.body.id}/events/e1/retry?x=1`, undefined],
+        ['PUT', `/api/v1/tenants/acme/destinations/${dest.body.id}/disable?x=1`, undefined],
+        ['DELETE', `/api/v1/tenants/acme/destinations/${dest.body.id}?x=1`, undefined],
+        ['GET', '/api/v1/tenants/acme?x=1', undefined],
+        ['GET', '/api/v1/topics?x=1', undefined],
+        ['GET', '/healthz?x=1', undefined],
+      ] as const) {
+        const r = await call(method, url, body);
+        t.equal(r.status, 422, `${method} ${url}`);
+        t.same(r.body.problems, [{ path: 'query.x', message: 'is not a parameter of this route' }], `${method} ${url}: names it`);
+      }
+      const kept = await call('GET', `/api/v1/tenants/acme/destinations/${dest.body.id}`);
+      t.equal(kept.body.disabled_at, null, 'nothing was disabled or deleted');
+      // Pages and probes are not operations: the portal's first load carries its token in the query.
+      for (const url of ['/portal?token=abc', '/livez?x=1', '/api/v1/openapi.json?x=1'])
+        t.not((await app.inject({ method: 'GET', url })).statusCode, 422, url);
+    });
+
     t.test('the id alphabet: what clients send passes, the rest is 422', async (t) => {
       for (const id of ['tenant_1', 'acme.eu-west', '0193a000-0000-7000-8000-000000000001', 'org:42@eu', 'a'.repeat(255)])
         t.equal((await call('PUT', `/api/v1/tenants/${encodeURIComponent(id)}`)).status, 201, id.slice(0, 40));
