@@ -2,9 +2,9 @@
  * Input guards: what no route should have to think about. Before any route validates its input,
  * every path parameter, query key and value and JSON body is checked for what can never be stored
  * or served (U+0000, lone surrogates, nesting past MAX_JSON_DEPTH; shared/src/events/storable.ts),
- * path ids keep to the documented id alphabet, and a query key the operation does not know (or
- * one nested like `a[x][y]`) is refused instead of ignored: 422 with the field path, nothing
- * changed. (Bodies are typed as sent: validators.ts.)
+ * path ids keep to the documented id alphabet, a query key the operation does not know (or one
+ * nested like `a[x][y]`) is refused instead of ignored, and so is a body where the operation takes
+ * none: 422 with the field path, nothing changed. (Bodies are typed as sent: validators.ts.)
  * Router-level failures (a path that is not UTF-8 once decoded, an over-long path segment) get the
  * documented error shape too (frameworkErrors).
  */
@@ -91,11 +91,20 @@ function queryProblems(query: unknown, known: Record<string, unknown> | undefine
   return problems;
 }
 
+/** A body sent to an operation that takes none: only no body, or `{}`, says nothing it ignores. */
+function unwantedBody(body: unknown): Problem | null {
+  if (body === undefined) return null;
+  if (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0) return null;
+  return { path: 'body', message: 'must be left out (or {}): this operation takes no body' };
+}
+
 export function registerInputGuards(app: FastifyInstance): void {
   app.addHook('preValidation', async (req: FastifyRequest) => {
-    const schema = req.routeOptions.schema as { querystring?: { properties?: Record<string, unknown> }; hide?: boolean } | undefined;
-    // An API operation (one the document lists) knows its query parameters, none when it documents
-    // none; pages and probes (hidden: the portal's `?token=`) are left to take what they are sent.
+    const schema = req.routeOptions.schema as
+      | { querystring?: { properties?: Record<string, unknown> }; body?: unknown; hide?: boolean }
+      | undefined;
+    // An API operation (one the document lists) knows its query parameters and whether it takes a
+    // body; pages and probes (hidden: the portal's `?token=`) are left to take what they are sent.
     const operation = schema !== undefined && !schema.hide && req.routeOptions.url !== undefined;
     const known = schema?.querystring?.properties ?? (operation ? {} : undefined);
     const problems = [...paramProblems(req.params), ...queryProblems(req.query, known)];
@@ -103,6 +112,8 @@ export function registerInputGuards(app: FastifyInstance): void {
       const bad = unstorable(req.body, 'body');
       if (bad) problems.push(bad);
     }
+    const unwanted = operation && schema.body === undefined ? unwantedBody(req.body) : null;
+    if (unwanted) problems.push(unwanted);
     if (problems.length) throw AppError.validation(problems);
   });
 }

@@ -161,6 +161,20 @@ for (const [mode, make] of [
         t.not((await app.inject({ method: 'GET', url })).statusCode, 422, url);
     });
 
+    t.test('an operation that takes no body refuses one, beyond {}', async (t) => {
+      const url = `/api/v1/tenants/acme/destination/${dest.body.id}/events/nope/retry`;
+      for (const body of ['{"destination_id":"other"}', '[]', '"x"', '5', 'null']) {
+        const r = await post(app, url, body);
+        t.equal(r.statusCode, 422, `retry (first form) with ${body}`);
+        t.same(r.json().problems, [{ path: 'body', message: 'must be left out (or {}): this operation takes no body' }]);
+      }
+      t.equal((await post(app, url, '{}')).json().code, 'EVENT_NOT_FOUND', 'retry (first form) with {}: taken');
+      const none = await app.inject({ method: 'POST', url, headers: { authorization: H.authorization } });
+      t.equal(none.json().code, 'EVENT_NOT_FOUND', 'retry (first form) with no body: taken');
+      is422(t, await post(app, `/api/v1/tenants/acme/destinations/${dest.body.id}/disable`, '{"x":1}', 'PUT'), 'body', 'disable');
+      t.equal((await call('GET', `/api/v1/tenants/acme/destinations/${dest.body.id}`)).body.disabled_at, null, 'not disabled');
+    });
+
     t.test('the id alphabet: what clients send passes, the rest is 422', async (t) => {
       for (const id of ['tenant_1', 'acme.eu-west', '0193a000-0000-7000-8000-000000000001', 'org:42@eu', 'a'.repeat(255)])
         t.equal((await call('PUT', `/api/v1/tenants/${encodeURIComponent(id)}`)).status, 201, id.slice(0, 40));
