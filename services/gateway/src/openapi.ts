@@ -435,6 +435,11 @@ export function exactDocument({ openapiObject }: { openapiObject: Partial<OpenAp
     if (props) props.type = { type: 'string', enum: [...opts.typeNames] };
   }
   const schemas = openapiObject.components?.schemas ?? {};
+  // A batch's events are validated one at a time (routes/publish.ts: a bad one fails alone), so the
+  // model that validates the batch leaves them untyped; the document says what each must be.
+  const batch = schemas.PublishBatchRequest as { properties?: Record<string, object> } | undefined;
+  if (batch?.properties?.events)
+    batch.properties.events = { ...batch.properties.events, items: { $ref: '#/components/schemas/PublishRequest' } };
   const responses: Record<string, object> = {};
   for (const [status, name] of Object.entries(ERROR_RESPONSES))
     responses[name] = {

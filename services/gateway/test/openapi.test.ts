@@ -183,6 +183,8 @@ t.test('every operation is exact', async (t) => {
   t.ok(ops > 40, `${ops} operations`);
   t.equal(doc.paths['/api/v1/tenants/{tenant_id}']?.put?.requestBody?.required, false, 'PUT tenant: the body is optional');
   t.equal(doc.paths['/api/v1/publish']?.post?.requestBody?.required, true, 'publish: the body is required');
+  const batchEvents = (doc.components.schemas.PublishBatchRequest?.properties as Record<string, { items?: unknown }> | undefined)?.events;
+  t.same(batchEvents?.items, { $ref: '#/components/schemas/PublishRequest' }, 'a batch’s events: each a PublishRequest');
   const attemptParams = doc.paths['/api/v1/attempts']?.get?.parameters ?? [];
   t.match(attemptParams.find((p) => p.name === 'include')?.schema, {
     anyOf: [{ enum: ['event', 'event.data', 'response_data', 'destination'] }],

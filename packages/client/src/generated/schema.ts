@@ -1215,9 +1215,7 @@ export interface components {
         };
         PublishBatchRequest: {
             /** @description Each item is a PublishRequest, validated on its own: a bad item fails alone. */
-            events: {
-                [key: string]: unknown;
-            }[];
+            events: components["schemas"]["PublishRequest"][];
         };
         RetryRequest: {
             event_id: string;
