@@ -335,7 +335,10 @@ export function TopicPicker({ value, onChange, hideLegend }: { value: string[]; 
   const all = value.includes('*');
   const configured = (topics.data ?? []).filter((t) => !t.includes('*'));
   const free = (topics.data ?? []).some((t) => t.includes('*'));
-  const [text, setText] = useState(() => value.filter((t) => t !== '*' && !configured.includes(t)).join(', '));
+  // The box holds the topics no checkbox shows, read from the value once the topics are known (not
+  // before: then every topic would count as typed), and as typed while it is edited.
+  const [typing, setTyping] = useState<string | null>(null);
+  const text = typing ?? (topics.data ? value.filter((t) => t !== '*' && !configured.includes(t)).join(', ') : '');
   const chosen = value.filter((t) => t !== '*');
   const toggle = (t: string, on: boolean) => onChange(on ? [...chosen, t] : chosen.filter((x) => x !== t));
   return (
@@ -363,7 +366,7 @@ export function TopicPicker({ value, onChange, hideLegend }: { value: string[]; 
             value={text}
             placeholder="user.created, order.paid"
             onChange={(e) => {
-              setText(e.target.value);
+              setTyping(e.target.value);
               const typed = e.target.value
                 .split(',')
                 .map((x) => x.trim())

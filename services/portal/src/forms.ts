@@ -1,5 +1,5 @@
 // Form values of a type schema's fields, and the request bodies made of them.
-import type { FieldDescriptor, TypeSchema } from './api.ts';
+import { ApiError, type FieldDescriptor, type TypeSchema } from './api.ts';
 import { fieldProblem, fromRows, type KeyValue, mapPatch, rowsProblem, toRows } from './components.tsx';
 
 export type Values = Record<string, unknown>;
@@ -72,6 +72,23 @@ export function patchObject(fields: FieldDescriptor[], stored: Record<string, un
     } else if (f.type === 'checkbox') {
       if (Boolean(v) !== checked(f, before)) out[f.key] = Boolean(v);
     } else if ((v ?? '') !== (before ?? '')) out[f.key] = v === '' ? null : v;
+  }
+  return out;
+}
+
+/**
+ * The API's problems at the form's fields, by the form's keys: `at` maps a body member to the prefix
+ * of its fields' keys (`{ config: '' }`: `body.config.url` is `url`; `{ credentials: 'credentials.' }`).
+ * Deeper paths keep the rest in the message (`custom_headers`: "Content-Type is a reserved header").
+ */
+export function fieldProblems(error: unknown, at: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!(error instanceof ApiError)) return out;
+  for (const p of error.problems) {
+    const [member, field, ...rest] = p.path.replace(/^body\./, '').split('.');
+    if (member === undefined || field === undefined || !(member in at)) continue;
+    const key = `${at[member]}${field}`;
+    out[key] ??= rest.length ? `${rest.join('.')} ${p.message}` : p.message;
   }
   return out;
 }

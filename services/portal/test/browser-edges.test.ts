@@ -1,7 +1,8 @@
 // The portal where end users slip or the world moves under it, in a real browser against embedded
 // mode: a checkbox whose default is on, destination ids that look like file names, a page opened in
 // a new tab, the type list failing to load, a clipboard the browser withholds, a disabled
-// destination, an entry with no name, and the tenant deleted while the portal is open.
+// destination, an entry with no name, a refusal the form could not foresee, topics beside a
+// wildcard, and the tenant deleted while the portal is open.
 import t from 'tap';
 
 process.env.SWITCHYARD_E2E_MODE = 'embedded';
@@ -12,7 +13,7 @@ type Dest = { id: string; config: Record<string, unknown>; disabled_at: string |
 
 t.test('the portal at its edges, embedded mode', { timeout: 600_000 }, async (t) => {
   buildPortal();
-  const { base, admin, receiver } = await deploy(t, 'embedded');
+  const { base, admin, receiver } = await deploy(t, 'embedded', { TOPICS: 'user.created,order.paid,audit.*' });
   const browser = await launch(t);
   t.equal((await admin('PUT', '/api/v1/tenants/edge')).status, 201);
   const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });
@@ -119,6 +120,59 @@ t.test('the portal at its edges, embedded mode', { timeout: 600_000 }, async (t)
     await page.getByLabel('Metadata value 1').fill('lost');
     await page.getByRole('button', { name: 'Save metadata' }).click();
     t.equal(await page.getByText(/Every entry with a value needs a name/).count(), 2, 'the metadata entry too');
+  });
+
+  t.test('what the API refuses is shown at the field', async (t) => {
+    await page.goto(`${base}/portal/new`);
+    await page.locator('label.type-card', { hasText: 'Webhook' }).click();
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('button', { name: 'Next' }).click();
+    // The pattern takes it; the API's address check does not.
+    await page.getByRole('textbox', { name: 'URL', exact: true }).fill('http://[::1');
+    await page.getByRole('button', { name: 'Add custom header' }).click();
+    await page.getByLabel('Custom headers name 1').fill('Content-Type');
+    await page.getByLabel('Custom headers value 1').fill('text/plain');
+    await page.getByRole('button', { name: 'Create destination' }).click();
+    await page.locator('.field-error', { hasText: /^URL .+/ }).waitFor();
+    await page.locator('.field-error', { hasText: /^Content-Type .*reserved/ }).waitFor();
+    t.pass('each refusal beside its field');
+  });
+
+  t.test('the typed-topics box holds only what no checkbox shows', async (t) => {
+    const r = await admin<Dest>('POST', '/api/v1/tenants/edge/destinations', {
+      type: 'webhook',
+      topics: ['order.paid'],
+      config: { url: `${receiver.url}/topics` },
+    });
+    await page.goto(`${base}/portal/destinations/${r.body.id}`);
+    const box = page.getByRole('textbox', { name: 'Topics (comma separated)' });
+    await box.waitFor();
+    t.equal(await box.inputValue(), '', 'order.paid is a checkbox, not typed again');
+    await page.getByRole('checkbox', { name: 'order.paid' }).uncheck();
+    await page.getByRole('checkbox', { name: 'user.created' }).check();
+    await box.fill('audit.login');
+    await page.getByRole('button', { name: 'Save topics' }).click();
+    await waitFor('the topics saved', async () => {
+      const topics = (await admin<{ topics: string[] }>('GET', `/api/v1/tenants/edge/destinations/${r.body.id}`)).body.topics;
+      return JSON.stringify(topics) === JSON.stringify(['user.created', 'audit.login']);
+    });
+    t.pass('the unticked topic stays unticked');
+    // Its deliveries can be filtered by a topic the wildcard admits, typed.
+    await admin('POST', '/api/v1/publish', { tenant_id: 'edge', topic: 'audit.login', data: { n: 1 } });
+    await waitFor('the audit.login attempt', async () => {
+      const listed = await admin<{ models: unknown[] }>('GET', `/api/v1/tenants/edge/destinations/${r.body.id}/attempts?topic=audit.login`);
+      return listed.body.models.length > 0;
+    });
+    await page.goto(`${base}/portal/destinations/${r.body.id}/deliveries`);
+    const filter = page.locator('#f-topic');
+    await filter.waitFor();
+    t.equal(
+      await filter.evaluate((e) => (e as unknown as { tagName: string }).tagName),
+      'INPUT',
+      'typed, not a list of the named topics only',
+    );
+    await filter.fill('audit.login');
+    await page.locator('table.attempts tbody tr', { hasText: 'audit.login' }).first().waitFor();
   });
 
   t.test('a disabled destination says why, and offers no retry', async (t) => {

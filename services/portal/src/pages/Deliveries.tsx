@@ -136,6 +136,9 @@ export function Deliveries({ destination }: { destination: Destination }) {
   const disabled = Boolean(destination.disabled_at);
   const page = listed.data;
   const topicChoices = (topics.data ?? []).filter((t) => !t.includes('*'));
+  // With a wildcard in TOPICS (or none set) events may have topics no list names: typed, the named
+  // ones offered.
+  const typedTopic = topicChoices.length === 0 || topicChoices.length < (topics.data ?? []).length;
 
   return (
     <div className="deliveries">
@@ -161,7 +164,7 @@ export function Deliveries({ destination }: { destination: Destination }) {
         </label>
         <label htmlFor="f-topic">
           Topic
-          {topicChoices.length ? (
+          {!typedTopic ? (
             <select id="f-topic" value={filters.topic} onChange={(e) => set({ topic: e.target.value })}>
               <option value="">Any</option>
               {topicChoices.map((t) => (
@@ -171,7 +174,20 @@ export function Deliveries({ destination }: { destination: Destination }) {
               ))}
             </select>
           ) : (
-            <input id="f-topic" value={filters.topic} placeholder="Any" onChange={(e) => set({ topic: e.target.value })} />
+            <>
+              <input
+                id="f-topic"
+                list="f-topics"
+                value={filters.topic}
+                placeholder="Any"
+                onChange={(e) => set({ topic: e.target.value })}
+              />
+              <datalist id="f-topics">
+                {topicChoices.map((t) => (
+                  <option key={t} value={t} />
+                ))}
+              </datalist>
+            </>
           )}
         </label>
         <label htmlFor="f-from">

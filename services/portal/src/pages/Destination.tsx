@@ -21,7 +21,7 @@ import {
   useNotify,
   useTypes,
 } from '../components.tsx';
-import { editableCredentials, patchObject, problemsOf, toValues, without } from '../forms.ts';
+import { editableCredentials, fieldProblems, patchObject, problemsOf, toValues, without } from '../forms.ts';
 import { OrderedForm, RateLimitForm } from './Controls.tsx';
 
 // The deliveries view carries the chart library: loaded when first shown, not with the app.
@@ -257,7 +257,10 @@ function ConfigForm({ d, schema, onSaved }: { d: Destination; schema: TypeSchema
     const found = problemsOf(schema.config_fields, values);
     setProblems(found);
     if (Object.keys(found).length) return;
-    save.mutate({ config: patchObject(schema.config_fields, d.config, values) });
+    save.mutate(
+      { config: patchObject(schema.config_fields, d.config, values) },
+      { onError: (err) => setProblems(fieldProblems(err, { config: '' })) },
+    );
   };
   return (
     <Section title="Configuration" id="s-config">

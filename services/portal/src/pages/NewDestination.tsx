@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { api, type TypeSchema } from '../api.ts';
 import { ErrorMessage, FieldInput, Loading, Markdown, TopicPicker, TypeIcon, useNotify, useTypes } from '../components.tsx';
-import { createObject, editableCredentials, problemsOf, toValues, type Values, without } from '../forms.ts';
+import { createObject, editableCredentials, fieldProblems, problemsOf, toValues, type Values, without } from '../forms.ts';
 
 const STEPS = ['Type', 'Topics', 'Configuration'] as const;
 
@@ -26,6 +26,8 @@ export function NewDestinationPage() {
       notify('Destination created.');
       navigate(`/destinations/${encodeURIComponent(d.id)}`);
     },
+    // What the API refused, at the fields too (the form checks only what the type schema says).
+    onError: (err) => setProblems((p) => ({ ...p, ...fieldProblems(err, { config: '', credentials: 'credentials.' }) })),
   });
 
   const choose = (s: TypeSchema) => {
