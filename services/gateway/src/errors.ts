@@ -3,7 +3,7 @@ import type { ErrorObject } from 'ajv';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 
 /** What a JSON value is, for a message: `null`, `a number`, `an array`. */
-export const kindOf = (v: unknown): string =>
+const kindOf = (v: unknown): string =>
   v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 
 const TYPE_WORDS: Record<string, string> = {
