@@ -332,6 +332,36 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     t.equal(at('/later').length, 3);
   });
 
+  t.test('two manual retries a moment apart take a number each', async (t) => {
+    await api('PUT', '/api/v1/tenants/twice');
+    const d = await hook('twice', '/twice');
+    // Answers take a second: the second retry is read and numbered while the first is still in
+    // flight, long before its attempt is stored.
+    rx.respond((r) => (r.url === '/twice' ? { status: 503, delayMs: at('/twice').length > 1 ? 1000 : 0 } : { status: 200 }));
+    const r = await api<{ id: string }>('POST', '/api/v1/publish', {
+      tenant_id: 'twice',
+      topic: 'user.created',
+      eligible_for_retry: false,
+      data: {},
+    });
+    const e = r.body.id;
+    await waitFor('the first attempt failed', async () => (await attemptsOf('twice', e)).some((a) => a.status === 'failed'));
+    for (let i = 0; i < 2; i++) t.equal((await api('POST', '/api/v1/retry', { event_id: e, destination_id: d })).status, 202);
+    const all = await waitFor('both manual attempts', async () => {
+      const a = await attemptsOf('twice', e);
+      return a.length >= 3 ? a : undefined;
+    });
+    t.same(
+      all.map((a) => [a.attempt_number, a.manual]).sort(([x], [y]) => Number(x) - Number(y)),
+      [
+        [1, false],
+        [2, true],
+        [3, true],
+      ],
+    );
+    t.equal(at('/twice').length, 3);
+  });
+
   t.test('a pending delivery of a type no sender runs says why it waits', async (t) => {
     await api('PUT', '/api/v1/tenants/waits');
     const created = await api<{ id: string }>('POST', '/api/v1/tenants/waits/destinations', {

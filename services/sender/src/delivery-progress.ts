@@ -3,9 +3,10 @@
  * made: an automatic retry (attempt 2 and on) or a manual one. Two things follow from it:
  * - an automatic retry of a delivery that has succeeded since (a manual retry did) is not made: no
  *   request, no attempt, as when the other service cancels the retry it scheduled;
- * - the attempt is numbered after the last one stored, so a manual retry made while an automatic
- *   one waits does not share its number (1, 2 manual, 3; not 1, 2 manual, 2). The retry schedule
- *   still counts the automatic attempts only: a manual retry does not use up the delivery's retries.
+ * - the attempt is numbered after the last one stored, or handed out here and not stored yet, so a
+ *   manual retry made while an automatic one waits does not share its number (1, 2 manual, 3; not
+ *   1, 2 manual, 2), nor do two manual retries a moment apart. The retry schedule still counts the
+ *   automatic attempts only: a manual retry does not use up the delivery's retries.
  *
  * A first attempt is never read for (one read per delivery would cost the database a query per
  * event): only retries, which are few. A success is seen once the attempts service has stored it
@@ -17,10 +18,12 @@ import { statement } from '@switchyard/shared/db/statement.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 
-export interface Stored {
-  /** The delivery's last attempt number stored (0: none yet). */
-  attempts: number;
-  succeeded: boolean;
+/** What a retry is to do, from what is stored of its delivery. */
+export interface Progress {
+  /** An automatic retry of a delivery that has succeeded since: not made. */
+  superseded: boolean;
+  /** The delivery's last attempt number, stored or handed out here lately (0: none). */
+  after: number;
 }
 
 // The delivery's primary key: created_at is its event's received_at (the partition key).
@@ -30,12 +33,27 @@ const READ_DELIVERY = statement(
    WHERE tenant_id = ? AND event_id = ? AND destination_id = ? AND created_at = ?`,
 );
 
+// Retried deliveries whose last number handed out is remembered: retries are few, and a number
+// only has to outlive the few hundred milliseconds before its attempt is stored.
+const REMEMBERED = 10_000;
+
 /** True for a delivery whose stored progress is read before it is made (a retry, automatic or manual). */
 export const isRetry = (d: DeliveryRecord): boolean => d.manual || d.attempt_number > 1;
 
+/** The number `d`'s attempt takes, `after` the delivery's last one: its retries still count from its own. */
+export const attemptNumber = (d: DeliveryRecord, after: number): number => Math.max(d.attempt_number, after + 1);
+
 export function createDeliveryProgress(db: Knex, log: Logger) {
-  /** The stored progress of `d`'s delivery; null when none is stored yet or it could not be read. */
-  return async function stored(d: DeliveryRecord): Promise<Stored | null> {
+  // A delivery's records share its destination's key, so one process makes all of them: the numbers
+  // it handed out cover the attempts not stored yet (two manual retries a moment apart).
+  const handedOut = new Map<string, number>();
+  const remember = (key: string, n: number) => {
+    handedOut.delete(key);
+    handedOut.set(key, n);
+    if (handedOut.size > REMEMBERED) handedOut.delete(handedOut.keys().next().value as string);
+  };
+
+  async function read(d: DeliveryRecord): Promise<{ attempts: number; succeeded: boolean } | null> {
     const { event } = d;
     try {
       const res = await READ_DELIVERY.run<{ rows: Array<{ attempts: number; succeeded: boolean }> }>(db, [
@@ -53,5 +71,16 @@ export function createDeliveryProgress(db: Knex, log: Logger) {
       );
       return null;
     }
+  }
+
+  /** What retry `d` is to do. A delivery not stored yet, or a read that failed: made, numbered as far as known. */
+  return async function progress(d: DeliveryRecord): Promise<Progress> {
+    const stored = await read(d);
+    if (stored?.succeeded && !d.manual) return { superseded: true, after: stored.attempts };
+    const key = `${d.event.tenant_id}\u0000${d.event.id}\u0000${d.destination.id}`;
+    // No await between this read of the numbers handed out and the remembering of this one.
+    const after = Math.max(stored?.attempts ?? 0, handedOut.get(key) ?? 0);
+    remember(key, attemptNumber(d, after));
+    return { superseded: false, after };
   };
 }

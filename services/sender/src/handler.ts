@@ -2,6 +2,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import type { AttemptRecord, DeliveryRecord, DestinationType } from '@switchyard/shared/model/index.ts';
 import { type RetryPolicy, retryDelayMs } from './backoff.ts';
 import type { CurrentState } from './destination-state.ts';
+import { attemptNumber } from './delivery-progress.ts';
 import { type Outcome, OwnFault, type Sender } from './sender.ts';
 
 export interface HandlerDeps {
@@ -56,7 +57,7 @@ export function createDeliveryHandler(deps: HandlerDeps) {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
     const started = performance.now();
-    const number = Math.max(delivery.attempt_number, after + 1);
+    const number = attemptNumber(delivery, after);
     const state = deps.current ? await deps.current(delivery.destination, delivery) : { destination: delivery.destination };
     let outcome: Outcome;
     if ('canceled' in state) {

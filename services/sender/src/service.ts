@@ -16,7 +16,7 @@ import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
-import { createDeliveryProgress, isRetry, type Stored } from './delivery-progress.ts';
+import { createDeliveryProgress, isRetry, type Progress } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -152,8 +152,8 @@ function createOutput(producer: BusProducer, tracing: boolean) {
 interface DeliveryDeps {
   rt: Runtime;
   handle: (delivery: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean, after?: number) => Promise<Handled>;
-  /** What is stored of a retry's delivery (delivery-progress.ts). */
-  stored: (delivery: DeliveryRecord) => Promise<Stored | null>;
+  /** What a retry is to do, from what is stored of its delivery (delivery-progress.ts). */
+  progress: (delivery: DeliveryRecord) => Promise<Progress>;
   scheduler: RetryScheduler;
   attemptHeaders: WeakMap<AttemptRecord, Record<string, string>>;
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
@@ -270,8 +270,8 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
       // A retry: an automatic one whose delivery has succeeded since is not made (no attempt); either
       // kind is numbered after the last attempt stored. An ordered destination retries in place.
       const d = record.value;
-      const stored = isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.stored(d) : null;
-      if (stored?.succeeded && !d.manual) {
+      const progress = isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.progress(d) : null;
+      if (progress?.superseded) {
         metrics.retriesSuperseded.inc({ type });
         deps.rt.logger.debug(
           { event_id: d.event.id, destination_id: d.destination.id, attempt_number: d.attempt_number },
@@ -279,7 +279,7 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
         );
         return async () => {};
       }
-      return deliverOne(deps, type, record, stored?.attempts ?? 0);
+      return deliverOne(deps, type, record, progress?.after ?? 0);
     },
   });
 }
@@ -366,7 +366,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const deliveryDeps: DeliveryDeps = {
     rt,
     handle,
-    stored: createDeliveryProgress(rt.db, logger),
+    progress: createDeliveryProgress(rt.db, logger),
     scheduler,
     attemptHeaders: output.attemptHeaders,
     summary,
