@@ -48,8 +48,12 @@ function stateOf(d: RoutableDestination | null, delivery: DestinationSnapshot): 
   return { destination: d.snapshot };
 }
 
+/** A destination changed (destination_id null: every destination of the tenant). */
+export type Changed = Pick<DestinationChange, 'tenant_id' | 'destination_id'>;
+
 export class DestinationState {
   private readonly entries = new Map<string, Entry>();
+  private readonly listeners: Array<(c: Changed | null) => void> = [];
   private readonly deps: DestinationStateDeps;
   private readonly now: () => number;
 
@@ -86,17 +90,23 @@ export class DestinationState {
   }
 
   /** Drops what is known of a changed destination, or of every destination of a deleted tenant. */
-  changed(c: Pick<DestinationChange, 'tenant_id' | 'destination_id'>): void {
-    if (c.destination_id !== null) {
-      this.entries.delete(keyOf(c.tenant_id, c.destination_id));
-      return;
+  changed(c: Changed): void {
+    if (c.destination_id !== null) this.entries.delete(keyOf(c.tenant_id, c.destination_id));
+    else {
+      const prefix = keyOf(c.tenant_id, '');
+      for (const k of this.entries.keys()) if (k.startsWith(prefix)) this.entries.delete(k);
     }
-    const prefix = keyOf(c.tenant_id, '');
-    for (const k of this.entries.keys()) if (k.startsWith(prefix)) this.entries.delete(k);
+    for (const l of this.listeners) l(c);
   }
 
   /** Drops everything (a change record that could not be read). */
   clear(): void {
     this.entries.clear();
+    for (const l of this.listeners) l(null);
+  }
+
+  /** Calls `listener` after a change was taken in (null: any destination may have changed). */
+  onChange(listener: (c: Changed | null) => void): void {
+    this.listeners.push(listener);
   }
 }

@@ -11,7 +11,13 @@ import { GROUP, RETRY_TIERS_SECONDS, TOPIC } from '@switchyard/shared/bus/topics
 import type { Logger } from '@switchyard/shared/log.ts';
 import { createLogSummary, type LogSummary } from '@switchyard/shared/log-summary.ts';
 import { metrics, observeAttempt, observeRetry } from '@switchyard/shared/metrics.ts';
-import type { AttemptRecord, DeliveryRecord, DestinationChange, DestinationType } from '@switchyard/shared/model/index.ts';
+import type {
+  AttemptRecord,
+  DeliveryRecord,
+  DestinationChange,
+  DestinationSnapshot,
+  DestinationType,
+} from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
@@ -336,14 +342,15 @@ export async function start(rt: Runtime): Promise<Service> {
     park: (d, dueAt, headers) => scheduler.parkUntil(d, dueAt, headers),
   });
   const cancellations = createCancellations(rt.db);
+  // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
+  const current = (s: DestinationSnapshot, d: DeliveryRecord) =>
+    d.event.deliver_at
+      ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
+      : destinations.current(s);
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
-    // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
-    current: (s, d) =>
-      d.event.deliver_at
-        ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
-        : destinations.current(s),
+    current,
     emitAttempt: output.emitAttempt,
     scheduleRetry: (d, dueAt, trace) => scheduler.schedule(d, dueAt, trace).then(() => observeRetry(tierFor(dueAt.getTime() - Date.now()))),
     retry: {
@@ -359,10 +366,12 @@ export async function start(rt: Runtime): Promise<Service> {
     turn: (d) => rateGate.parked(d),
     written: (d, h) => recordAttempt(deliveryDeps, d.destination.type, h),
     emit: output.emitAttempt,
+    canceled: async (d) => 'canceled' in (await current(d.destination, d)),
     store: createOrderedStore(rt.db),
     types,
     log: logger,
   });
+  destinations.onChange((c) => inOrder.changed(c));
   const deliveryDeps: DeliveryDeps = {
     rt,
     handle,

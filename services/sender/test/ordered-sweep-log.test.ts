@@ -25,6 +25,7 @@ t.test('a failing look for orphaned spills: one warning, repeats at debug, one l
     turn: async () => undefined,
     written: () => undefined,
     emit: unused,
+    canceled: unused,
     store: createOrderedStore(db),
     types: ['webhook'],
     log: createLogger('sender', 'debug', stream),

@@ -81,6 +81,7 @@ t.test('an event routed again after a router crash is not delivered again; a due
       turn: async () => {},
       written: () => {},
       emit: async () => {},
+      canceled: async () => false,
       store: createOrderedStore(db),
       types: ['webhook'],
       log: createLogger('test', 'silent'),
@@ -163,6 +164,7 @@ function senderOver(db: Knex, fail: (n: number, attempt: number) => boolean = ()
       turn: async () => {},
       written: () => {},
       emit,
+      canceled: async () => false,
       store,
       types: ['webhook'],
       log: createLogger('test', 'silent'),
@@ -315,3 +317,72 @@ for (const name of ['Postgres', 'PGlite'] as const) {
     },
   );
 }
+
+t.test('a blocked delivery whose destination is deleted is canceled at once, not at its next try', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  const sent: number[] = [];
+  const attempts: AttemptRecord[] = [];
+  let deleted = false;
+  let looked = 0;
+  const sender: Sender = {
+    async deliver({ event }) {
+      sent.push((event.data as { n: number }).n);
+      return { status: 'failed', code: '503', response_data: null, retryable: true };
+    },
+    close: async () => {},
+  };
+  const handle = createDeliveryHandler({
+    senders: { webhook: sender },
+    open: () => ({ credentials: {}, delivery_metadata: {} }),
+    current: async (s) => (deleted ? { canceled: 'destination_deleted' } : { destination: s }),
+    emitAttempt: async (a) => {
+      attempts.push(a);
+    },
+    scheduleRetry: async () => {},
+    // The next try an hour away: only the change can end the wait within the test.
+    retry: { schedule: [3600], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
+    timeoutMs: 1000,
+  });
+  const inOrder = createOrderedDelivery({
+    handle,
+    turn: async () => {},
+    written: () => {},
+    emit: async () => {},
+    canceled: async () => {
+      looked++;
+      return deleted;
+    },
+    store: createOrderedStore(db),
+    types: ['webhook'],
+    log: createLogger('test', 'silent'),
+  });
+  t.teardown(() => inOrder.close());
+  await consumeOne(inOrder, 300, deliveryOf(1));
+  await consumeOne(inOrder, 301, deliveryOf(2));
+  t.same(sent, [1], '2 waits behind the blocked 1');
+  await waitFor('the drain waiting for the next try of 1', () => looked === 1);
+
+  // Changed without being deleted (a new URL, say): still waits for its try.
+  inOrder.changed({ tenant_id: 't', destination_id: 'd1' });
+  await waitFor('the change looked at', () => looked === 2);
+  inOrder.changed({ tenant_id: 't', destination_id: 'other' });
+  t.equal(looked, 2, "another destination's change is not looked at");
+  t.same(sent, [1]);
+
+  deleted = true;
+  inOrder.changed({ tenant_id: 't', destination_id: null });
+  await waitFor('both canceled', () => attempts.filter((a) => a.status === 'canceled').length === 2);
+  t.same(
+    attempts.map((a) => [a.event_id, a.attempt_number, a.status]),
+    [
+      ['e1', 1, 'failed'],
+      ['e1', 2, 'canceled'],
+      ['e2', 1, 'canceled'],
+    ],
+  );
+  t.same(sent, [1], 'nothing more sent');
+  await waitFor(
+    'the spill emptied',
+    async () => Number((await db('ordered_spill').count<{ count: string }[]>('* as count'))[0]?.count) === 0,
+  );
+});

@@ -334,6 +334,8 @@ export interface OrderedDeps {
   written(delivery: DeliveryRecord, h: Handled): void;
   /** Writes an attempt to the attempts topic (again: an ended delivery's, skipped after a crash). */
   emit(attempt: AttemptRecord): Promise<void>;
+  /** True once a delivery is to be canceled, not tried (its destination deleted, disabled or re-created). */
+  canceled(delivery: DeliveryRecord): Promise<boolean>;
   store: OrderedStore;
   /** The destination types this sender delivers (the orphaned spills it drains). */
   types: string[];
@@ -373,6 +375,8 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   // A drain that ended here gives up its lease before the next one of its destination claims it.
   const releasing = new Map<string, Promise<void>>();
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
+  // Drains waiting for a blocked delivery's next try, by destination: woken when it changes.
+  const waiting = new Map<string, AbortController>();
 
   const forget = (k: string, ids: Set<string>) => {
     const rest = (unwritten.get(k) ?? []).filter((a) => !ids.has(a.id));
@@ -526,6 +530,20 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       await appending(d, () => store.spillBlocked(d, at, h.attempt.attempt_number, next.dueAt));
       return { ...h, write: async () => {} };
     },
+    /**
+     * A destination changed (destination_id null: every one of the tenant; null: any): a drain waiting
+     * for its blocked delivery's next try looks whether the delivery is now to be canceled.
+     */
+    changed(c: { tenant_id: string; destination_id: string | null } | null): void {
+      for (const [k, wake] of waiting) {
+        const hit =
+          c === null ||
+          (c.destination_id === null
+            ? k.startsWith(`${c.tenant_id}\u0000`)
+            : k === keyOf({ tenant_id: c.tenant_id, destination_id: c.destination_id }));
+        if (hit) wake.abort();
+      }
+    },
     /** Stops the drains (a delivery waiting for its retry stays spilled and blocking) and gives up their leases. */
     async close(): Promise<void> {
       clearInterval(sweep);
@@ -611,6 +629,29 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
   }
 
+  /**
+   * Waits until `dueAt` for a blocked delivery's next try, or less: a change of its destination that
+   * cancels it (deleted, disabled, created again under its id) ends the wait, so the deliveries behind
+   * it (the new destination's too) do not wait for a try that can only be canceled.
+   */
+  async function untilDue(d: DeliveryRecord, dueAt: number, signal: AbortSignal): Promise<void> {
+    const k = keyOf(destOf(d));
+    for (;;) {
+      const wake = new AbortController();
+      waiting.set(k, wake);
+      try {
+        // Looked at first too: a change may have come while the last try was made.
+        if (await deps.canceled(d).catch(() => false)) return;
+        await sleep(Math.max(0, dueAt - now()), AbortSignal.any([signal, wake.signal]));
+        return;
+      } catch (err) {
+        if (signal.aborted) throw err;
+      } finally {
+        if (waiting.get(k) === wake) waiting.delete(k);
+      }
+    }
+  }
+
   /** One spilled delivery, tried until it ends; then off the spill. */
   async function drainOne({ delivery: d, at }: Spilled, signal: AbortSignal): Promise<void> {
     const dest = destOf(d);
@@ -639,7 +680,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     if (block && block.event_id === d.event.id && block.attempt_number >= d.attempt_number) {
       blocked = true;
       d = { ...d, attempt_number: block.attempt_number + 1 };
-      await sleep(Math.max(0, block.next_attempt_at.getTime() - now()), signal);
+      await untilDue(d, block.next_attempt_at.getTime(), signal);
     }
     for (;;) {
       if (signal.aborted) throw signal.reason;
@@ -655,8 +696,8 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       blocked = true;
       metrics.orderedRetries.inc({ type: d.destination.type });
       await store.set(d, h.attempt.attempt_number, h.next.dueAt);
-      await sleep(Math.max(0, h.next.dueAt.getTime() - now()), signal);
       d = h.next.delivery;
+      await untilDue(d, h.next.dueAt.getTime(), signal);
     }
   }
 }
