@@ -138,6 +138,27 @@ t.test('the portal at its edges, embedded mode', { timeout: 600_000 }, async (t)
     t.pass('each refusal beside its field');
   });
 
+  t.test('credentials the API refuses: said at the field, nothing stored', async (t) => {
+    const credentials = { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=k' };
+    const created = await admin<Dest>('POST', '/api/v1/tenants/edge/destinations', {
+      type: 'servicebus',
+      topics: '*',
+      config: { name: 'orders' },
+      credentials,
+    });
+    t.equal(created.status, 201);
+    const before = (created.body as unknown as { credentials: Record<string, string> }).credentials;
+    await page.goto(`${base}/portal/destinations/${created.body.id}`);
+    // The field's pattern takes it; the API wants the key in it too.
+    await page.getByRole('textbox', { name: 'Connection string' }).fill('Endpoint=sb://ns.servicebus.windows.net/;EntityPath=orders');
+    await page.getByRole('button', { name: 'Save credentials' }).click();
+    await page.locator('.field-error', { hasText: /must hold SharedAccessKeyName/ }).waitFor();
+    const masked = async () =>
+      (await admin<{ credentials: Record<string, string> }>('GET', `/api/v1/tenants/edge/destinations/${created.body.id}`)).body
+        .credentials;
+    t.same(await masked(), before, 'the stored credentials are unchanged');
+  });
+
   t.test('the typed-topics box holds only what no checkbox shows', async (t) => {
     const r = await admin<Dest>('POST', '/api/v1/tenants/edge/destinations', {
       type: 'webhook',

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from 'react';
 import { Link, NavLink, useNavigate, useParams } from 'react-router';
-import { api, type Destination, type TypeSchema } from '../api.ts';
+import { api, type Destination, type FieldDescriptor, type TypeSchema } from '../api.ts';
 import {
   ConfirmButton,
   ErrorMessage,
@@ -191,8 +191,19 @@ function Settings({
   return (
     <div className="settings">
       <TopicsForm d={d} onSaved={onSaved} />
-      <ConfigForm d={d} schema={schema} onSaved={onSaved} />
-      {d.type === 'webhook' ? <SecretPanel d={d} onSaved={onSaved} /> : <CredentialsForm d={d} schema={schema} onSaved={onSaved} />}
+      <FieldsForm d={d} member="config" fields={schema.config_fields} title="Configuration" onSaved={onSaved} />
+      {d.type === 'webhook' ? (
+        <SecretPanel d={d} onSaved={onSaved} />
+      ) : (
+        <FieldsForm
+          d={d}
+          member="credentials"
+          fields={editableCredentials(schema)}
+          title="Credentials"
+          help="Stored encrypted. Secret values are shown masked; type a new value to replace one."
+          onSaved={onSaved}
+        />
+      )}
       <FilterForm d={d} onSaved={onSaved} />
       <MetadataForm d={d} onSaved={onSaved} />
       <RateLimitForm d={d} onSaved={onSaved} />
@@ -247,25 +258,49 @@ function TopicsForm({ d, onSaved }: { d: Destination; onSaved: (d: Destination) 
   );
 }
 
-function ConfigForm({ d, schema, onSaved }: { d: Destination; schema: TypeSchema; onSaved: (d: Destination) => void }) {
-  const [values, setValues] = useState(() => toValues(schema.config_fields, d.config));
+/**
+ * A destination's config or credentials as a form of its type's fields. Only what changed is sent
+ * (credentials come back masked: a value left as shown is kept), checked here first; the API's
+ * refusals are shown at their fields.
+ */
+function FieldsForm({
+  d,
+  member,
+  fields,
+  title,
+  help,
+  onSaved,
+}: {
+  d: Destination;
+  member: 'config' | 'credentials';
+  fields: FieldDescriptor[];
+  title: string;
+  help?: string;
+  onSaved: (d: Destination) => void;
+}) {
+  const stored = d[member];
+  const [values, setValues] = useState(() => toValues(fields, stored));
   const [problems, setProblems] = useState<Record<string, string>>({});
-  const save = useSave(d, onSaved, 'Configuration saved.');
-  if (!schema.config_fields.length) return null;
+  const save = useSave(d, onSaved, `${title} saved.`);
+  if (!fields.length) return null;
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    const found = problemsOf(schema.config_fields, values);
+    const patch = patchObject(fields, stored, values);
+    // A value left as stored is not checked (a masked secret need not match its pattern); entries
+    // always are (one without a name changes nothing in the patch, and is refused).
+    const found = problemsOf(
+      fields.filter((f) => f.key in patch || f.type === 'key_value_map'),
+      values,
+    );
     setProblems(found);
     if (Object.keys(found).length) return;
-    save.mutate(
-      { config: patchObject(schema.config_fields, d.config, values) },
-      { onError: (err) => setProblems(fieldProblems(err, { config: '' })) },
-    );
+    save.mutate({ [member]: patch }, { onError: (err) => setProblems(fieldProblems(err, { [member]: '' })) });
   };
   return (
-    <Section title="Configuration" id="s-config">
+    <Section title={title} id={member === 'config' ? 's-config' : 's-creds'}>
+      {help && <p className="help">{help}</p>}
       <form onSubmit={submit} noValidate>
-        {schema.config_fields.map((f) => (
+        {fields.map((f) => (
           <FieldInput
             key={f.key}
             field={f}
@@ -280,35 +315,7 @@ function ConfigForm({ d, schema, onSaved }: { d: Destination; schema: TypeSchema
         <ErrorMessage error={save.error} />
         <div className="actions">
           <button type="submit" className="primary" disabled={save.isPending}>
-            Save configuration
-          </button>
-        </div>
-      </form>
-    </Section>
-  );
-}
-
-/** Credentials of other types: stored values come back masked; only what is typed is sent. */
-function CredentialsForm({ d, schema, onSaved }: { d: Destination; schema: TypeSchema; onSaved: (d: Destination) => void }) {
-  const fields = editableCredentials(schema);
-  const [values, setValues] = useState(() => toValues(fields, d.credentials));
-  const save = useSave(d, onSaved, 'Credentials saved.');
-  if (!fields.length) return null;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    save.mutate({ credentials: patchObject(fields, d.credentials, values) });
-  };
-  return (
-    <Section title="Credentials" id="s-creds">
-      <p className="help">Stored encrypted. Secret values are shown masked; type a new value to replace one.</p>
-      <form onSubmit={submit} noValidate>
-        {fields.map((f) => (
-          <FieldInput key={f.key} field={f} value={values[f.key]} onChange={(v) => setValues((x) => ({ ...x, [f.key]: v }))} />
-        ))}
-        <ErrorMessage error={save.error} />
-        <div className="actions">
-          <button type="submit" className="primary" disabled={save.isPending}>
-            Save credentials
+            Save {title.toLowerCase()}
           </button>
         </div>
       </form>
