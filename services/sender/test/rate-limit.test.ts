@@ -141,25 +141,32 @@ const minSpacing = (times: number[]) => {
 
 /**
  * A backlog of `n` offered at the times `arrivals` gives (ms), each parked delivery released by the
- * retry scheduler TURN_LEAD_MS before its turn and back `transit(i)` ms after that (produced, read,
- * queued behind its key), as the sender offers them: the real starts and how often each delivery
- * was parked.
+ * retry scheduler TURN_LEAD_MS before it is due and back `transit(i)` ms after that (produced, read,
+ * queued behind its key), as the sender offers them, under the limit `limitAt` gives at the time:
+ * the real starts, the deliveries in the order they started, and how often each was parked.
  */
-async function drain(n: number, arrivals: (i: number) => number, transit: (i: number) => number) {
+async function drain(
+  n: number,
+  arrivals: (i: number) => number,
+  transit: (i: number) => number,
+  limitAt: (ms: number) => { per_second: number } = () => ({ per_second: 10 }),
+) {
   const c = onClock();
-  const limit = { per_second: 10 };
   const starts: number[] = [];
+  const order: number[] = [];
   const parksOf = new Array<number>(n).fill(0);
   const offer = async (i: number, turnAt?: number): Promise<void> => {
-    const a = c.limiter.admit('a', limit, false, turnAt === undefined ? undefined : turnAt - c.at());
+    const a = c.limiter.admit('a', limitAt(c.at()), false, turnAt === undefined ? undefined : turnAt - c.at());
     if (!a) throw new Error('a limited destination is always admitted through the limiter');
     if ('go' in a) {
       await a.go;
       starts.push(c.at());
+      order.push(i);
       return;
     }
     parksOf[i] = (parksOf[i] as number) + 1;
-    const turn = c.at() + a.parkMs;
+    // As the sender's gate: parked again for its turn, it keeps the turn it carries.
+    const turn = a.turnKept && turnAt !== undefined ? turnAt : c.at() + a.parkMs;
     await c.sleep(a.parkMs - TURN_LEAD_MS + transit(i));
     await offer(i, turn);
   };
@@ -168,7 +175,7 @@ async function drain(n: number, arrivals: (i: number) => number, transit: (i: nu
   await c.run();
   await Promise.all(all);
   starts.sort((a, b) => a - b);
-  return { starts, parksOf, gap: gapOf(limit) };
+  return { starts, order, parksOf, gap: gapOf(limitAt(0)) };
 }
 
 t.test('a parked backlog drains at the limit: each delivery keeps its turn and is parked once', async (t) => {
@@ -208,11 +215,44 @@ t.test('offered five times the limit for three seconds, some back late: drained 
   );
 });
 
+t.test('a limit lowered while a backlog is parked: drained in the order it came, at the new limit', async (t) => {
+  // 60 at once under 10/s; at 1.5 s the limit is 2/s; 10 more come at 2 s.
+  const lowered = 1500;
+  const { starts, order } = await drain(
+    70,
+    (i) => (i < 60 ? 0 : 2000),
+    (i) => (i * 37) % 250,
+    (ms) => ({ per_second: ms < lowered ? 10 : 2 }),
+  );
+  t.same(
+    order,
+    Array.from({ length: 70 }, (_, i) => i),
+    'every delivery started in the order it came',
+  );
+  const after = starts.filter((s) => s >= lowered + HOLD_MS);
+  t.ok(after.length > 50, `${after.length} started after the change took hold`);
+  t.ok(maxIn(after, 1000 + SLACK_MS) <= 2, `at most 2 in any 1.1 s once lowered (saw ${maxIn(after, 1000 + SLACK_MS)})`);
+});
+
+t.test('a limit raised while a backlog is parked: the backlog keeps its turns, later deliveries come after it', async (t) => {
+  const { order } = await drain(
+    40,
+    (i) => (i < 30 ? 0 : 2000),
+    (i) => (i * 37) % 250,
+    (ms) => ({ per_second: ms < 1500 ? 2 : 10 }),
+  );
+  t.same(
+    order,
+    Array.from({ length: 40 }, (_, i) => i),
+    'every delivery started in the order it came',
+  );
+});
+
 t.test('a parked delivery back early is parked again for its turn; one back far too late takes a new turn', async (t) => {
   const { limiter } = onClock();
   const limit = { per_second: 10 };
   const early = limiter.admit('a', limit, false, 2000);
-  t.same(early, { parkMs: 2000 }, 'early: parked until its turn, the turn kept');
+  t.same(early, { parkMs: 2000, turnKept: true }, 'early: parked until its turn, the turn kept');
   // Others fill the hold: one back late queues behind them only as far as the hold allows.
   for (let i = 0; i < 5; i++) limiter.admit('a', limit);
   const late = limiter.admit('a', limit, false, -3000);

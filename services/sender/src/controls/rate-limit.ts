@@ -20,6 +20,13 @@
  * came, and holds no slot of the partition while it waits: other destinations and tenants are not
  * slowed. A turn sooner than MIN_PARK_MS is not given to a parked delivery: the shortest tier would
  * bring it back late, into the turns of others.
+ *
+ * A limit lowered while deliveries are parked stretches the turns given before it (a `Stretch`, from
+ * the moment it was seen): a parked delivery back for its turn is mapped to its place at the new
+ * spacing and parked again until then, keeping the turn it was given (the mapping is of that one),
+ * and new deliveries take turns after the stretched backlog, so it still drains in the order it came.
+ * A limit raised gives no earlier turns to deliveries already parked (they cannot be called back
+ * sooner): the backlog drains at the old spacing, new deliveries after it.
  */
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord, RateLimit } from '@switchyard/shared/model/index.ts';
@@ -76,10 +83,32 @@ interface KeyState {
   next: number;
   /** The turns of the deliveries waiting in memory now. */
   turns: number[];
+  /** Limits lowered while turns were given ahead, oldest first. */
+  stretches: Stretch[];
 }
 
-/** Go once `go` resolves; or park until `parkMs` from now, its turn then. */
-export type Admission = { go: Promise<void> } | { parkMs: number };
+/** A limit lowered at `at`: a turn given before it, between `at` and `until` (the next turn then), is `ratio` as far from `at`. */
+interface Stretch {
+  at: number;
+  until: number;
+  ratio: number;
+}
+
+/** How long a stretch is kept after the last turn it moved: parked deliveries back later than that take a new turn anyway. */
+const STRETCH_KEPT_MS = 60_000;
+
+/** `turn` where the limits lowered since it was given put it. */
+function stretched(s: KeyState, turn: number): number {
+  let t = turn;
+  for (const x of s.stretches) if (t > x.at && t < x.until) t = x.at + (t - x.at) * x.ratio;
+  return t;
+}
+
+/**
+ * Go once `go` resolves; or park until `parkMs` from now, its turn then. `turnKept`: a parked delivery
+ * back early, parked again; it keeps the turn it carries (which a stretch maps to `parkMs`).
+ */
+export type Admission = { go: Promise<void> } | { parkMs: number; turnKept?: true };
 
 export interface RateLimiterOptions {
   now?: () => number;
@@ -121,6 +150,12 @@ export class RateLimiter {
     const now = this.now();
     const { minGap, window } = spacingOf(limit, gap);
     let s = this.keys.get(key);
+    if (s?.stretches.length) s.stretches = s.stretches.filter((x) => x.at + (x.until - x.at) * x.ratio + STRETCH_KEPT_MS > now);
+    // Lowered with turns given ahead: those turns stretch to the new spacing (see above).
+    if (s && gap > s.gap && s.next > now) {
+      s.stretches.push({ at: now, until: s.next, ratio: gap / s.gap });
+      s.next = now + (s.next - now) * (gap / s.gap);
+    }
     // A changed limit applies from the next turn on (the start history kept while its window is the same).
     if (!s || s.starts.length !== window) {
       s = {
@@ -131,13 +166,15 @@ export class RateLimiter {
         lastStart: s?.lastStart ?? Number.NEGATIVE_INFINITY,
         next: s?.next ?? now,
         turns: s?.turns ?? [],
+        stretches: s?.stretches ?? [],
       };
       this.keys.set(key, s);
     }
     s.gap = gap;
     s.minGap = minGap;
     if (turnInMs !== undefined && Number.isFinite(turnInMs)) {
-      if (!hold && turnInMs > this.holdMs) return { parkMs: Math.ceil(turnInMs) };
+      turnInMs = stretched(s, now + turnInMs) - now;
+      if (!hold && turnInMs > this.holdMs) return { parkMs: Math.ceil(turnInMs), turnKept: true };
       // Back late: after every delivery waiting here (their turns are due too, or about to be).
       const turn = this.soonest(s, now + Math.max(0, turnInMs), turnInMs > 0 ? now + turnInMs : Number.POSITIVE_INFINITY);
       if (hold || turn - now <= this.holdMs) return this.wait(s, turn);
@@ -261,7 +298,8 @@ export function createRateGate(deps: RateGateDeps) {
         return false;
       }
       const dueAt = new Date(Date.now() + admission.parkMs);
-      await deps.park({ ...delivery, turn_at: dueAt.toISOString() }, dueAt, headers);
+      const turnAt = admission.turnKept ? (delivery.turn_at as string) : dueAt.toISOString();
+      await deps.park({ ...delivery, turn_at: turnAt }, dueAt, headers);
       metrics.rateLimited.inc({ type, outcome: 'parked' });
       return true;
     },
