@@ -11,7 +11,7 @@
  * and a delivery in flight when it went is published once more on the new one within its deadline,
  * so it is not lost (at least once, as every type). While the broker blocks publishers (a resource
  * alarm) a delivery fails as throttled and the connection is dropped, so nothing it held is
- * published behind the retry's back.
+ * published behind the retry's back. A message the broker nacks fails as rejected.
  */
 import { isIP } from 'node:net';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
@@ -36,6 +36,8 @@ class BrokerError extends Error {
 }
 
 const ABORTED = Symbol('aborted');
+/** How amqplib fails the confirm of a message the broker nacked. */
+const NACKED = 'message nacked';
 
 /** host:port of `server_url`, or why it is not one. */
 export function parseServerUrl(s: string): { host: string; port: number } | string {
@@ -71,6 +73,8 @@ export function rabbitFailure(err: unknown): Outcome {
     return failed(reason, message, { reply_code: code });
   }
   if (/ACCESS.REFUSED/i.test(message)) return failed('unauthorized', message);
+  // A queue full with reject-publish, or any other refusal of this one message.
+  if (message === NACKED) return failed('rejected', 'the broker nacked the message');
   const { reason, message: m } = classifyNetworkError(err);
   return failed(reason, m);
 }
@@ -198,8 +202,9 @@ export function createRabbitSender(opts: RabbitSenderOptions): TypeSender {
                 { contentType: 'application/json', persistent: true, headers, messageId, timestamp: Math.floor(Date.now() / 1000) },
                 (err) => {
                   waiting.delete(onLost);
-                  // A nack, or the channel closed before confirming: the broker's reason when it gave one.
-                  if (err) reject(lastClose instanceof BrokerError ? lastClose : err);
+                  // A nack is the broker refusing this message on a healthy channel; a channel that closed
+                  // before confirming has the broker's reason when it gave one.
+                  if (err) reject(err.message === NACKED || !(lastClose instanceof BrokerError) ? err : lastClose);
                   else resolve();
                 },
               );

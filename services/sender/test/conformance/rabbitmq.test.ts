@@ -108,6 +108,14 @@ conformance({
           };
         },
         invalid_config: async (good) => ({ target: { ...good, config: { ...good.config, server_url: '127.0.0.1:99999' } } }),
+        // A full queue that refuses new messages: the broker nacks the publish.
+        rejected: async (good) => {
+          const exchange = `${String(good.config.exchange)}.full`;
+          await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: true });
+          const q = await ch.assertQueue('', { exclusive: true, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+          await ch.bindQueue(q.queue, exchange, '#');
+          return { target: { ...good, config: { ...good.config, exchange } } };
+        },
       },
       checkReceived(t, r, event) {
         t.equal(r.extra?.routingKey, event.topic, 'routed by the event topic');

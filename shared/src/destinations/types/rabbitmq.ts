@@ -14,7 +14,7 @@ export const rabbitmq: DestinationTypeDef = {
     '2. Create a user for Switchyard in the virtual host `/` with write permission on the exchange, for example `rabbitmqctl set_permissions -p / switchyard "^$" "^events$" "^$"` (configure nothing, write `events`, read nothing).',
     '3. Enter the broker as `host:port` (5672, or 5671 with TLS on), the exchange, and the user. Turn TLS on to connect with `amqps`.',
     '',
-    'A missing exchange fails the delivery (not_found); a broker that blocks publishers (a memory or disk alarm) fails it as throttled, and it is retried.',
+    'A missing exchange fails the delivery (not_found); a message the broker nacks (for example a full queue with `x-overflow: reject-publish`) fails as rejected; while a broker blocks publishers (a memory or disk alarm) every delivery fails as throttled. Rejected and throttled deliveries are retried.',
   ].join('\n'),
   config_fields: [
     {
