@@ -17,7 +17,16 @@ export interface AwsClientConfig {
   credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   requestHandler: NodeHttpHandler;
   maxAttempts: number;
+  logger: typeof QUIET;
 }
+
+const nothing = () => {};
+/**
+ * The SDK's logger. Without one, the SQS client writes a plain-text console.warn for every request
+ * whose queue URL host is not its endpoint's (an emulator, a VPC endpoint); failures come back as
+ * errors, so nothing it would log is needed.
+ */
+const QUIET = { trace: nothing, debug: nothing, info: nothing, warn: nothing, error: nothing };
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -43,6 +52,7 @@ export function awsClientConfig(target: Target, allow: AllowList, fallbackRegion
       httpsAgent: new https.Agent({ keepAlive: true, maxSockets: 64, lookup }),
     }),
     maxAttempts: 1,
+    logger: QUIET,
   };
 }
 

@@ -2,7 +2,9 @@
  * sqs delivery (../shared/spec/contract-details.md, "How each type delivers"): the body is the event
  * data as JSON text; the metadata map travels as one String message attribute `metadata` holding it
  * as JSON. A FIFO queue (`.fifo`) gets the event id as deduplication id and the destination id as
- * message group, per message, so a retry is not delivered twice within SQS's five-minute window.
+ * message group, per message, so a retry is not delivered twice within SQS's five-minute window
+ * (an id over SQS's 128 characters as its SHA-256 in hex). A message refused for its size fails
+ * as rejected, alone or in a batch.
  *
  * A destination's deliveries are coalesced into SendMessageBatch requests (batch.ts): up to 10
  * messages and 256 KiB a request. A batch goes once full, else after SQS_BATCH_WAIT_MS if none of the
@@ -12,12 +14,13 @@
  * refused credentials, the network) fails each of its deliveries as a single request would have,
  * except one refused for what it carries, sent again a message a request (`refusedAlone`).
  */
+import { createHash } from 'node:crypto';
 import { type SendMessageBatchRequestEntry, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
 import { createCoalescer, refusedAlone } from '../batch.ts';
 import type { AllowList } from '../egress.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
-import { type Outcome, succeeded, type TypeSender } from '../sender.ts';
+import { failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 
 /** SendMessageBatch's limits: 10 entries, 256 KiB of bodies and attributes together. */
 export const SQS_BATCH = { maxEntries: 10, maxBytes: 256 * 1024 } as const;
@@ -26,10 +29,24 @@ export const SQS_BATCH_WAIT_MS = 3;
 
 type Entry = Omit<SendMessageBatchRequestEntry, 'Id'>;
 
-/** The region in an AWS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>), if it is one. */
+/**
+ * The region in an AWS queue URL, if it is one: sqs.<region>.amazonaws.com, sqs-fips.<region>...,
+ * the legacy <region>.queue.amazonaws.com and a VPC endpoint's <id>.sqs.<region>.vpce.amazonaws.com.
+ */
 export function regionOfQueueUrl(url: string): string | undefined {
-  return /^https?:\/\/sqs[.-]([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?\//.exec(url)?.[1];
+  const host = /^https?:\/\/([^/:?#]+)(?::\d+)?\//i.exec(url)?.[1]?.toLowerCase();
+  if (!host) return undefined;
+  return (
+    /(?:^|\.)sqs(?:-fips)?[.-]([a-z0-9-]+)\.(?:vpce\.)?amazonaws\.com(?:\.cn)?$/.exec(host)?.[1] ??
+    /^([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?$/.exec(host)?.[1]
+  );
 }
+
+/** SQS takes FIFO group and deduplication ids of at most 128 characters; a longer id is hashed (stable across retries). */
+const fifoId = (id: string) => (id.length > 128 ? createHash('sha256').update(id).digest('hex') : id);
+
+/** SQS's refusal of one message over the queue's MaximumMessageSize ("Message must be shorter than N bytes"). */
+const TOO_LARGE = /must be shorter than \d+ bytes|MaximumMessageSize/i;
 
 export function createSqsSender(opts: { allow: AllowList; batchWaitMs?: number }): TypeSender {
   return {
@@ -58,6 +75,20 @@ export function createSqsSender(opts: { allow: AllowList; batchWaitMs?: number }
             );
           } catch (err) {
             const outcome = awsFailure(err, signal);
+            // One message refused for its size is that event's refusal, not a queue that can never work.
+            if (
+              entries.length === 1 &&
+              outcome.response_data?.reason === 'invalid_config' &&
+              TOO_LARGE.test(String(outcome.response_data.message))
+            ) {
+              return [
+                failed('rejected', String(outcome.response_data.message), {
+                  ...outcome.response_data,
+                  reason: 'rejected',
+                  batch_entry: true,
+                }),
+              ];
+            }
             return entries.map(() => outcome);
           }
         }),
@@ -70,7 +101,7 @@ export function createSqsSender(opts: { allow: AllowList; batchWaitMs?: number }
           const entry: Entry = {
             MessageBody: body,
             MessageAttributes: { metadata: { DataType: 'String', StringValue: metadata } },
-            ...(fifo ? { MessageGroupId: target.id, MessageDeduplicationId: event.id } : {}),
+            ...(fifo ? { MessageGroupId: fifoId(target.id), MessageDeduplicationId: fifoId(event.id) } : {}),
           };
           // SQS counts the body and each attribute's name, type and value.
           const bytes = Buffer.byteLength(body, 'utf8') + Buffer.byteLength(metadata, 'utf8') + 'metadata'.length + 'String'.length;

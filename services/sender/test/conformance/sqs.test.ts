@@ -1,6 +1,7 @@
 // Conformance fixture: sqs, run twice: against ElasticMQ (the SQS protocol, from Maven Central) and
 // against moto (PyPI), each behind the AWS gate, which checks each request's signature against its
 // key table (neither peer checks one), throttles and fails batch entries on request.
+import { createHash } from 'node:crypto';
 import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startAwsGate } from '@switchyard/shared/testing/peers/aws-gate.ts';
 import { startElasticMq } from '@switchyard/shared/testing/peers/elasticmq.ts';
@@ -19,14 +20,21 @@ interface SqsPeer {
   name: string;
   /** The region queues are made in and signed for. */
   region: string;
+  /** Whether it refuses a message over a queue's MaximumMessageSize (ElasticMQ takes any size). */
+  enforcesMaxMessageSize: boolean;
   /** Starts the peer on `port`; its queue URLs must name `publicPort` (the gate in front). */
   start(t: Teardown, port: number, publicPort: number): Promise<unknown>;
 }
 
 const PEERS: SqsPeer[] = [
-  { name: 'ElasticMQ', region: 'elasticmq', start: (t, port, publicPort) => startElasticMq(t, { port, publicPort }) },
+  {
+    name: 'ElasticMQ',
+    region: 'elasticmq',
+    enforcesMaxMessageSize: false,
+    start: (t, port, publicPort) => startElasticMq(t, { port, publicPort }),
+  },
   // moto names its queue URLs after the request's Host, the gate's.
-  { name: 'moto', region: 'us-east-1', start: (t, port) => startMoto(t, { port }) },
+  { name: 'moto', region: 'us-east-1', enforcesMaxMessageSize: true, start: (t, port) => startMoto(t, { port }) },
 ];
 
 for (const upstream of PEERS) sqsConformance(upstream);
@@ -143,6 +151,55 @@ function sqsConformance(upstream: SqsPeer): void {
       senderWithWait: (waitMs) => createSqsSender({ allow, batchWaitMs: waitMs }),
     }),
     cases: {
+      'a message over the queue’s MaximumMessageSize, sent alone, is rejected and retried': async (t, peer, deliver) => {
+        if (!upstream.enforcesMaxMessageSize) {
+          t.comment(`${upstream.name} takes a message of any size`);
+          return;
+        }
+        const base = await peer.destination();
+        const q = await admin.send(
+          new CreateQueueCommand({ QueueName: `conf-small-${Date.now().toString(36)}`, Attributes: { MaximumMessageSize: '1024' } }),
+        );
+        const target = { ...base, id: `${base.id}_small`, config: { ...base.config, queue_url: String(q.QueueUrl) } };
+        const out = await deliver(target, sampleEvent({ data: { blob: 'x'.repeat(2048) } }));
+        t.match(out, { status: 'failed', retryable: true, response_data: { reason: 'rejected' } }, JSON.stringify(out.response_data));
+        t.match(await deliver(target, sampleEvent()), { status: 'success' }, 'a small one goes through');
+      },
+      'a queue URL other than the endpoint writes nothing to the console': async (t, peer, deliver) => {
+        const good = await peer.destination();
+        // No endpoint: the SDK resolves AWS's for the region and sends to the queue URL's host instead.
+        const { endpoint: _, ...config } = good.config;
+        const target = { ...good, id: `${good.id}_noendpoint`, config };
+        const warned: unknown[] = [];
+        const warn = console.warn;
+        console.warn = (...args: unknown[]) => warned.push(args);
+        t.teardown(() => {
+          console.warn = warn;
+        });
+        t.match(await deliver(target, sampleEvent()), { status: 'success' });
+        console.warn = warn;
+        t.same(warned, [], 'no console.warn');
+      },
+      'a FIFO queue: ids over 128 characters are sent as their SHA-256': async (t, peer, deliver) => {
+        const base = await peer.destination();
+        const q = await admin.send(
+          new CreateQueueCommand({ QueueName: `conf-fifo-long-${Date.now().toString(36)}.fifo`, Attributes: { FifoQueue: 'true' } }),
+        );
+        const target = { ...base, id: `des_${'d'.repeat(196)}`, config: { ...base.config, queue_url: String(q.QueueUrl) } };
+        const event = sampleEvent();
+        event.id = `${event.id}_${'e'.repeat(250 - event.id.length)}`;
+        t.match(await deliver(target, event), { status: 'success' });
+        const r = await admin.send(
+          new ReceiveMessageCommand({
+            QueueUrl: String(q.QueueUrl),
+            MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
+            WaitTimeSeconds: 0,
+          }),
+        );
+        const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+        t.equal(r.Messages?.[0]?.Attributes?.MessageGroupId, sha(target.id), 'message group = the SHA-256 of the destination id');
+        t.equal(r.Messages?.[0]?.Attributes?.MessageDeduplicationId, sha(event.id), 'deduplication id = the SHA-256 of the event id');
+      },
       'a FIFO queue: group and deduplication id per message of a batch, in its order': async (t, peer, deliver) => {
         const base = await peer.destination();
         const name = `conf-fifo-${Date.now().toString(36)}.fifo`;

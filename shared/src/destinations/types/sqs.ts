@@ -16,9 +16,11 @@ export const sqs: DestinationTypeDef = {
     ...iamPolicy('sqs:SendMessage', 'arn:aws:sqs:us-east-1:123456789012:orders'),
     '',
     '   A queue encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` and `kms:Decrypt` on that key.',
-    '3. Enter the queue URL, the region (taken from the URL when left empty) and the access key. `endpoint` points at an SQS-compatible service or an emulator (ElasticMQ, LocalStack) instead of AWS.',
+    '3. Enter the queue URL, the region (taken from the URL when left empty: `sqs.<region>`, `sqs-fips.<region>`, `<region>.queue` and VPC endpoint URLs all name it) and the access key. `endpoint` points at an SQS-compatible service or an emulator (ElasticMQ, LocalStack) instead of AWS.',
     '',
-    'FIFO queues (`.fifo`) get the destination id as message group and the event id as deduplication id.',
+    'FIFO queues (`.fifo`) get the destination id as message group and the event id as deduplication id (an id over 128 characters, more than SQS takes, as its SHA-256 in hex).',
+    '',
+    "A message over the queue's maximum message size fails as rejected, and is retried.",
   ].join('\n'),
   config_fields: [
     {
