@@ -3,9 +3,10 @@
  * `bucket` per event; the object is the event data (JSON text, content type application/json), the
  * metadata map its object metadata; the key is `key_template`, a JMESPath expression over
  * `{data, metadata, time: {rfc3339_nano, unix}}` (the event's time), by default
- * `<time>_<event id>.json`; `storage_class` defaults to STANDARD. With an `endpoint` (an emulator or
- * an S3-compatible service) buckets are addressed by path; without, by host
- * (`<bucket>.s3.<region>.amazonaws.com`) unless the name has dots (then by path).
+ * `<time>_<event id>.json` (a key with a `.` or `..` segment fails as rejected); `storage_class`
+ * defaults to STANDARD. With an `endpoint` (an emulator or an S3-compatible service) buckets are
+ * addressed by path; without, by host (`<bucket>.s3.<region>.amazonaws.com`) unless the name has
+ * dots (then by path).
  *
  * S3 has no batch put, so each delivery is one request; it is made as light as a webhook's: signed
  * here (sigv4.ts) and sent through the egress-checked undici agent the HTTP types share (post.ts),
@@ -91,6 +92,13 @@ export function createS3Sender(opts: { allow: AllowList; dispatcher: Dispatcher 
           const metadata = metadataOf(event, deliveryMetadata);
           const key = keyOf(s3TemplateInput(event, metadata));
           if (isOutcome(key)) return key;
+          // A URL's "." and ".." segments are resolved before it is sent, so the path S3 gets is not the one signed.
+          if (key.split('/').some((seg) => seg === '.' || seg === '..')) {
+            return failed(
+              'rejected',
+              `key_template gave the key ${JSON.stringify(key)}, whose "." or ".." segments an S3 URL cannot carry`,
+            );
+          }
           const body = bodyOf(event);
           try {
             const path = keyPath(at.prefix, key);

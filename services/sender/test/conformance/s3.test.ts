@@ -113,6 +113,16 @@ conformance({
       t.equal(r?.extra?.key, key, 'JMESPath over {data, metadata, time}');
       t.equal(r?.extra?.storageClass, 'STANDARD_IA');
     },
+    'a key with "." or ".." segments is rejected, and keys with dots elsewhere go through': async (t, peer, deliver) => {
+      const base = await peer.destination();
+      const keyed = (key_template: string) => ({ ...base, config: { ...base.config, key_template } });
+      for (const folder of ['.', '..']) {
+        const out = await deliver(keyed("join('/', ['a', data.folder, 'b.json'])"), sampleEvent({ data: { folder } }));
+        t.match(out, { status: 'failed', retryable: true, response_data: { reason: 'rejected' } }, JSON.stringify(out.response_data));
+      }
+      const out = await deliver(keyed("join('/', ['a', data.folder, 'b.json'])"), sampleEvent({ data: { folder: '...x' } }));
+      t.match(out, { status: 'success', response_data: { key: 'a/...x/b.json' } }, JSON.stringify(out.response_data));
+    },
     'under load, connections are kept alive and shared by the destinations of one endpoint': async (t, peer, deliver) => {
       const connections = peer.connections as () => number;
       const targets = [await peer.destination(), await peer.destination()];

@@ -18,7 +18,7 @@ export const s3: DestinationTypeDef = {
     '   A bucket encrypted with a customer managed KMS key also needs `kms:GenerateDataKey` on that key.',
     '3. Enter the bucket, region and access key. `endpoint` points at an S3-compatible service or an emulator (buckets are then addressed by path).',
     '',
-    "The object key is a [JMESPath](https://jmespath.org) expression over `{data, metadata, time: {rfc3339_nano, unix}}` (the event time), by default `join('', [time.rfc3339_nano, '_', metadata.\"event-id\", '.json'])`; for example `join('/', [metadata.topic, metadata.\"event-id\"])` groups objects by topic. `storage_class` is STANDARD unless set.",
+    "The object key is a [JMESPath](https://jmespath.org) expression over `{data, metadata, time: {rfc3339_nano, unix}}` (the event time), by default `join('', [time.rfc3339_nano, '_', metadata.\"event-id\", '.json'])`; for example `join('/', [metadata.topic, metadata.\"event-id\"])` groups objects by topic. `storage_class` is STANDARD unless set. A key with a `.` or `..` segment (`a/../b`) fails the delivery as rejected.",
   ].join('\n'),
   config_fields: [
     {
