@@ -457,6 +457,14 @@ t.test('pubsub, servicebus and kafka field shapes', async (t) => {
       credentials: { service_account_json: '{"type":"x"}' },
     });
     await refusedAt(patched, 'body.credentials.service_account_json', 'PATCH with a bad key');
+    // The placeholder key: for an emulator (no TLS, no credentials sent), not for a TLS endpoint, where it signs every call.
+    const placeholder = { service_account_json: '{"type":"service_account"}' };
+    t.equal((await create('pubsub', { config: { endpoint: 'localhost:8085' }, credentials: placeholder })).status, 201, 'emulator');
+    await refusedAt(
+      await create('pubsub', { config: { endpoint: 'https://pubsub.internal:443' }, credentials: placeholder }),
+      'body.credentials.service_account_json',
+      'a placeholder key with a TLS endpoint',
+    );
   });
 
   t.test('servicebus connection string names a key', async (t) => {

@@ -8,9 +8,13 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { type AllowList, EgressBlockedError, isAllowed, literalBlocked } from './egress.ts';
+import { failed, type Outcome } from './sender.ts';
 
-/** The refusal of `host`, or null when it may be reached. DNS failures are left to the client. */
-export async function hostBlocked(host: string, allow: AllowList): Promise<EgressBlockedError | null> {
+/**
+ * The refusal of `host`, or null when it may be reached; `unresolved`: the name did not resolve (left
+ * to the client, which fails with the DNS reason), so nothing is known of it yet.
+ */
+export async function hostBlocked(host: string, allow: AllowList): Promise<EgressBlockedError | null | 'unresolved'> {
   const literal = literalBlocked(host, allow);
   if (literal) return literal;
   const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
@@ -19,7 +23,7 @@ export async function hostBlocked(host: string, allow: AllowList): Promise<Egres
   try {
     addresses = await lookup(h, { all: true });
   } catch {
-    return null;
+    return 'unresolved';
   }
   return addresses.some((a) => isAllowed(a.address, h, allow))
     ? null
@@ -27,4 +31,25 @@ export async function hostBlocked(host: string, allow: AllowList): Promise<Egres
         h,
         addresses.map((a) => a.address),
       );
+}
+
+/**
+ * One client's check of its host: the answer is kept for the client's life (a client is rebuilt when
+ * its destination changes), unless the name did not resolve: then it is looked up again next time,
+ * so a name that resolves later to an address not allowed is refused.
+ */
+export function hostCheck(host: string, allow: AllowList, check = hostBlocked): () => Promise<Outcome | null> {
+  let known: Promise<Outcome | null> | null = null;
+  return () => {
+    if (known) return known;
+    const answer = check(host, allow).then((b) => {
+      if (b === 'unresolved') {
+        if (known === answer) known = null;
+        return null;
+      }
+      return b ? failed('egress_blocked', b.message) : null;
+    });
+    known = answer;
+    return answer;
+  };
 }

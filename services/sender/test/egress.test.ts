@@ -7,7 +7,8 @@ import net, { type AddressInfo, type LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { createEgressAgent, createEgressLookup, isAllowed, parseAllowList, type Resolver } from '../src/egress.ts';
+import { createEgressAgent, createEgressLookup, EgressBlockedError, isAllowed, parseAllowList, type Resolver } from '../src/egress.ts';
+import { hostCheck } from '../src/host-check.ts';
 import { classifyNetworkError } from '../src/network-errors.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -498,4 +499,21 @@ t.test('classify: messages carry no stack text and cycles terminate', async (t) 
   const b = new Error('inner', { cause: a });
   a.cause = b;
   t.same(classifyNetworkError(a), { reason: 'network_error', message: 'outer' });
+});
+
+t.test('the host check of a client without a lookup: kept once known, asked again after a name that did not resolve', async (t) => {
+  const answers: Array<EgressBlockedError | null | 'unresolved'> = [
+    'unresolved',
+    new EgressBlockedError('queue.example', ['10.0.0.5']),
+    null,
+  ];
+  let asked = 0;
+  const check = hostCheck('queue.example', parseAllowList([]), async () => {
+    asked++;
+    return answers.shift() ?? null;
+  });
+  t.equal(await check(), null, 'not resolved: left to the client, which fails with the DNS reason');
+  t.match(await check(), { status: 'failed', response_data: { reason: 'egress_blocked' } }, 'resolved since, to an address not allowed');
+  t.match(await check(), { response_data: { reason: 'egress_blocked' } }, 'that answer is kept');
+  t.equal(asked, 2, 'asked once more after the name did not resolve, then no more');
 });

@@ -32,6 +32,21 @@ t.test('pubsub: gRPC statuses', async (t) => {
   const aborted = new AbortController();
   aborted.abort();
   t.equal(reasonOf(pubsubFailure(grpc(1, 'cancelled'), aborted.signal)), 'timeout', 'the deadline passed');
+  // The token could not be had: grpc-js's UNKNOWN around google-auth-library's error (a GaxiosError has no numeric code).
+  const plugin = (why: string) => grpc(2, `Getting metadata from plugin failed with error: ${why}`);
+  t.equal(reasonOf(pubsubFailure(plugin('invalid_grant: Invalid JWT Signature.'), live)), 'unauthorized', 'a key deleted or disabled');
+  t.equal(reasonOf(pubsubFailure(plugin('invalid_client: The OAuth client was not found.'), live)), 'unauthorized');
+  t.equal(
+    reasonOf(
+      pubsubFailure(
+        plugin('request to https://oauth2.googleapis.com/token failed, reason: getaddrinfo ENOTFOUND oauth2.googleapis.com'),
+        live,
+      ),
+    ),
+    'dns_error',
+    'the token endpoint not reached',
+  );
+  t.equal(reasonOf(pubsubFailure(grpc(2, 'something else'), live)), 'peer_error');
 });
 
 t.test('pubsub: endpoint forms', async (t) => {

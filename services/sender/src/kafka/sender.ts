@@ -184,7 +184,13 @@ export function createKafkaSender(opts: KafkaSenderOptions): TypeSender {
         async deliver({ event, deliveryMetadata, signal }) {
           if (broken) return broken;
           const metadata = metadataOf(event, deliveryMetadata);
-          const key = keyOf(template, { id: event.id, data: event.data, metadata });
+          let key: string | null;
+          try {
+            key = keyOf(template, { id: event.id, data: event.data, metadata });
+          } catch (err) {
+            // A function given the wrong type by this event's data: this event's refusal, as in kinesis and s3.
+            return failed('rejected', `partition_key_template failed for this event: ${(err as Error).message}`);
+          }
           if (key === null) return failed('rejected', 'partition_key_template gives no value for this event');
           const work = (async () => {
             await connect();

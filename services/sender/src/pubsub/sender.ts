@@ -17,7 +17,7 @@ import { JWT } from 'google-auth-library';
 import { untilAborted } from '../abortable.ts';
 import type { AllowList } from '../egress.ts';
 import { classifyNetworkError } from '../network-errors.ts';
-import { hostBlocked } from '../host-check.ts';
+import { hostCheck } from '../host-check.ts';
 import { bodyOf, metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 
@@ -57,11 +57,18 @@ export function pubsubFailure(err: unknown, signal: AbortSignal): Outcome {
     message = inner[2] ?? message;
   }
   if (typeof code === 'number') {
-    if (code === 14) {
+    // The token for the call could not be had (before anything was sent): UNKNOWN "Getting metadata
+    // from plugin failed with error: ...", Google's token endpoint's answer or the socket error.
+    const token = code === 2 && message.includes('Getting metadata from plugin failed');
+    // A key deleted, disabled or rotated away: the token endpoint's OAuth refusal.
+    if (token && /\b(invalid_grant|invalid_client|unauthorized_client)\b/.test(message))
+      return failed('unauthorized', message, { grpc_code: code });
+    if (code === 14 || token) {
       // UNAVAILABLE: the channel could not connect, and its message says why ("connect ECONNREFUSED ...").
       const sys = /\b(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)\b/.exec(message)?.[1];
       const net = sys ? classifyNetworkError({ code: sys, message }) : null;
-      return failed(net && net.reason !== 'network_error' ? net.reason : 'network_error', message, { grpc_code: code });
+      if (code === 14 || net)
+        return failed(net && net.reason !== 'network_error' ? net.reason : 'network_error', message, { grpc_code: code });
     }
     return failed(GRPC_REASONS[code] ?? 'peer_error', message, { grpc_code: code });
   }
@@ -95,12 +102,16 @@ export function createPubSubSender(opts: PubSubSenderOptions): TypeSender {
           // JSON.parse's message quotes the text, and the text holds the private key: never echoed.
           throw new Error('not JSON');
         }
-        if (typeof key?.client_email !== 'string' || typeof key.private_key !== 'string') throw new Error('no client_email or private_key');
+        if (typeof key !== 'object' || key === null) throw new Error('not a JSON object');
+        // Without TLS no credentials are sent, so the placeholder key the type takes with an endpoint will do.
+        const signed = !plaintext;
+        if (signed && (typeof key.client_email !== 'string' || typeof key.private_key !== 'string'))
+          throw new Error('no client_email or private_key');
         pubsub = new PubSub({
           projectId,
           apiEndpoint,
           emulatorMode: plaintext,
-          authClient: new JWT({ email: key.client_email, key: key.private_key, scopes: SCOPES }),
+          ...(signed ? { authClient: new JWT({ email: String(key.client_email), key: String(key.private_key), scopes: SCOPES }) } : {}),
         });
         topic = pubsub.topic(topicName, {
           batching: { maxMessages: 100, maxMilliseconds: 1 },
@@ -110,15 +121,10 @@ export function createPubSubSender(opts: PubSubSenderOptions): TypeSender {
         const why = (err as Error).message;
         broken = failed(
           'invalid_config',
-          `service_account_json is not a usable service account key (${why === 'not JSON' || why.startsWith('no ') ? why : 'unreadable'})`,
+          `service_account_json is not a usable service account key (${why.startsWith('not ') || why.startsWith('no ') ? why : 'unreadable'})`,
         );
       }
-      // Checked once per client: a client is rebuilt when the destination changes.
-      let allowed: Promise<Outcome | null> | null = null;
-      const egress = () => {
-        allowed ??= hostBlocked(host, opts.allow).then((b) => (b ? failed('egress_blocked', b.message) : null));
-        return allowed;
-      };
+      const egress = hostCheck(host, opts.allow);
 
       return {
         async deliver({ event, deliveryMetadata, signal }) {

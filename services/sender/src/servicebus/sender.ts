@@ -12,7 +12,7 @@
 import { isServiceBusError, ServiceBusClient, type ServiceBusSender } from '@azure/service-bus';
 import type { AllowList } from '../egress.ts';
 import { classifyNetworkError } from '../network-errors.ts';
-import { hostBlocked } from '../host-check.ts';
+import { hostCheck } from '../host-check.ts';
 import { metadataOf } from '../metadata.ts';
 import { type FailureReason, failed, type Outcome, succeeded, type TypeSender } from '../sender.ts';
 
@@ -93,12 +93,7 @@ export function createServiceBusSender(opts: ServiceBusSenderOptions): TypeSende
           broken = failed('invalid_config', `connection_string: ${(err as Error).message}`);
         }
       }
-      // Checked once per client: a client is rebuilt when the destination changes.
-      let allowed: Promise<Outcome | null> | null = null;
-      const egress = () => {
-        allowed ??= hostBlocked(host ?? '', opts.allow).then((b) => (b ? failed('egress_blocked', b.message) : null));
-        return allowed;
-      };
+      const egress = hostCheck(host ?? '', opts.allow);
 
       return {
         async deliver({ event, deliveryMetadata, signal }) {

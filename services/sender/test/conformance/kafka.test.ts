@@ -57,6 +57,16 @@ conformance({
         { status: 'failed', retryable: true, response_data: { reason: 'rejected' } },
         'a template that gives nothing for an event refuses that event',
       );
+      const wrong = { ...base, id: `${base.id}_wrong`, config: { ...base.config, partition_key_template: "join('-', data.name)" } };
+      t.match(
+        await deliver(wrong, sampleEvent()),
+        {
+          status: 'failed',
+          retryable: true,
+          response_data: { reason: 'rejected', message: /partition_key_template failed for this event/ },
+        },
+        'a template that fails on an event (join given a string) refuses that event',
+      );
     },
     'every SASL mechanism: plain, scram-sha-256, scram-sha-512': async (t, peer, deliver) => {
       for (const sasl_mechanism of ['plain', 'scram-sha-256', 'scram-sha-512']) {

@@ -9,7 +9,7 @@ import { startPubSubPeer } from '@switchyard/shared/testing/peers/pubsub.ts';
 import { parseAllowList } from '../../src/egress.ts';
 import { createPubSubSender } from '../../src/pubsub/sender.ts';
 import type { Target } from '../../src/sender.ts';
-import { conformance, type Received } from './suite.ts';
+import { conformance, type Received, sampleEvent } from './suite.ts';
 
 const PROJECT = 'switchyard-test';
 const serviceAccount = (n: number) =>
@@ -22,6 +22,14 @@ const serviceAccount = (n: number) =>
 
 conformance({
   type: 'pubsub',
+  cases: {
+    'an emulator endpoint takes the placeholder key (no credentials are sent without TLS)': async (t, peer, deliver) => {
+      const base = await peer.destination();
+      const target = { ...base, id: `${base.id}_placeholder`, credentials: { service_account_json: '{"type":"service_account"}' } };
+      t.match(await deliver(target, sampleEvent()), { status: 'success' });
+      t.equal((await peer.received(target)).length, 1, 'delivered');
+    },
+  },
   credentialsUnchecked:
     "an emulator endpoint (host:port, as Google's emulator and pstest take it) is reached without TLS, where the client sends no credentials; only Google checks them",
   async start(t) {

@@ -29,7 +29,7 @@ export const kafka: DestinationTypeDef = {
     '3. Allow it to write the topic: `kafka-acls.sh --add --allow-principal User:switchyard --operation Write --operation Describe --topic <topic>` (with an authorizer configured).',
     '4. List the bootstrap brokers (`host:port`, comma separated) of the SASL listener. **TLS** (on by default) uses SASL_SSL; turn it off only for a SASL_PLAINTEXT listener on a private network.',
     '',
-    '**Partition key template** is a JMESPath expression over `{data, metadata}`, for example `data.customer_id` or `metadata."event-id"`; records with the same key keep their order.',
+    '**Partition key template** is a JMESPath expression over `{data, metadata}`, for example `data.customer_id` or `metadata."event-id"`; records with the same key keep their order. An event for which it gives nothing, or fails (a function given the wrong type by that event), fails with reason `rejected`.',
     '',
     'Permissions: Write and Describe on the topic. Refused credentials are failed attempts with reason `unauthorized`; a missing topic, `not_found`.',
   ].join('\n'),

@@ -30,7 +30,7 @@ export function checkServiceAccountJson(text: unknown, emulator = false): string
   if (emulator)
     return Object.hasOwn(k, 'type')
       ? null
-      : 'must carry a "type" (with an endpoint, a placeholder key such as {"type":"service_account"} will do)';
+      : 'must carry a "type" (with an endpoint without TLS, a placeholder key such as {"type":"service_account"} will do)';
   if (k.type !== 'service_account') return 'must be a service account key: its "type" must be "service_account"';
   if (typeof k.client_email !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(k.client_email))
     return 'must carry the service account\'s "client_email"';
@@ -56,7 +56,7 @@ export const pubsub: DestinationTypeDef = {
     '## Setup',
     '1. Create the topic (`gcloud pubsub topics create <topic>`), and a subscription to read it.',
     '2. Create a service account and grant it **Pub/Sub Publisher** (`roles/pubsub.publisher`) on the topic.',
-    '3. Create a JSON key for the service account (IAM > Service accounts > Keys > Add key > JSON) and paste the whole file into **Service account key**. It is checked on save: it must be a service account key with `client_email` and `private_key` (with an **Endpoint** set, any JSON object with a `type` will do).',
+    '3. Create a JSON key for the service account (IAM > Service accounts > Keys > Add key > JSON) and paste the whole file into **Service account key**. It is checked on save: it must be a service account key with `client_email` and `private_key` (with an **Endpoint** reached without TLS, an emulator, any JSON object with a `type` will do, such as `{"type":"service_account"}`).',
     '',
     "**Endpoint** is for emulators and private endpoints: `host:port` (as `PUBSUB_EMULATOR_HOST` takes it) or `http://host:port` connect without TLS and send no credentials, like Google's emulator; `https://host[:port]` connects with TLS. Leave it empty for Google.",
     '',
@@ -94,8 +94,10 @@ export const pubsub: DestinationTypeDef = {
     },
   ],
   validate: (config, credentials, rules) => {
-    // The placeholder-key check with an endpoint (an emulator), or always when answering as the peer does.
-    const lenient = rules?.peerCompatible === true || (typeof config.endpoint === 'string' && config.endpoint !== '');
+    // The placeholder-key check with an endpoint reached without TLS (an emulator: no credentials are
+    // sent), or always when answering as the peer does; with TLS the key signs every call.
+    const plaintext = typeof config.endpoint === 'string' && config.endpoint !== '' && !config.endpoint.startsWith('https://');
+    const lenient = rules?.peerCompatible === true || plaintext;
     const problem = checkServiceAccountJson(credentials.service_account_json, lenient);
     return problem ? [{ path: 'body.credentials.service_account_json', message: problem } satisfies Problem] : [];
   },
