@@ -1,19 +1,7 @@
-import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
-import { buildTestApp } from './helpers.ts';
-
-/** A service account key file as Google issues them (with a fresh key). */
-export const SERVICE_ACCOUNT_JSON = JSON.stringify({
-  type: 'service_account',
-  project_id: 'my-project',
-  private_key_id: '0123456789abcdef',
-  private_key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
-  client_email: 'publisher@my-project.iam.gserviceaccount.com',
-  client_id: '1234567890',
-  token_uri: 'https://oauth2.googleapis.com/token',
-});
+import { buildTestApp, SERVICE_ACCOUNT_JSON } from './helpers.ts';
 
 /** A valid create body for each type: required fields only. */
 export const VALID: Record<string, Record<string, unknown>> = {

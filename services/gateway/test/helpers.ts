@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,17 @@ import type { Config } from '@switchyard/shared/config/index.ts';
 import { createTestDatabase, testConfig } from '@switchyard/shared/testing/index.ts';
 import { copyMigratedEmbeddedDb } from '@switchyard/shared/testing/embedded-template.ts';
 import { build } from '../src/app.ts';
+
+/** A service account key file as Google issues them (with a fresh key). */
+export const SERVICE_ACCOUNT_JSON = JSON.stringify({
+  type: 'service_account',
+  project_id: 'my-project',
+  private_key_id: '0123456789abcdef',
+  private_key: generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }),
+  client_email: 'publisher@my-project.iam.gserviceaccount.com',
+  client_id: '1234567890',
+  token_uri: 'https://oauth2.googleapis.com/token',
+});
 
 interface T {
   teardown(fn: () => unknown): void;

@@ -7,7 +7,7 @@
 // Date or Postgres holds. Create and update paths; both databases.
 import t, { type Test } from 'tap';
 import { REGISTRY } from '@switchyard/shared/destinations/registry.ts';
-import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
+import { buildEmbeddedTestApp, buildTestApp, SERVICE_ACCOUNT_JSON, type TestApp } from './helpers.ts';
 
 /** Valid create bodies of the types used here (required fields only). */
 const aws = { key: 'AKIAEXAMPLE', secret: 'aws-secret-value-123' };
@@ -32,7 +32,8 @@ const VALID: Record<string, Record<string, unknown>> = {
     type: 'pubsub',
     topics: '*',
     config: { project_id: 'my-project', topic: 'events', endpoint: 'localhost:8085' },
-    credentials: { service_account_json: '{"type":"service_account"}' },
+    // A real key: the endpoints tried below include https:// ones, which take no placeholder.
+    credentials: { service_account_json: SERVICE_ACCOUNT_JSON },
   },
 };
 
