@@ -12,8 +12,8 @@ import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { openTestDb } from '@switchyard/shared/testing/databases.ts';
 import { waitFor } from '@switchyard/shared/testing/index.ts';
-import { createOrderedDelivery, createOrderedStore, type OrderedDelivery } from '../src/controls/ordered.ts';
-import { createDeliveryHandler, type Handled } from '../src/handler.ts';
+import { createOrderedDelivery, createOrderedStore, type OrderedDelivery, type OrderedDeps } from '../src/controls/ordered.ts';
+import { createDeliveryHandler, type Handled, type HandlerDeps } from '../src/handler.ts';
 import type { Sender } from '../src/sender.ts';
 
 const destination = {
@@ -57,35 +57,42 @@ async function consumeOne(inOrder: OrderedDelivery, offset: number, d: DeliveryR
   await (await inOrder.deliver(d, undefined, record)).write();
 }
 
-t.test('an event routed again after a router crash is not delivered again; a due scheduled one is', async (t) => {
-  const db = await openTestDb(t, 'Postgres');
-  const sent: number[] = [];
-  const sender: Sender = {
-    async deliver({ event }) {
-      sent.push((event.data as { n: number }).n);
-      return { status: 'success', code: '200', response_data: null, retryable: false };
-    },
-    close: async () => {},
-  };
-  const handle = createDeliveryHandler({
-    senders: { webhook: sender },
+/** A handler over a webhook sender that answers with `deliver`; `deps` replaces the defaults. */
+function handlerOver(deliver: Sender['deliver'], deps: Partial<HandlerDeps> = {}) {
+  return createDeliveryHandler({
+    senders: { webhook: { deliver, close: async () => {} } },
     open: () => ({ credentials: {}, delivery_metadata: {} }),
     emitAttempt: async () => {},
     scheduleRetry: async () => {},
     retry: { schedule: [], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
     timeoutMs: 1000,
+    ...deps,
   });
-  const make = () =>
-    createOrderedDelivery({
-      handle,
-      turn: async () => {},
-      written: () => {},
-      emit: async () => {},
-      canceled: async () => false,
-      store: createOrderedStore(db),
-      types: ['webhook'],
-      log: createLogger('test', 'silent'),
-    });
+}
+
+/** Ordered delivery over `handle` and `db`'s ordered store; nothing canceled unless `deps` says. */
+function orderedOver(db: Knex, handle: OrderedDeps['handle'], deps: Partial<OrderedDeps> = {}) {
+  return createOrderedDelivery({
+    handle,
+    turn: async () => {},
+    written: () => {},
+    emit: async () => {},
+    canceled: async () => false,
+    store: createOrderedStore(db),
+    types: ['webhook'],
+    log: createLogger('test', 'silent'),
+    ...deps,
+  });
+}
+
+t.test('an event routed again after a router crash is not delivered again; a due scheduled one is', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  const sent: number[] = [];
+  const handle = handlerOver(async ({ event }) => {
+    sent.push((event.data as { n: number }).n);
+    return { status: 'success', code: '200', response_data: null, retryable: false };
+  });
+  const make = () => orderedOver(db, handle);
   let inOrder = make();
   t.teardown(() => inOrder.close());
   const consume = (offset: number, d: DeliveryRecord) => consumeOne(inOrder, offset, d);
@@ -133,8 +140,8 @@ function senderOver(db: Knex, fail: (n: number, attempt: number) => boolean = ()
     if (io.down) throw new Error('the process was killed before its attempt was written');
     await attempts.storeAttempts([a]);
   };
-  const sender: Sender = {
-    async deliver({ event }) {
+  const base = handlerOver(
+    async ({ event }) => {
       const n = (event.data as { n: number }).n;
       const tries = sent.filter((x) => x === n).length + 1;
       if (io.gate) await io.gate;
@@ -143,32 +150,14 @@ function senderOver(db: Knex, fail: (n: number, attempt: number) => boolean = ()
         ? { status: 'failed', code: '500', response_data: null, retryable: true }
         : { status: 'success', code: '200', response_data: { n }, retryable: false };
     },
-    close: async () => {},
-  };
-  const base = createDeliveryHandler({
-    senders: { webhook: sender },
-    open: () => ({ credentials: {}, delivery_metadata: {} }),
-    emitAttempt: emit,
-    scheduleRetry: async () => {},
-    retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
-    timeoutMs: 1000,
-  });
+    { emitAttempt: emit, retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 } },
+  );
   const handle = async (d: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean): Promise<Handled> => {
     const h = await base(d, trace, inPlace);
     made.push(h.attempt);
     return h;
   };
-  const start = (store = createOrderedStore(db)) =>
-    createOrderedDelivery({
-      handle,
-      turn: async () => {},
-      written: () => {},
-      emit,
-      canceled: async () => false,
-      store,
-      types: ['webhook'],
-      log: createLogger('test', 'silent'),
-    });
+  const start = (store = createOrderedStore(db)) => orderedOver(db, handle, { emit, store });
   return { sent, made, io, start };
 }
 
@@ -324,37 +313,25 @@ t.test('a blocked delivery whose destination is deleted is canceled at once, not
   const attempts: AttemptRecord[] = [];
   let deleted = false;
   let looked = 0;
-  const sender: Sender = {
-    async deliver({ event }) {
+  const handle = handlerOver(
+    async ({ event }) => {
       sent.push((event.data as { n: number }).n);
       return { status: 'failed', code: '503', response_data: null, retryable: true };
     },
-    close: async () => {},
-  };
-  const handle = createDeliveryHandler({
-    senders: { webhook: sender },
-    open: () => ({ credentials: {}, delivery_metadata: {} }),
-    current: async (s) => (deleted ? { canceled: 'destination_deleted' } : { destination: s }),
-    emitAttempt: async (a) => {
-      attempts.push(a);
+    {
+      current: async (s) => (deleted ? { canceled: 'destination_deleted' } : { destination: s }),
+      emitAttempt: async (a) => {
+        attempts.push(a);
+      },
+      // The next try an hour away: only the change can end the wait within the test.
+      retry: { schedule: [3600], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
     },
-    scheduleRetry: async () => {},
-    // The next try an hour away: only the change can end the wait within the test.
-    retry: { schedule: [3600], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
-    timeoutMs: 1000,
-  });
-  const inOrder = createOrderedDelivery({
-    handle,
-    turn: async () => {},
-    written: () => {},
-    emit: async () => {},
+  );
+  const inOrder = orderedOver(db, handle, {
     canceled: async () => {
       looked++;
       return deleted;
     },
-    store: createOrderedStore(db),
-    types: ['webhook'],
-    log: createLogger('test', 'silent'),
   });
   t.teardown(() => inOrder.close());
   await consumeOne(inOrder, 300, deliveryOf(1));

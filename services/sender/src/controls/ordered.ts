@@ -51,6 +51,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import type { Changed } from '../destination-state.ts';
 import type { Handled } from '../handler.ts';
 
 /** How long a drain's lease lasts unless renewed (a sender killed mid-drain holds it this long at most). */
@@ -534,7 +535,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
      * A destination changed (destination_id null: every one of the tenant; null: any): a drain waiting
      * for its blocked delivery's next try looks whether the delivery is now to be canceled.
      */
-    changed(c: { tenant_id: string; destination_id: string | null } | null): void {
+    changed(c: Changed | null): void {
       for (const [k, wake] of waiting) {
         const hit =
           c === null ||

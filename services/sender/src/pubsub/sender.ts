@@ -13,6 +13,7 @@
  * destination that overlap still share a publish request. The client does not retry (the schedule does).
  */
 import { PubSub, type Topic } from '@google-cloud/pubsub';
+import { reachedWithoutTls } from '@switchyard/shared/destinations/types/pubsub.ts';
 import { JWT } from 'google-auth-library';
 import { untilAborted } from '../abortable.ts';
 import type { AllowList } from '../egress.ts';
@@ -79,7 +80,7 @@ export function pubsubFailure(err: unknown, signal: AbortSignal): Outcome {
 /** The endpoint as the client takes it, whether it connects without TLS, and the host to check. */
 export function parseEndpoint(endpoint: unknown): { apiEndpoint: string; plaintext: boolean; host: string } {
   if (typeof endpoint !== 'string' || endpoint === '') return { apiEndpoint: GOOGLE_ENDPOINT, plaintext: false, host: GOOGLE_ENDPOINT };
-  const plaintext = !endpoint.startsWith('https://');
+  const plaintext = reachedWithoutTls(endpoint);
   const bare = endpoint.replace(/^https?:\/\//, '').replace(/\/+$/, '');
   const host = bare.startsWith('[') ? bare.slice(0, bare.indexOf(']') + 1) : (bare.split(':')[0] ?? bare);
   return { apiEndpoint: endpoint, plaintext, host };

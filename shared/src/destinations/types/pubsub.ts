@@ -10,6 +10,14 @@ const HOST = '(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])
 export const PUBSUB_ENDPOINT = `${HOST}:\\d{1,5}|https?://${HOST}(?::\\d{1,5})?/?`;
 
 /**
+ * Whether an endpoint is reached without TLS (and so without credentials, as the client does for
+ * Google's emulator): any set endpoint but an `https://` one. No endpoint is Google, with TLS.
+ */
+export function reachedWithoutTls(endpoint: unknown): boolean {
+  return typeof endpoint === 'string' && endpoint !== '' && !endpoint.startsWith('https://');
+}
+
+/**
  * The problems of a Google service account key file (the JSON a service account's "Add key"
  * downloads). With `emulator` (an endpoint is set: an emulator or a private endpoint, where Google's
  * emulator ignores credentials) it need only be a JSON object with a `type`, as the other service
@@ -96,8 +104,7 @@ export const pubsub: DestinationTypeDef = {
   validate: (config, credentials, rules) => {
     // The placeholder-key check with an endpoint reached without TLS (an emulator: no credentials are
     // sent), or always when answering as the peer does; with TLS the key signs every call.
-    const plaintext = typeof config.endpoint === 'string' && config.endpoint !== '' && !config.endpoint.startsWith('https://');
-    const lenient = rules?.peerCompatible === true || plaintext;
+    const lenient = rules?.peerCompatible === true || reachedWithoutTls(config.endpoint);
     const problem = checkServiceAccountJson(credentials.service_account_json, lenient);
     return problem ? [{ path: 'body.credentials.service_account_json', message: problem } satisfies Problem] : [];
   },
