@@ -1,11 +1,13 @@
 // Tests on both databases the service runs on: a fresh Postgres database (the stack, DATABASE_URL's
-// server) and a fresh PGlite one (embedded mode), each migrated and removed after its test. Apart
-// from testing/index.ts, so that a test that needs no database does not load PGlite.
+// server) and a fresh PGlite one (embedded mode, a copy of the run's migrated template), each
+// removed after its test. Apart from testing/index.ts, so that a test that needs no database does
+// not load PGlite.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedDb } from '../db/embedded.ts';
 import { createDb, type Knex, migrateLatest } from '../db/index.ts';
+import { copyMigratedEmbeddedDb } from './embedded-template.ts';
 import { createTestDatabase, type Teardown } from './index.ts';
 
 export type DatabaseKind = 'Postgres' | 'PGlite';
@@ -20,6 +22,7 @@ export async function openTestDb(t: Teardown, kind: DatabaseKind): Promise<Knex>
   }
   const dir = mkdtempSync(join(tmpdir(), 'sy-test-db-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  await copyMigratedEmbeddedDb(dir);
   const e = await openEmbeddedDb(dir);
   t.teardown(() => e.close());
   await migrateLatest(e.db);
