@@ -10,7 +10,6 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { openEmbeddedDb } from '../src/db/embedded.ts';
-import { migrateLatest } from '../src/db/index.ts';
 import { rotateEmbedded } from '../src/db/rotate-embedded.ts';
 import { DestinationStore } from '../src/db/stores/destinations.ts';
 import { createEmbeddedBus } from '../src/embedded/bus.ts';
@@ -18,6 +17,7 @@ import { lockDirectory } from '../src/embedded/lock.ts';
 import { TOPIC } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { loadSecretsFile, readEnvFile } from '../src/secrets-file.ts';
+import { copyMigratedEmbeddedDb } from '../src/testing/embedded-template.ts';
 import { ROOT } from '../src/testing/index.ts';
 
 const log = createLogger('test', 'silent');
@@ -29,8 +29,8 @@ t.test('embedded key rotation re-encrypts under a new key and retires the old on
   const oldKey = loadSecretsFile(file).values.AES_ENCRYPTION_SECRET as string;
 
   // A deployment with two destinations whose secrets are sealed with the generated key.
+  await copyMigratedEmbeddedDb(join(dataDir, 'pg'));
   const seed = await openEmbeddedDb(join(dataDir, 'pg'));
-  await migrateLatest(seed.db);
   await seed.db('tenants').insert({ id: 'acme' });
   const seal = new DestinationStore(seed.db, createCipher(oldKey));
   for (const i of [1, 2]) {
@@ -147,8 +147,8 @@ t.test('API_KEY and API_JWT_SECRET from the environment: rotation needs neither;
   const oldKey = loadSecretsFile(file, { supplied: (name) => name !== 'AES_ENCRYPTION_SECRET' }).values.AES_ENCRYPTION_SECRET as string;
   t.same(Object.keys(readEnvFile(file)), ['AES_ENCRYPTION_SECRET']);
 
+  await copyMigratedEmbeddedDb(join(dataDir, 'pg'));
   const seed = await openEmbeddedDb(join(dataDir, 'pg'));
-  await migrateLatest(seed.db);
   await seed.db('tenants').insert({ id: 'acme' });
   const make = (id: string, key: string) =>
     new DestinationStore(seed.db, createCipher(key)).create({
