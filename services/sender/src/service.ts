@@ -30,7 +30,8 @@ import { createEgressAgent, parseAllowList } from './egress.ts';
 import { keyConcurrencyOf, partitionConcurrencyOf, SENDERS } from './senders.ts';
 import { createRateGate, type RateGate } from './controls/rate-limit.ts';
 import { createCancellations } from './controls/scheduled.ts';
-import { createOrderedDelivery, createOrderedStore, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
+import { createOrderedDelivery, isOrdered, type OrderedDelivery } from './controls/ordered.ts';
+import { createOrderedStore } from './controls/ordered-store.ts';
 
 /** A failed attempt in a few words, for its span's status: the HTTP status or the reason, and the message. */
 function failureMessage(attempt: { code: string; response_data?: unknown }): string {

@@ -7,7 +7,8 @@ import t from 'tap';
 import { createDb, migrateLatest } from '@switchyard/shared/db/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import { createTestDatabase, waitFor } from '@switchyard/shared/testing/index.ts';
-import { createOrderedDelivery, createOrderedStore, ORPHANS_MS } from '../src/controls/ordered.ts';
+import { createOrderedDelivery, ORPHANS_MS } from '../src/controls/ordered.ts';
+import { createOrderedStore } from '../src/controls/ordered-store.ts';
 
 t.test('a failing look for orphaned spills: one warning, repeats at debug, one line when it works again', async (t) => {
   const db = createDb({ url: await createTestDatabase(t), poolMax: 2 });

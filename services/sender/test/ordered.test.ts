@@ -12,7 +12,8 @@ import { createLogger } from '@switchyard/shared/log.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { openTestDb } from '@switchyard/shared/testing/databases.ts';
 import { waitFor } from '@switchyard/shared/testing/index.ts';
-import { createOrderedDelivery, createOrderedStore, type OrderedDelivery, type OrderedDeps } from '../src/controls/ordered.ts';
+import { createOrderedDelivery, type OrderedDelivery, type OrderedDeps } from '../src/controls/ordered.ts';
+import { createOrderedStore } from '../src/controls/ordered-store.ts';
 import { createDeliveryHandler, type Handled, type HandlerDeps } from '../src/handler.ts';
 import type { Sender } from '../src/sender.ts';
 
