@@ -1,4 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { SETTINGS } from './config/catalogue.ts';
+import type { Setting } from './config/setting.ts';
 
 export type { Logger };
 
@@ -13,11 +15,10 @@ const SECRET_KEYS = ['credentials', 'delivery_metadata', 'secret', 'token'] as c
  * the most of a line's cost), so `redactNested` does it once per line instead.
  */
 const REDACT_PATHS = [
-  'config.API_KEY',
-  'config.API_JWT_SECRET',
-  'config.AES_ENCRYPTION_SECRET',
-  'config.AES_ENCRYPTION_SECRET_PREVIOUS',
-  'config.DATABASE_URL',
+  // The settings the catalogue marks secret, should a line ever carry the configuration.
+  ...Object.entries(SETTINGS as Record<string, Setting>)
+    .filter(([, s]) => s.secret)
+    .map(([name]) => `config.${name}`),
   'req.headers.authorization',
   'headers.authorization',
   ...SECRET_KEYS,
@@ -70,4 +71,33 @@ export function createLogger(service: string, level: string = 'info', destinatio
     return child.call(this, redactNested(bindings), options);
   } as typeof child;
   return logger;
+}
+
+/** What failureRun writes with: a service's logger, or anything with these three levels. */
+export interface RunLog {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
+  debug(fields: object, msg: string): void;
+}
+
+/**
+ * How a periodic task (a sweep, a maintenance pass) reports a run of failures, such as the database
+ * being away: the first failure is a warning, the repeats debug lines with their count, and the
+ * first run that works again one info line saying how many failed. A failure every minute does not
+ * fill the log, and its end is seen.
+ */
+export function failureRun(log: RunLog | undefined, what: string) {
+  let failures = 0;
+  return {
+    failed(err: unknown): void {
+      const fields = { err: (err as Error)?.message ?? String(err), failures: ++failures };
+      const line = `${what} failed; retrying on the next run`;
+      if (failures === 1) log?.warn(fields, line);
+      else log?.debug(fields, line);
+    },
+    worked(): void {
+      if (failures > 0) log?.info({ failures }, `${what} works again`);
+      failures = 0;
+    },
+  };
 }

@@ -1,5 +1,5 @@
 // kafkajs's log lines as the Kafka bus logs them (shared/src/kafka/client.ts, kafkaLogCreator): a
-// repeated message once per window with its count, a retried step as a warning.
+// repeated message once per window with its count, a retried step or a request's error as a warning.
 import kafkajs from 'kafkajs';
 import t from 'tap';
 import { KAFKA_LOG_REPEAT_MS, kafkaLogCreator } from '../src/kafka/client.ts';
@@ -24,7 +24,7 @@ t.test('a repeated message is logged once per window, then with how often it rep
     now += 100;
   }
   t.equal(lines.length, 1, 'twelve in a window: one line');
-  t.equal(lines[0]?.level, 'error');
+  t.equal(lines[0]?.level, 'warn', 'what one request met: the request is retried, or its caller says it failed');
   t.notOk('timestamp' in ((lines[0]?.fields.kafka ?? {}) as object), "kafkajs's timestamp dropped (the line has its own)");
   write({ level: logLevel.ERROR, label: 'ERROR', log: { ...coordinator, error: 'The coordinator is loading' } });
   write({ level: logLevel.ERROR, label: 'ERROR', log: { ...coordinator, broker: 'b2:9092' } });
@@ -38,16 +38,29 @@ t.test('a repeated message is logged once per window, then with how often it rep
   t.equal(lines.length, 4, 'and held back again');
 });
 
-t.test('a step kafkajs retries is a warning; a failure it does not retry stays an error', async (t) => {
+t.test('a step kafkajs retries and what one request met are warnings; a failure of a step stays an error', async (t) => {
   const { lines, log } = capture();
   const write = kafkaLogCreator(log)();
   write({ level: logLevel.ERROR, label: 'ERROR', log: { message: 'Failed to connect to seed broker', retryCount: 0, retryTime: 100 } });
   write({ level: logLevel.ERROR, label: 'ERROR', log: { message: 'Crash: KafkaJSNumberOfRetriesExceeded' } });
+  write({ level: logLevel.ERROR, label: 'ERROR', log: { message: 'Connection error: connect ECONNREFUSED 127.0.0.1:9092' } });
+  write({
+    level: logLevel.ERROR,
+    label: 'ERROR',
+    log: { message: 'Response Metadata(key: 3, version: 6)', error: 'This server does not host this topic-partition' },
+  });
   write({ level: logLevel.WARN, label: 'WARN', log: { message: 'a warning' } });
   write({ level: logLevel.INFO, label: 'INFO', log: { message: 'joined' } });
   t.same(
     lines.map((l) => `${l.level}: ${l.message}`),
-    ['warn: Failed to connect to seed broker', 'error: Crash: KafkaJSNumberOfRetriesExceeded', 'warn: a warning', 'debug: joined'],
+    [
+      'warn: Failed to connect to seed broker',
+      'error: Crash: KafkaJSNumberOfRetriesExceeded',
+      'warn: Connection error: connect ECONNREFUSED 127.0.0.1:9092',
+      'warn: Response Metadata(key: 3, version: 6)',
+      'warn: a warning',
+      'debug: joined',
+    ],
   );
 });
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { createLogger } from '../src/log.ts';
+import { createLogger, failureRun } from '../src/log.ts';
 
 /** A logger whose lines are collected, parsed. */
 function capture() {
@@ -53,10 +53,17 @@ t.test('secrets one level down are replaced without touching the logged object',
   t.notMatch(JSON.stringify(lines), /whsec_x|"s"/, 'no secret anywhere in the output');
 });
 
-t.test('the configuration’s secrets and authorization headers are replaced', async (t) => {
+t.test('the configuration’s secrets (every setting the catalogue marks secret) and authorization headers are replaced', async (t) => {
   const { logger, line } = capture();
   logger.info({
-    config: { API_KEY: 'k', API_JWT_SECRET: 'j', AES_ENCRYPTION_SECRET: 'a', DATABASE_URL: 'postgres://u:p@h/db', PORT: 3333 },
+    config: {
+      API_KEY: 'k',
+      API_JWT_SECRET: 'j',
+      AES_ENCRYPTION_SECRET: 'a',
+      DATABASE_URL: 'postgres://u:p@h/db',
+      OPERATOR_CALLBACK_SECRET: 'o',
+      PORT: 3333,
+    },
     headers: { authorization: 'Bearer abc', accept: '*/*' },
     req: { headers: { authorization: 'Bearer def' }, url: '/x' },
   });
@@ -66,6 +73,7 @@ t.test('the configuration’s secrets and authorization headers are replaced', a
     API_JWT_SECRET: '[redacted]',
     AES_ENCRYPTION_SECRET: '[redacted]',
     DATABASE_URL: '[redacted]',
+    OPERATOR_CALLBACK_SECRET: '[redacted]',
     PORT: 3333,
   });
   t.same(first.headers, { authorization: '[redacted]', accept: '*/*' });
@@ -112,4 +120,23 @@ t.test('a line logged to stdout is written before the call returns: a process ki
   const lines = r.stdout.split('\n').filter(Boolean);
   t.equal(lines.length, 2000, 'every line logged before the kill reached stdout');
   t.same(JSON.parse(lines.at(-1) as string).i, 1999);
+});
+
+t.test('a run of failures of a periodic task: one warning, the repeats at debug, one line when it works again', async (t) => {
+  const lines: string[] = [];
+  const at = (level: string) => (fields: object, msg: string) => lines.push(`${level}: ${msg} ${JSON.stringify(fields)}`);
+  const run = failureRun({ info: at('info'), warn: at('warn'), debug: at('debug') }, 'erasing deleted tenants');
+  run.worked();
+  t.same(lines, [], 'working: nothing to say');
+  for (let i = 0; i < 3; i++) run.failed(new Error('connect ECONNREFUSED'));
+  run.worked();
+  run.worked();
+  run.failed(new Error('again'));
+  t.same(lines, [
+    'warn: erasing deleted tenants failed; retrying on the next run {"err":"connect ECONNREFUSED","failures":1}',
+    'debug: erasing deleted tenants failed; retrying on the next run {"err":"connect ECONNREFUSED","failures":2}',
+    'debug: erasing deleted tenants failed; retrying on the next run {"err":"connect ECONNREFUSED","failures":3}',
+    'info: erasing deleted tenants works again {"failures":3}',
+    'warn: erasing deleted tenants failed; retrying on the next run {"err":"again","failures":1}',
+  ]);
 });

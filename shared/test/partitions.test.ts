@@ -211,7 +211,7 @@ t.test('concurrent maintenance runs do not collide', async (t) => {
     retentionDays: 3,
     aheadDays: 30,
     everyMs: 60_000,
-    log: { info: (_o, msg) => logged.push(msg), warn: (_o, msg) => logged.push(`warn: ${msg}`) },
+    log: { info: (_o, msg) => logged.push(msg), warn: (_o, msg) => logged.push(`warn: ${msg}`), debug: () => {} },
   });
   await loop.stop();
   t.same(logged, ['partition maintenance'], 'the loop runs a pass at once and stops cleanly');

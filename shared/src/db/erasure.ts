@@ -10,7 +10,7 @@
 // therefore erased again on every pass for a day after the erasure finished; past that, retention
 // drops them with their partition.
 import type { Knex } from 'knex';
-import type { Logger } from '../log.ts';
+import { failureRun, type Logger } from '../log.ts';
 
 /** Rows one statement deletes: a few MB of WAL, milliseconds of locks. */
 export const ERASE_BATCH = 5_000;
@@ -97,6 +97,7 @@ export function startTenantErasure(db: Knex, opts: { everyMs?: number; log?: Log
   let running: Promise<void> = Promise.resolve();
   let queued = false;
   let stopped = false;
+  const run = failureRun(opts.log, 'erasing deleted tenants');
   const pass = () => {
     if (stopped || queued) return;
     queued = true;
@@ -107,9 +108,10 @@ export function startTenantErasure(db: Knex, opts: { everyMs?: number; log?: Log
       })
       .then(
         (finished) => {
+          run.worked();
           if (finished.length) opts.log?.info({ tenants: finished }, 'deleted tenants erased');
         },
-        (err: unknown) => opts.log?.warn({ err }, 'erasing deleted tenants failed; retrying on the next run'),
+        (err: unknown) => run.failed(err),
       );
   };
   const timer = opts.everyMs ? setInterval(pass, opts.everyMs) : null;

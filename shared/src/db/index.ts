@@ -12,6 +12,13 @@ export interface DbOptions {
   poolMax: number;
   /** Replaces `url` (the embedded database hands node-postgres its own connection: db/embedded.ts). */
   connection?: Knex.Config['connection'];
+  /** Where knex's own notices go (at debug): never its default, which prints stacks to stdout. */
+  log?: { debug(fields: object, msg: string): void };
+}
+
+function knexLog(log: DbOptions['log']): Knex.Config['log'] {
+  const note = (message: unknown) => log?.debug({ knex: String(message) }, 'database client notice');
+  return { warn: note, error: note, deprecate: note, debug: note };
 }
 
 /** The URL of each database made from one (a server, not the embedded database): migrateLatest's lock. */
@@ -22,6 +29,9 @@ export function createDb(opts: DbOptions): Knex {
     client: 'pg',
     connection: opts.connection ?? opts.url,
     pool: { min: 0, max: opts.poolMax },
+    // knex's default logger writes each failed connection's stack to stdout, between the JSON log's
+    // lines; the failure reaches its caller and /readyz anyway, so its notices are debug lines.
+    log: knexLog(opts.log),
     // Migrations are listed in code, not discovered on disk, so type stripping and bundlers both work.
     migrations: {
       tableName: 'knex_migrations',

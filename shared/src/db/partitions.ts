@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { failureRun, type RunLog } from '../log.ts';
 
 /**
  * Time partitions of the tables that grow without bound. Each is range-partitioned by server time
@@ -185,7 +186,7 @@ export interface MaintenanceOptions extends PartitionOptions {
   retentionDays: number;
   /** How often to run (default hourly). */
   everyMs?: number;
-  log?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  log?: RunLog;
   now?: () => Date;
 }
 
@@ -204,15 +205,17 @@ export async function maintainPartitions(db: Knex, opts: MaintenanceOptions): Pr
 export function startPartitionMaintenance(db: Knex, opts: MaintenanceOptions): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
+  const run = failureRun(opts.log, 'partition maintenance');
   const pass = () => {
     if (stopped) return;
     running = running
       .then(() => maintainPartitions(db, opts))
       .then(
         ({ created, dropped }) => {
+          run.worked();
           if (created.length || dropped.length) opts.log?.info({ created, dropped }, 'partition maintenance');
         },
-        (err: unknown) => opts.log?.warn({ err }, 'partition maintenance failed; retrying on the next run'),
+        (err: unknown) => run.failed(err),
       );
   };
   pass();

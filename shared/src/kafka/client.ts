@@ -84,12 +84,19 @@ interface KafkaLogEntry {
 const DELIBERATE = new Set(['Limiting retries for the idempotent producer may invalidate EoS guarantees']);
 
 /**
+ * What one request met: a broker's answer naming an error (`Response Metadata(...)`: "This server
+ * does not host this topic-partition") or a connection that failed. kafkajs logs them at ERROR, and
+ * then retries the request or fails its caller, who says so.
+ */
+const REQUEST_LEVEL = /^(Response |Connection error)/;
+
+/**
  * kafkajs's log lines, on the service's logger. kafkajs logs every retry of a step at ERROR: on a
  * fresh broker a start logged 22 lines of "the group coordinator is not available", and a broker
  * nobody answers 18 before the one line saying so. So a message (its text, error and broker) is
  * logged once per KAFKA_LOG_REPEAT_MS, its next line saying how often it repeated (`repeated`);
- * and a step kafkajs retries (its line counts the retries) is a warning: if kafkajs gives up, the
- * caller's error says so.
+ * and a step kafkajs retries (its line counts the retries) or what one request met is a warning:
+ * if kafkajs gives up, the caller's error says so.
  */
 export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
   return () => {
@@ -107,7 +114,7 @@ export function kafkaLogCreator(log: Logger, now: () => number = Date.now) {
       recent.set(key, { until: t + KAFKA_LOG_REPEAT_MS, repeats: 0 });
       const fields = { kafka: rest, label, ...(seen?.repeats ? { repeated: seen.repeats } : {}) };
       if (DELIBERATE.has(message)) log.debug(fields, message);
-      else if (level <= logLevel.ERROR && !('retryCount' in rest)) log.error(fields, message);
+      else if (level <= logLevel.ERROR && !('retryCount' in rest) && !REQUEST_LEVEL.test(message)) log.error(fields, message);
       else if (level <= logLevel.WARN) log.warn(fields, message);
       else log.debug(fields, message);
     };

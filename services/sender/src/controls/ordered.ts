@@ -47,7 +47,7 @@
  */
 import { setTimeout } from 'node:timers/promises';
 import { newId } from '@switchyard/shared/ids.ts';
-import type { Logger } from '@switchyard/shared/log.ts';
+import { failureRun, type Logger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import type { Changed } from '../destination-state.ts';
@@ -228,9 +228,8 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
   };
 
-  // Failed looks in a row: the first is a warning, the rest of a run (every ORPHANS_MS while the
-  // database is away) at debug, and the look that works again says so once.
-  let orphanFailures = 0;
+  // Failed looks in a row (every ORPHANS_MS while the database is away): one warning, then debug.
+  const looks = failureRun(log, 'looking for ordered spills without a drain');
   const sweep = setInterval(() => void findOrphans(), ORPHANS_MS);
   sweep.unref();
   void findOrphans();
@@ -299,13 +298,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     if (closing.signal.aborted) return;
     try {
       for (const dest of await store.orphans(deps.types)) if (!closing.signal.aborted) drainOf(dest);
-      if (orphanFailures > 0) log.info({ failures: orphanFailures }, 'looking for ordered spills without a drain works again');
-      orphanFailures = 0;
+      looks.worked();
     } catch (err) {
-      const fields = { err: (err as Error).message, failures: ++orphanFailures };
-      const line = 'looking for ordered spills without a drain failed; looked for again later';
-      if (orphanFailures === 1) log.warn(fields, line);
-      else log.debug(fields, line);
+      looks.failed(err);
     }
   }
 
