@@ -153,12 +153,16 @@ t.test('the group names the autoscalers use are the ones the services consume', 
   t.equal(GROUP.sender('webhook'), 'sender-webhook');
 });
 
-t.test('the production overlay sets its namespace, image and brokers', async (t) => {
+t.test('the production overlay sets its namespace, image, brokers and public address', async (t) => {
   const objects = render('infra/k8s/overlays/production');
   for (const o of objects.filter((x) => x.kind !== 'Namespace')) t.equal((o.metadata as { namespace?: string }).namespace, 'switchyard');
   for (const d of objects.filter((o) => o.kind === 'Deployment'))
     t.equal(d.spec.template.spec.containers[0].image, 'registry.example.com/switchyard:0.1.0');
-  t.match((objects.find((o) => o.kind === 'ConfigMap') as Obj).data?.KAFKA_BROKERS, /kafka-0/);
+  const config = (objects.find((o) => o.kind === 'ConfigMap') as Obj).data;
+  t.match(config?.KAFKA_BROKERS, /kafka-0/);
+  // The portal's redirect_url is built from it: without, it would be http://0.0.0.0:3333/portal.
+  const ingressHost = (objects.find((o) => o.kind === 'Ingress') as Obj).spec.rules[0].host;
+  t.equal(config?.API_BASE_URL, `https://${ingressHost}`, "API_BASE_URL is the ingress's address");
   // Public: the API and the tenant portal its redirect_url links to (/portal?token=...); not /metrics or the probes.
   const ingress = objects.find((o) => o.kind === 'Ingress') as Obj;
   type Path = { path: string; pathType: string; backend: { service: { name: string } } };
