@@ -29,6 +29,10 @@ let config: ReturnType<typeof loadConfig>;
 try {
   // Fail fast, listing every problem (EGRESS_ALLOW's entries too, as the sender reads them), before anything is started.
   config = withEgressCheck(() => loadConfig(env), env);
+  // The router and the sender take the two ports after METRICS_PORT (below).
+  if (config.METRICS_PORT > 65533) {
+    throw new ConfigError(['METRICS_PORT: must be at most 65533 here (router and sender take the next two ports), or 0 for free ones']);
+  }
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   // One line, as a service prints it (shared/src/process.ts): no stack trace.
@@ -68,9 +72,11 @@ function shutdown(code: number) {
 process.on('SIGINT', () => stopping || shutdown(0));
 process.on('SIGTERM', () => stopping || shutdown(0));
 
-// One host: each service's metrics and health listener on its own port.
-run('attempts', { METRICS_PORT: env.METRICS_PORT ?? '9464' });
-run('router', { METRICS_PORT: String(Number(env.METRICS_PORT ?? 9464) + 1) });
-run('sender', { METRICS_PORT: String(Number(env.METRICS_PORT ?? 9464) + 2) });
+// One host: each service's metrics and health listener on its own port (0: each a free one, logged).
+const opsPort = (n: number) => String(config.METRICS_PORT === 0 ? 0 : config.METRICS_PORT + n);
+run('attempts', { METRICS_PORT: opsPort(0) });
+run('router', { METRICS_PORT: opsPort(1) });
+run('sender', { METRICS_PORT: opsPort(2) });
 run('gateway');
-console.log(`\nSwitchyard is starting on http://${config.API_HOST}:${config.API_PORT}  (admin API key in ${secretsFile})\n`);
+const where = config.API_PORT === 0 ? `${config.API_HOST}, on the port the gateway logs` : `http://${config.API_HOST}:${config.API_PORT}`;
+console.log(`\nSwitchyard is starting on ${where}  (admin API key in ${secretsFile})\n`);

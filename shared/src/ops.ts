@@ -67,7 +67,7 @@ export async function serveOps(
     json(404, { code: 'NOT_FOUND' });
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(listenError('METRICS_PORT', host, port, err)));
+    server.once('error', (err) => reject(listenError({ host: 'METRICS_HOST', port: 'METRICS_PORT' }, host, port, err)));
     server.listen(port, host, () => resolve());
   });
   rt.logger.info({ metrics_port: (server.address() as AddressInfo).port, host }, 'ops listening (/metrics, /livez, /readyz)');

@@ -21,22 +21,25 @@ export class DependencyError extends Error {
 }
 
 /**
- * A listener's failure to bind `host:port` (the setting `setting` names it) as a DependencyError: the
- * address is taken or may not be bound here. One line at start (startFailed), not Node's stack.
+ * A listener's failure to bind `host:port` (the settings `setting` names them) as a DependencyError:
+ * the address is taken, may not be bound here, or the host is not this host's. One line at start
+ * (startFailed), naming the setting to change, not Node's stack.
  */
-export function listenError(setting: string, host: string, port: number, err: unknown): unknown {
+export function listenError(setting: { host: string; port: string }, host: string, port: number, err: unknown): unknown {
   const code = (err as NodeJS.ErrnoException)?.code;
-  const why =
+  const [name, why] =
     code === 'EADDRINUSE'
-      ? 'already in use by another process; set another port (0 picks a free one)'
+      ? [setting.port, 'already in use by another process; set another port (0 picks a free one)']
       : code === 'EACCES'
-        ? 'may not be bound by this user (ports below 1024 need privileges)'
+        ? [setting.port, 'may not be bound by this user (ports below 1024 need privileges)']
         : code === 'EADDRNOTAVAIL'
-          ? 'is not an address of this host'
-          : undefined;
+          ? [setting.host, 'is not an address of this host']
+          : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+            ? [setting.host, 'is not a name this host resolves']
+            : [];
   if (!why) return err;
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  return new DependencyError(`${setting} (${address})`, new Error(why));
+  return new DependencyError(`${name} (${address})`, new Error(why));
 }
 
 const state = {

@@ -98,7 +98,12 @@ export async function createRuntime(
       cleanup.push(() => e.close());
       db = e.db;
     } else {
-      db = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+      try {
+        // The URL is read here, and with it any certificate file it names (sslrootcert ...).
+        db = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, log: logger });
+      } catch (err) {
+        throw new DependencyError('the database (DATABASE_URL)', err);
+      }
       cleanup.push(() => db.destroy());
     }
     trackDb(db);

@@ -146,8 +146,14 @@ t.test('URLs are checked at load; an unparseable DATABASE_URL is refused, not ta
     'EVENT_GATEWAY_BASE_URL',
     'EVENT_GATEWAY_VERIFY_URL',
   ]) {
-    t.same(problemsOf({ [name]: 'not a url' }), [`${name}: must be an absolute http:// or https:// URL`], `${name} is checked`);
-    t.equal(problemsOf({ [name]: 'ftp://h/x' }).length, 1, `${name}: http(s) only`);
+    // The callback's secret beside it: a callback URL needs one (checked below).
+    const withSecret = { OPERATOR_CALLBACK_SECRET: 'k' };
+    t.same(
+      problemsOf({ ...withSecret, [name]: 'not a url' }),
+      [`${name}: must be an absolute http:// or https:// URL`],
+      `${name} is checked`,
+    );
+    t.equal(problemsOf({ ...withSecret, [name]: 'ftp://h/x' }).length, 1, `${name}: http(s) only`);
   }
   t.same(
     problemsOf({ EVENT_GATEWAY_VERIFY_URL: 'https://api.example.com/sources/{source_id}', API_BASE_URL: '' }),
@@ -160,6 +166,34 @@ t.test('URLs are checked at load; an unparseable DATABASE_URL is refused, not ta
     'CORS_ALLOWED_ORIGINS: "https://app.example.com/" is not an origin (scheme://host[:port], or *)',
     'CORS_ALLOWED_ORIGINS: "app.example.com" is not an origin (scheme://host[:port], or *)',
   ]);
+});
+
+t.test('listen hosts: an address or a host name, nothing around it', async (t) => {
+  for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', 'localhost', 'api.internal']) {
+    t.same(problemsOf({ API_HOST: host, METRICS_HOST: host }), [], `${host} loads`);
+  }
+  for (const host of ['127.0.0.1 ', '[::1]', 'http://0.0.0.0', '0.0.0.0:3333']) {
+    t.same(
+      problemsOf({ API_HOST: host, METRICS_HOST: host }),
+      [
+        'METRICS_HOST: must be an address or host name of this host, such as 127.0.0.1, 0.0.0.0 or ::',
+        'API_HOST: must be an address or host name of this host, such as 127.0.0.1, 0.0.0.0 or ::',
+      ],
+      `${JSON.stringify(host)} is refused`,
+    );
+  }
+});
+
+t.test('operator callbacks are signed: a callback URL needs its secret', async (t) => {
+  t.same(problemsOf({ OPERATOR_CALLBACK_URL: 'https://ops.example.com/hook' }), [
+    'OPERATOR_CALLBACK_SECRET: is required when OPERATOR_CALLBACK_URL is set (callbacks are signed with it: signed with an empty key, anyone could forge one)',
+  ]);
+  t.same(problemsOf({ OPERATOR_CALLBACK_URL: 'https://ops.example.com/hook', OPERATOR_CALLBACK_SECRET: 'k' }), [], 'with it: loads');
+  t.same(problemsOf({ OPERATOR_CALLBACK_SECRET: '' }), [], 'neither: loads');
+});
+
+t.test('a required setting set empty is named as required', async (t) => {
+  t.same(problemsOf({ API_KEY: '', API_JWT_SECRET: '' }), ['API_KEY: is required', 'API_JWT_SECRET: is required']);
 });
 
 t.test('a command may read only the settings it uses', async (t) => {

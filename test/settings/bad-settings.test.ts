@@ -64,9 +64,11 @@ const dataDir = (t: Test) => {
 };
 
 t.test('stack mode: the launcher and each service refuse a bad setting in one line', async (t) => {
-  const [launcher, gateway, sender, router, replicas] = await Promise.all([
+  const [launcher, launcherPorts, gateway, sender, router, replicas] = await Promise.all([
     // The launcher reads the configuration before it starts a broker, a database or a service.
     run('infra/dev/start.ts', { ...SECRETS, API_PORT: 'abc' }),
+    // Router and sender take the two ports after it: 65535 leaves them none.
+    run('infra/dev/start.ts', { ...SECRETS, METRICS_PORT: '65535' }),
     run('services/gateway/src/main.ts', { ...SECRETS, KAFKA_BROKERS: 'nonsense', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }),
     run('services/sender/src/main.ts', { ...SECRETS, KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'nonsense' }),
     // Well formed, but nothing listens there: found at start, said in one line too.
@@ -81,6 +83,9 @@ t.test('stack mode: the launcher and each service refuse a bad setting in one li
   ]);
   t.test('launcher: API_PORT=abc', async (t) =>
     refused(t, launcher, /^switchyard start:stack: invalid configuration: API_PORT: must be integer$/),
+  );
+  t.test('launcher: METRICS_PORT=65535, the next two ports taken by router and sender', async (t) =>
+    refused(t, launcherPorts, /^switchyard start:stack: invalid configuration: METRICS_PORT: must be at most 65533 here /),
   );
   t.test('gateway: KAFKA_BROKERS=nonsense', async (t) =>
     refused(
@@ -165,14 +170,42 @@ t.test('a port another process holds: one line naming the setting, exit code 1',
   t.test('embedded mode: API_PORT', async (t) => refused(t, embedded, inUse('embedded', 'API_PORT'), 1));
 });
 
+t.test("a listen host that is not this host's, or a name that does not resolve: one line naming the host setting", async (t) => {
+  const router = async (host: string) =>
+    run('services/router/src/main.ts', {
+      ...testEnv({ DATABASE_URL: await createTestDatabase(t) }),
+      LOG_LEVEL: 'error',
+      METRICS_HOST: host,
+      METRICS_PORT: '0',
+    });
+  // TEST-NET-3 (RFC 5737): no host's address; .invalid (RFC 2606): no name resolves.
+  const [foreign, unresolved] = await Promise.all([router('203.0.113.7'), router('nonsense.invalid')]);
+  t.test('an address of another host', async (t) =>
+    refused(t, foreign, /^switchyard router: failed to start: METRICS_HOST \(203\.0\.113\.7:0\): is not an address of this host$/, 1),
+  );
+  t.test('a name nothing resolves', async (t) =>
+    refused(
+      t,
+      unresolved,
+      /^switchyard router: failed to start: METRICS_HOST \(nonsense\.invalid:0\): is not a name this host resolves$/,
+      1,
+    ),
+  );
+});
+
 t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a database nothing answers', async (t) => {
   const fresh = dataDir(t);
-  const [underFile, underProc, weak, noDatabase, generated] = await Promise.all([
+  const [underFile, underProc, weak, noDatabase, noCertificate, generated] = await Promise.all([
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),
     // Node's recursive mkdir never returns here (100% CPU, deaf to SIGTERM): made one level at a time.
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/proc/x' }),
     run('services/embedded/src/main.ts', { API_KEY: 'k', API_JWT_SECRET: 'x', AES_ENCRYPTION_SECRET: 'short', DATA_DIR: dataDir(t) }),
     run('services/embedded/src/main.ts', { ...SECRETS, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x', DATA_DIR: dataDir(t) }),
+    run('services/embedded/src/main.ts', {
+      ...SECRETS,
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x?sslmode=verify-full&sslrootcert=/nonexistent/root.pem',
+      DATA_DIR: dataDir(t),
+    }),
     // No secrets supplied: this start generates them, then fails.
     run('services/embedded/src/main.ts', { API_TYPE_NAMES: 'bogus', DATA_DIR: fresh }),
   ]);
@@ -180,6 +213,14 @@ t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a da
     refused(t, generated, /^switchyard embedded: invalid configuration: API_TYPE_NAMES: must be one of /);
     t.notOk(existsSync(join(fresh, 'secrets.env')), 'no secrets.env left');
   });
+  t.test('DATABASE_URL naming a certificate file that is not there: one line, as any database failure', async (t) =>
+    refused(
+      t,
+      noCertificate,
+      /^switchyard embedded: failed to start: the database \(DATABASE_URL\): ENOENT: no such file or directory, open '\/nonexistent\/root\.pem'$/,
+      1,
+    ),
+  );
   t.test('DATABASE_URL nothing answers: as a service on its own says it', async (t) =>
     refused(t, noDatabase, /^switchyard embedded: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
   );

@@ -30,7 +30,7 @@ export async function start(rt: Runtime): Promise<Service & { readonly url: stri
   });
   await app.listen({ port: config.API_PORT, host: config.API_HOST }).catch(async (err: unknown) => {
     await app.close();
-    throw listenError('API_PORT', config.API_HOST, config.API_PORT, err);
+    throw listenError({ host: 'API_HOST', port: 'API_PORT' }, config.API_HOST, config.API_PORT, err);
   });
   return {
     url: listeningUrl(config, app),

@@ -42,7 +42,7 @@ export const ATTEMPTS_SETTINGS = {
     kind: 'string',
     default: '',
     secret: true,
-    description: 'HMAC key signing operator callbacks (Standard Webhooks headers).',
+    description: 'HMAC key signing operator callbacks (Standard Webhooks headers); required when OPERATOR_CALLBACK_URL is set.',
   },
   RETENTION_DAYS: {
     kind: 'integer',

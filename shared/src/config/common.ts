@@ -100,6 +100,7 @@ export const COMMON_SETTINGS = {
   METRICS_HOST: {
     kind: 'string',
     default: '127.0.0.1',
+    format: 'listen-host',
     description: 'Address the metrics and health listener binds (0.0.0.0 to let Prometheus and probes reach it).',
   },
   TOPICS: {

@@ -6,7 +6,12 @@ import { SECRET_MIN_LENGTH, type Setting } from './setting.ts';
  */
 export const GATEWAY_SETTINGS = {
   API_PORT: { kind: 'integer', default: '3333', minimum: 0, maximum: 65535, description: 'HTTP port of the gateway.' },
-  API_HOST: { kind: 'string', default: '127.0.0.1', description: 'Address the gateway listens on (0.0.0.0 to expose it).' },
+  API_HOST: {
+    kind: 'string',
+    default: '127.0.0.1',
+    format: 'listen-host',
+    description: 'Address the gateway listens on (0.0.0.0 to expose it).',
+  },
   API_KEY: { kind: 'string', required: true, secret: true, description: 'Admin credential, sent as Authorization: Bearer <API_KEY>.' },
   API_JWT_SECRET: {
     kind: 'string',

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { type Config, type SettingName, SETTINGS, settingsOf } from './catalogue.ts';
 import type { Setting } from './setting.ts';
@@ -108,6 +109,11 @@ export function isHostPort(v: string): boolean {
   return m !== null && Number(m[3]) >= 1 && Number(m[3]) <= 65535;
 }
 
+/** A host to listen on: an IPv4 or IPv6 address (unbracketed, as listen takes it) or a host name. */
+export function isListenHost(v: string): boolean {
+  return isIP(v) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(v);
+}
+
 /** The problems of the values that have the type their schema asks for: syntax and length. */
 function checkValues(name: string, s: Setting, value: unknown, problems: string[]): void {
   if (typeof value === 'string' && value !== '') {
@@ -115,6 +121,9 @@ function checkValues(name: string, s: Setting, value: unknown, problems: string[
       problems.push(`${name}: must be at least ${s.minLength} characters (for example: openssl rand -base64 32)`);
     }
     if (s.format === 'http-url' && !isHttpUrl(value)) problems.push(`${name}: must be an absolute http:// or https:// URL`);
+    if (s.format === 'listen-host' && !isListenHost(value)) {
+      problems.push(`${name}: must be an address or host name of this host, such as 127.0.0.1, 0.0.0.0 or ::`);
+    }
     if (s.format === 'postgres-url' && !isPostgresUrl(value)) {
       problems.push(`${name}: must be a postgres:// (or postgresql://) URL, such as postgres://user:password@host:5432/database`);
     }
@@ -139,6 +148,11 @@ function checkTogether(values: Record<string, unknown>, problems: string[]): voi
   if (typeof minIsr === 'number' && typeof rf === 'number' && minIsr > rf)
     problems.push(
       `KAFKA_MIN_INSYNC_REPLICAS: ${minIsr} is above KAFKA_REPLICATION_FACTOR (${rf}), so no write could ever be accepted; at most ${rf} (a single broker: both 1)`,
+    );
+  const { OPERATOR_CALLBACK_URL: callback, OPERATOR_CALLBACK_SECRET: callbackSecret } = values;
+  if (typeof callback === 'string' && callback !== '' && callbackSecret === '')
+    problems.push(
+      'OPERATOR_CALLBACK_SECRET: is required when OPERATOR_CALLBACK_URL is set (callbacks are signed with it: signed with an empty key, anyone could forge one)',
     );
 }
 
@@ -166,7 +180,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       if (parsed.has(name)) continue;
       // Values are never echoed: some settings are secrets. The allowed ones come from the catalogue.
       const message =
-        e.keyword === 'required'
+        // A required string set empty (as a template's `API_KEY=` leaves it) is as good as missing.
+        e.keyword === 'required' || (e.keyword === 'minLength' && values[name] === '')
           ? 'is required'
           : e.keyword === 'enum'
             ? `must be one of ${(e.params as { allowedValues: string[] }).allowedValues.map((v) => (v === '' ? '"" (empty)' : v)).join(', ')}`

@@ -20,10 +20,10 @@ export interface Setting {
   minLength?: number;
   /**
    * Syntax a non-empty value must have, checked at load so a typo is refused at once rather than
-   * found by a connection that fails later: an absolute http(s) URL, a postgres:// URL, or (each
-   * entry of a list) a Kafka broker host:port or a browser origin.
+   * found by a connection that fails later: an absolute http(s) URL, a postgres:// URL, an address
+   * or host name to listen on, or (each entry of a list) a Kafka broker host:port or a browser origin.
    */
-  format?: 'http-url' | 'postgres-url' | 'host-port' | 'origin';
+  format?: 'http-url' | 'postgres-url' | 'listen-host' | 'host-port' | 'origin';
 }
 
 /** Fewest characters of AES_ENCRYPTION_SECRET and API_JWT_SECRET (32: 24 random bytes in base64). */

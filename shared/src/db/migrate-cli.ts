@@ -1,7 +1,7 @@
 // npm run migrate: applies pending migrations to DATABASE_URL. Needs DATABASE_URL only; safe to
 // run beside starting services or other migrates (migrateLatest's advisory lock).
 import { ConfigError, loadConfig } from '../config/index.ts';
-import { createDb, migrateLatest } from './index.ts';
+import { createDb, type Knex, migrateLatest } from './index.ts';
 
 let url: string;
 try {
@@ -16,7 +16,14 @@ if (!url) {
   console.error('DATABASE_URL is not set: the embedded database migrates itself when npm start starts');
   process.exit(1);
 }
-const db = createDb({ url, poolMax: 1 });
+let db: Knex;
+try {
+  db = createDb({ url, poolMax: 1 });
+} catch (err) {
+  // The URL names a file it cannot read (sslrootcert ...).
+  console.error(`migrate: the database (DATABASE_URL): ${(err as Error).message}`);
+  process.exit(1);
+}
 try {
   const applied = await migrateLatest(db, {
     warn: (fields, msg) => console.error(`migrate: ${msg} (${Object.values(fields).join(', ')})`),

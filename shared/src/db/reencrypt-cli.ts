@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { type Config, loadConfig } from '../config/index.ts';
 import { createCipher } from '../crypto.ts';
-import { createDb } from './index.ts';
+import { createDb, type Knex } from './index.ts';
 import { reencryptAll } from './reencrypt.ts';
 
 // `--force` is accepted and ignored: retiring once waited for deliveries in the log, which never need the old key.
@@ -51,7 +51,14 @@ if (!process.env.DATABASE_URL) {
     console.error(`rotate-encryption-key: ${(err as Error).message}`);
     process.exit(2);
   }
-  const db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
+  let db: Knex;
+  try {
+    db = createDb({ url: config.DATABASE_URL, poolMax: 2 });
+  } catch (err) {
+    // The URL names a file it cannot read (sslrootcert ...).
+    console.error(`rotate-encryption-key: the database (DATABASE_URL): ${(err as Error).message}; nothing was changed`);
+    process.exit(1);
+  }
   try {
     // One transaction: every row under the current key, or (on any failure) none changed.
     const { scanned, rewritten } = await reencryptAll(
