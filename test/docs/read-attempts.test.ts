@@ -1,5 +1,6 @@
 // The analyst's example consumer (docs/examples/read-attempts.ts) reads the attempts topic of a real
-// broker with its own group, deduplicates on id, and counts by type, status and code.
+// broker with its own group (from the beginning of partitions it has no offset for: the records
+// were written before it started), deduplicates on id, and counts by type, status and code.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import t from 'tap';
@@ -47,14 +48,10 @@ t.test('read-attempts prints each attempt once and counts them', async (t) => {
     records.map((value) => ({ key: value.destination_id, value })),
   );
 
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, 'docs/examples/read-attempts.ts'), '--from-beginning', '--raw', '--max', '3', '--group', uniqueName('g')],
-    {
-      env: { ...process.env, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: prefix },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [join(ROOT, 'docs/examples/read-attempts.ts'), '--raw', '--max', '3', '--group', uniqueName('g')], {
+    env: { ...process.env, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: prefix },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d));
@@ -70,4 +67,5 @@ t.test('read-attempts prints each attempt once and counts them', async (t) => {
   t.same(printed, ['a1', 'a2'], 'each attempt once');
   t.match(err, /2026-11-25T10:00 webhook success 200 1/);
   t.match(err, /2026-11-25T10:00 webhook failed 500 1/);
+  t.notMatch(err, /TimeoutNegativeWarning/, "kafkajs's idle timer fixed: no warning");
 });
