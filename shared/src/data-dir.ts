@@ -1,7 +1,7 @@
 // The data directory of embedded mode (DATA_DIR): made before anything is written in it, so a path
 // that cannot be one is refused with one clear line at start, as a bad setting is.
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from './config/index.ts';
 
 /**
@@ -33,8 +33,12 @@ export function ensureDataDir(dir: string): void {
     }
     if (!isDir) throw new ConfigError([`DATA_DIR: ${level} is not a directory, so ${target} cannot be one`]);
   }
+  // A file made and removed, not access(2): root passes that on directories it still cannot write
+  // (/sys/kernel), and the start would then fail on its first file with no DATA_DIR named.
+  const probe = join(target, `.write-check-${process.pid}`);
   try {
-    accessSync(target, constants.W_OK | constants.X_OK);
+    writeFileSync(probe, '');
+    rmSync(probe);
   } catch (err) {
     throw refused(`${target} is not writable`, err);
   }

@@ -192,6 +192,13 @@ t.test('operator callbacks are signed: a callback URL needs its secret', async (
   t.same(problemsOf({ OPERATOR_CALLBACK_SECRET: '' }), [], 'neither: loads');
 });
 
+t.test("NODE_EXTRA_CA_CERTS (Node's) must be a readable file of PEM certificates", async (t) => {
+  const dir = t.testdir({ 'ca.pem': '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n', 'empty.pem': '' });
+  t.same(problemsOf({ NODE_EXTRA_CA_CERTS: `${dir}/ca.pem` }), [], 'a bundle loads');
+  t.same(problemsOf({ NODE_EXTRA_CA_CERTS: `${dir}/missing.pem` }), [`NODE_EXTRA_CA_CERTS: cannot read ${dir}/missing.pem (ENOENT)`]);
+  t.same(problemsOf({ NODE_EXTRA_CA_CERTS: `${dir}/empty.pem` }), [`NODE_EXTRA_CA_CERTS: ${dir}/empty.pem holds no PEM certificate`]);
+});
+
 t.test('a required setting set empty is named as required', async (t) => {
   t.same(problemsOf({ API_KEY: '', API_JWT_SECRET: '' }), ['API_KEY: is required', 'API_JWT_SECRET: is required']);
 });

@@ -195,10 +195,12 @@ t.test("a listen host that is not this host's, or a name that does not resolve: 
 
 t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a database nothing answers', async (t) => {
   const fresh = dataDir(t);
-  const [underFile, underProc, weak, noDatabase, noCertificate, generated] = await Promise.all([
+  const [underFile, underProc, unwritable, weak, noDatabase, noCertificate, noCaFile, generated] = await Promise.all([
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),
     // Node's recursive mkdir never returns here (100% CPU, deaf to SIGTERM): made one level at a time.
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/proc/x' }),
+    // A directory that exists and cannot be written, even by root (access(2) says it can).
+    run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/sys/kernel' }),
     run('services/embedded/src/main.ts', { API_KEY: 'k', API_JWT_SECRET: 'x', AES_ENCRYPTION_SECRET: 'short', DATA_DIR: dataDir(t) }),
     run('services/embedded/src/main.ts', { ...SECRETS, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x', DATA_DIR: dataDir(t) }),
     run('services/embedded/src/main.ts', {
@@ -206,6 +208,8 @@ t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a da
       DATABASE_URL: 'postgres://nobody@127.0.0.1:1/x?sslmode=verify-full&sslrootcert=/nonexistent/root.pem',
       DATA_DIR: dataDir(t),
     }),
+    // Node would warn at the first TLS connection and go on without it.
+    run('services/embedded/src/main.ts', { ...SECRETS, NODE_EXTRA_CA_CERTS: '/nonexistent/ca.pem', DATA_DIR: dataDir(t) }),
     // No secrets supplied: this start generates them, then fails.
     run('services/embedded/src/main.ts', { API_TYPE_NAMES: 'bogus', DATA_DIR: fresh }),
   ]);
@@ -221,11 +225,24 @@ t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a da
       1,
     ),
   );
+  t.test("NODE_EXTRA_CA_CERTS naming a file that is not there: refused at start, after Node's own warning", async (t) => {
+    // Node writes its line as modules make their first TLS context, and alone would go on without the file.
+    const [node, ...ours] = noCaFile.stderr.trim().split('\n');
+    t.match(node, /^Warning: Ignoring extra certs from `\/nonexistent\/ca\.pem`/, "Node's line");
+    refused(
+      t,
+      { ...noCaFile, stderr: ours.join('\n') },
+      /^switchyard embedded: invalid configuration: NODE_EXTRA_CA_CERTS: cannot read \/nonexistent\/ca\.pem \(ENOENT\)$/,
+    );
+  });
   t.test('DATABASE_URL nothing answers: as a service on its own says it', async (t) =>
     refused(t, noDatabase, /^switchyard embedded: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
   );
   t.test('DATA_DIR=/etc/passwd/x', async (t) =>
     refused(t, underFile, /^switchyard embedded: invalid configuration: DATA_DIR: \/etc\/passwd is not a directory/),
+  );
+  t.test('DATA_DIR=/sys/kernel, a directory nobody can write', async (t) =>
+    refused(t, unwritable, /^switchyard embedded: invalid configuration: DATA_DIR: \/sys\/kernel is not writable \(E[A-Z]+: /),
   );
   t.test('DATA_DIR=/proc/x', async (t) =>
     refused(t, underProc, /^switchyard embedded: invalid configuration: DATA_DIR: cannot create \/proc\/x \(ENOENT/),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { type Config, type SettingName, SETTINGS, settingsOf } from './catalogue.ts';
@@ -157,6 +158,25 @@ function checkTogether(values: Record<string, unknown>, problems: string[]): voi
 }
 
 /**
+ * NODE_EXTRA_CA_CERTS is Node's, not ours, but a deployment sets it beside ours (docs/operations.md,
+ * "Private CAs"). Node reads the file when the first TLS context is made (at start: modules make one
+ * as they load) and, when it cannot, writes a plain-text warning and goes on without it: every
+ * delivery to a receiver its CA signed would then fail. So a file that cannot be read, or holds no
+ * certificate, is refused at start like a bad setting.
+ */
+function checkExtraCertificates(path: string | undefined, problems: string[]): void {
+  if (!path) return;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    problems.push(`NODE_EXTRA_CA_CERTS: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    return;
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) problems.push(`NODE_EXTRA_CA_CERTS: ${path} holds no PEM certificate`);
+}
+
+/**
  * Reads, validates and freezes the configuration. Reports every problem at once. With `names`, reads
  * only those settings (a command that needs a few, such as npm run migrate, needs nothing else set).
  */
@@ -191,6 +211,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   for (const [name, s] of entries) checkValues(name, s, values[name], problems);
   checkTogether(values, problems);
+  checkExtraCertificates(env.NODE_EXTRA_CA_CERTS, problems);
   if (problems.length) throw new ConfigError([...new Set(problems)]);
   return Object.freeze(values) as Partial<Config>;
 }
