@@ -41,7 +41,7 @@ const BODIES: Array<[string, string, Record<string, unknown>]> = [
     'pubsub',
     'gcp_pubsub',
     {
-      config: { project_id: 'my-project', topic: 't', endpoint: 'localhost:8085' },
+      config: { project_id: 'my-project', topic: 'events', endpoint: 'localhost:8085' },
       credentials: { service_account_json: '{"type":"service_account"}' },
     },
   ],

@@ -59,7 +59,7 @@ const BAD_ADDRESSES: Record<string, Array<[string, string]>> = {
   'kinesis.endpoint': BAD_URLS,
   's3.endpoint': BAD_URLS,
   'rabbitmq.server_url': BAD_HOST_PORTS,
-  'kafka.brokers': [...BAD_HOST_PORTS, ['b1.example.com:9093, [::1]:65536', 'must have a port from 1 to 65535']],
+  'kafka.brokers': [...BAD_HOST_PORTS, ['b1.example.com:9093, kafka_1:65536', 'must have a port from 1 to 65535']],
   'pubsub.endpoint': [
     ...BAD_HOST_PORTS,
     ['https://localhost:99999', 'is not a valid URL'],
@@ -75,8 +75,8 @@ const GOOD_ADDRESS: Record<string, string> = {
   'kinesis.endpoint': 'http://localhost:4567',
   's3.endpoint': 'http://localhost:4569',
   'rabbitmq.server_url': 'mq.example.com:65535',
-  'kafka.brokers': 'b1.example.com:9093, [::1]:9092',
-  'pubsub.endpoint': 'http://[::1]:8085',
+  'kafka.brokers': 'b1.example.com:9093, kafka_1:9092',
+  'pubsub.endpoint': 'http://127.0.0.1:8085',
 };
 
 const modes: Array<[string, (t: { teardown(fn: () => unknown): void }) => Promise<TestApp>]> = [

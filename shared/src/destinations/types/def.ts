@@ -32,6 +32,16 @@ export interface DestinationTypeDef {
 export const icon = (path: string) =>
   `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" fill="none" stroke="currentColor" stroke-width="1.5">${path}</svg>`;
 
+/**
+ * AWS keys and tokens travel in HTTP headers (and the secret signs them): printable ASCII without
+ * spaces. A pasted line break would otherwise fail every delivery before it is sent.
+ */
+export function awsKeyProblems(credentials: Record<string, unknown>): Problem[] {
+  return ['key', 'secret', 'session']
+    .filter((k) => typeof credentials[k] === 'string' && credentials[k] !== '' && !/^[!-~]+$/.test(credentials[k] as string))
+    .map((k) => ({ path: `body.credentials.${k}`, message: 'must be printable ASCII without spaces or line breaks' }));
+}
+
 export const awsKeyFields: FieldDef[] = [
   { key: 'key', type: 'text', label: 'Access key ID', description: 'AWS access key id.', required: true },
   { key: 'secret', type: 'text', label: 'Secret access key', description: 'AWS secret access key.', required: true, sensitive: true },
@@ -84,7 +94,8 @@ export const regionField = (required: boolean): FieldDef => ({
   label: 'Region',
   description: 'Cloud region, for example us-east-1.',
   required,
-  pattern: '[a-z0-9-]+',
+  // A host name label, as the SDK and the S3 host take it.
+  pattern: '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?',
 });
 
 /**

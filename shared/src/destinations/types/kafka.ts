@@ -1,9 +1,12 @@
 import { icon, templateProblems, type DestinationTypeDef } from './def.ts';
 
-/** `host:port` entries, comma separated (IPv6 hosts in brackets). */
-const BROKER = '(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]):\\d{1,5}';
-/** Kafka's own rule for topic names. */
-const TOPIC_NAME = '[a-zA-Z0-9._-]{1,249}';
+/**
+ * `host:port` entries, comma separated; a host is a name (`_` too, as container names have it) or
+ * an IPv4 address. Not an IPv6 literal: kafkajs splits a broker at its first `:`.
+ */
+const BROKER = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?:\\d{1,5}';
+/** Kafka's own rule for topic names (`.` and `..` are refused by the broker too). */
+const TOPIC_NAME = '(?!\\.\\.?$)[a-zA-Z0-9._-]{1,249}';
 
 export const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 

@@ -1,4 +1,13 @@
-import { awsKeyFields, iamPolicy, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
+import {
+  awsKeyFields,
+  awsKeyProblems,
+  iamPolicy,
+  endpointField,
+  icon,
+  regionField,
+  templateProblems,
+  type DestinationTypeDef,
+} from './def.ts';
 
 export const kinesis: DestinationTypeDef = {
   type: 'kinesis',
@@ -42,6 +51,6 @@ export const kinesis: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
-  validate: (config) => templateProblems(config, ['partition_key_template']),
+  validate: (config, credentials) => [...templateProblems(config, ['partition_key_template']), ...awsKeyProblems(credentials)],
   target: (c) => `${String(c.stream_name ?? '')} (${String(c.region ?? '')})`,
 };

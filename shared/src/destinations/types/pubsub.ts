@@ -4,9 +4,10 @@ import { icon, type DestinationTypeDef } from './def.ts';
 
 /**
  * A Pub/Sub endpoint: `host:port` as emulators are given (PUBSUB_EMULATOR_HOST), or an http(s) URL
- * whose port is optional; hosts are names or addresses (IPv6 in brackets).
+ * whose port is optional; hosts are names (`_` too, as container names have it) or IPv4 addresses.
+ * Not an IPv6 literal: the client splits the endpoint at its first `:`.
  */
-const HOST = '(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\])';
+const HOST = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?';
 export const PUBSUB_ENDPOINT = `${HOST}:\\d{1,5}|https?://${HOST}(?::\\d{1,5})?/?`;
 
 /**
@@ -44,7 +45,8 @@ export function checkServiceAccountJson(text: unknown, emulator = false): string
     return 'must carry the service account\'s "client_email"';
   if (typeof k.private_key !== 'string') return 'must carry the service account\'s "private_key"';
   try {
-    createPrivateKey(k.private_key);
+    // Google signs a service account's token requests with RS256: an RSA key.
+    if (createPrivateKey(k.private_key).asymmetricKeyType !== 'rsa') return 'has a "private_key" that is not an RSA key';
   } catch {
     return 'has a "private_key" that is not a readable PEM private key';
   }
@@ -80,7 +82,15 @@ export const pubsub: DestinationTypeDef = {
       required: true,
       pattern: '[a-z][a-z0-9-]{4,28}[a-z0-9]',
     },
-    { key: 'topic', type: 'text', label: 'Topic', description: 'Pub/Sub topic id.', required: true, maxlength: 255 },
+    {
+      key: 'topic',
+      type: 'text',
+      label: 'Topic',
+      description: 'Pub/Sub topic id.',
+      required: true,
+      // Google's rule for resource ids (a goog prefix is refused in validate).
+      pattern: '[A-Za-z][A-Za-z0-9._~+%-]{2,254}',
+    },
     {
       key: 'endpoint',
       type: 'text',
@@ -106,7 +116,12 @@ export const pubsub: DestinationTypeDef = {
     // sent), or always when answering as the peer does; with TLS the key signs every call.
     const lenient = rules?.peerCompatible === true || reachedWithoutTls(config.endpoint);
     const problem = checkServiceAccountJson(credentials.service_account_json, lenient);
-    return problem ? [{ path: 'body.credentials.service_account_json', message: problem } satisfies Problem] : [];
+    return [
+      ...(problem ? [{ path: 'body.credentials.service_account_json', message: problem } satisfies Problem] : []),
+      ...(typeof config.topic === 'string' && /^goog/i.test(config.topic)
+        ? [{ path: 'body.config.topic', message: 'must not start with goog (Google reserves it)' } satisfies Problem]
+        : []),
+    ];
   },
   target: (c) => `projects/${String(c.project_id ?? '')}/topics/${String(c.topic ?? '')}`,
 };

@@ -26,6 +26,7 @@ export const rabbitmq: DestinationTypeDef = {
       pattern: '[^\\s:/]+:\\d{1,5}',
       format: 'address',
     },
+    // AMQP counts a name's 255 in bytes (validate), not characters.
     { key: 'exchange', type: 'text', label: 'Exchange', description: 'Exchange to publish to.', required: true, maxlength: 255 },
     { key: 'tls', type: 'checkbox', label: 'TLS', description: 'Connect with TLS (amqps).', required: false, default: 'false' },
   ],
@@ -33,5 +34,9 @@ export const rabbitmq: DestinationTypeDef = {
     { key: 'username', type: 'text', label: 'Username', description: 'Broker user.', required: true },
     { key: 'password', type: 'text', label: 'Password', description: 'Broker password.', required: true, sensitive: true },
   ],
+  validate: (config) =>
+    typeof config.exchange === 'string' && Buffer.byteLength(config.exchange) > 255
+      ? [{ path: 'body.config.exchange', message: 'must be at most 255 bytes in UTF-8 (AMQP counts bytes)' }]
+      : [],
   target: (c) => `${String(c.server_url ?? '')} -> ${String(c.exchange ?? '')}`,
 };

@@ -1,4 +1,32 @@
-import { awsKeyFields, iamPolicy, endpointField, icon, regionField, templateProblems, type DestinationTypeDef } from './def.ts';
+import {
+  awsKeyFields,
+  awsKeyProblems,
+  iamPolicy,
+  endpointField,
+  icon,
+  regionField,
+  templateProblems,
+  type DestinationTypeDef,
+} from './def.ts';
+import type { Problem } from '../../errors.ts';
+
+/**
+ * S3's bucket naming rules beyond the field's pattern (letters, digits, dots and hyphens, 3-63):
+ * names it never creates, so no delivery to them could succeed.
+ */
+function bucketProblems(bucket: unknown): Problem[] {
+  if (typeof bucket !== 'string') return [];
+  const why = bucket.includes('..')
+    ? 'must not have two dots in a row'
+    : /\.-|-\./.test(bucket)
+      ? 'must not have a dot next to a hyphen'
+      : /^\d+\.\d+\.\d+\.\d+$/.test(bucket)
+        ? 'must not be an IP address'
+        : /^(xn--|sthree-|amzn-s3-demo-)/.test(bucket) || /(-s3alias|--ol-s3|--x-s3|--table-s3|\.mrap)$/.test(bucket)
+          ? 'must not use a prefix or suffix S3 reserves (xn--, sthree-, -s3alias, --ol-s3 ...)'
+          : null;
+  return why ? [{ path: 'body.config.bucket', message: why }] : [];
+}
 
 export const s3: DestinationTypeDef = {
   type: 's3',
@@ -51,6 +79,10 @@ export const s3: DestinationTypeDef = {
     },
   ],
   credential_fields: awsKeyFields,
-  validate: (config) => templateProblems(config, ['key_template']),
+  validate: (config, credentials) => [
+    ...templateProblems(config, ['key_template']),
+    ...bucketProblems(config.bucket),
+    ...awsKeyProblems(credentials),
+  ],
   target: (c) => `s3://${String(c.bucket ?? '')}`,
 };

@@ -1,5 +1,31 @@
 import { icon, type DestinationTypeDef } from './def.ts';
 
+/**
+ * Why the Azure SDK could not use a connection string, read as it reads one: `;`-separated
+ * `Name=value` parts, names case-sensitive (spaces around them ignored), an `Endpoint=sb://` with a
+ * namespace host, and either a key (`SharedAccessKeyName` and `SharedAccessKey`) or a signature
+ * (`SharedAccessSignature=SharedAccessSignature sr=...`), not both.
+ */
+export function connectionStringProblem(cs: unknown): string | null {
+  if (typeof cs !== 'string') return null;
+  const parts = new Map(
+    cs
+      .split(';')
+      .filter((p) => p.includes('='))
+      .map((p) => [p.slice(0, p.indexOf('=')).trim(), p.slice(p.indexOf('=') + 1).trim()] as const),
+  );
+  const host = /^sb:\/\/([^/:]+)/.exec(parts.get('Endpoint') ?? '')?.[1];
+  if (!host) return 'must hold Endpoint=sb://<namespace>.servicebus.windows.net/ (names are case-sensitive)';
+  const key = Boolean(parts.get('SharedAccessKeyName') && parts.get('SharedAccessKey'));
+  const sas = parts.get('SharedAccessSignature');
+  if (key && sas !== undefined) return 'must hold a SharedAccessKey or a SharedAccessSignature, not both';
+  if (sas !== undefined && !sas.startsWith('SharedAccessSignature '))
+    return 'must hold a SharedAccessSignature of the form SharedAccessSignature sr=...&sig=...&se=...&skn=...';
+  if (!key && sas === undefined)
+    return 'must hold SharedAccessKeyName and SharedAccessKey (or a SharedAccessSignature); names are case-sensitive';
+  return null;
+}
+
 export const servicebus: DestinationTypeDef = {
   type: 'servicebus',
   label: 'Azure Service Bus',
@@ -33,24 +59,8 @@ export const servicebus: DestinationTypeDef = {
     },
   ],
   validate: (_config, credentials) => {
-    const cs = credentials.connection_string;
-    if (typeof cs !== 'string') return [];
-    const parts = new Map(
-      cs
-        .split(';')
-        .filter((p) => p.includes('='))
-        .map((p) => [p.slice(0, p.indexOf('=')).trim().toLowerCase(), p.slice(p.indexOf('=') + 1).trim()] as const),
-    );
-    const sas = parts.has('sharedaccesssignature');
-    if (!sas && !(parts.get('sharedaccesskeyname') && parts.get('sharedaccesskey'))) {
-      return [
-        {
-          path: 'body.credentials.connection_string',
-          message: 'must hold SharedAccessKeyName and SharedAccessKey (or a SharedAccessSignature)',
-        },
-      ];
-    }
-    return [];
+    const problem = connectionStringProblem(credentials.connection_string);
+    return problem ? [{ path: 'body.credentials.connection_string', message: problem }] : [];
   },
   target: (c) => String(c.name ?? ''),
 };

@@ -1,4 +1,4 @@
-import { awsKeyFields, iamPolicy, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
+import { awsKeyFields, awsKeyProblems, iamPolicy, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
 
 export const sqs: DestinationTypeDef = {
   type: 'sqs',
@@ -36,6 +36,7 @@ export const sqs: DestinationTypeDef = {
     regionField(false),
   ],
   credential_fields: awsKeyFields,
+  validate: (_config, credentials) => awsKeyProblems(credentials),
   target: (c) => String(c.queue_url ?? ''),
   targetUrl: (c) => (typeof c.queue_url === 'string' ? c.queue_url : undefined),
 };

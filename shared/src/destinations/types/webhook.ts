@@ -65,8 +65,17 @@ export const webhook: DestinationTypeDef = {
     },
   ],
   // An expiry the sender cannot read would end double signing at once.
-  validate: (_config, credentials) => {
+  validate: (config, credentials) => {
     const problems: Problem[] = [];
+    // The sender posts to the URL's origin and path: credentials in it would never be sent.
+    if (typeof config.url === 'string' && URL.canParse(config.url)) {
+      const u = new URL(config.url);
+      if (u.username || u.password)
+        problems.push({
+          path: 'body.config.url',
+          message: 'must not carry user:password@ (it is not sent): put an Authorization header in custom_headers',
+        });
+    }
     const invalidAt = credentials.previous_secret_invalid_at;
     if (typeof invalidAt === 'string' && invalidAt !== '' && !isInstant(invalidAt)) {
       problems.push({
