@@ -5,15 +5,16 @@
  * answer, or any other, is the gateway's fault: 503, nothing saved. Unset, tokens are not checked
  * (self-hosting, tests).
  */
+import { parseGatewayToken } from '@switchyard/shared/destinations/types/gateway.ts';
 import { AppError, type Problem } from '@switchyard/shared/errors.ts';
 
 export const VERIFY_TIMEOUT_MS = 5000;
 
 export async function verifyGatewayToken(verifyUrl: string, token: unknown, fetchImpl: typeof fetch = fetch): Promise<Problem | null> {
-  if (!verifyUrl || typeof token !== 'string') return null;
-  const text = Buffer.from(token, 'base64').toString('utf8');
-  const sourceId = text.includes(':') ? text.slice(0, text.indexOf(':')) : '';
-  if (!sourceId) return { path: 'body.credentials.token', message: 'must be base64 of source_id:signing_key' };
+  // A token of another form is refused by the type's own check (types/gateway.ts), never sent.
+  const parsed = parseGatewayToken(token);
+  if (!verifyUrl || typeof parsed === 'string') return null;
+  const { sourceId } = parsed;
   let status: number;
   try {
     const res = await fetchImpl(verifyUrl.replaceAll('{source_id}', encodeURIComponent(sourceId)), {

@@ -147,7 +147,7 @@ for (const [mode, build] of modes) {
             credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' },
           },
         ],
-        ['hookdeck', 'gateway', { credentials: { token: 'gw-token-abcdef123' } }],
+        ['hookdeck', 'gateway', { credentials: { token: Buffer.from('src_test123:test_signing_key').toString('base64') } }],
       ];
       for (const [alias, type, rest] of cases) {
         const created = await call('POST', '/api/v1/tenants/alias-co/destinations', { type: alias, topics: '*', ...rest });

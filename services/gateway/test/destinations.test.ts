@@ -18,7 +18,7 @@ export const VALID: Record<string, Record<string, unknown>> = {
     config: { server_url: 'mq.example.com:5672', exchange: 'events' },
     credentials: { username: 'u', password: 'rabbit-password-1' },
   },
-  gateway: { type: 'gateway', topics: '*', credentials: { token: 'gw-token-abcdef123' } },
+  gateway: { type: 'gateway', topics: '*', credentials: { token: Buffer.from('src_test123:test_signing_key').toString('base64') } },
   kinesis: {
     type: 'kinesis',
     topics: '*',

@@ -45,7 +45,7 @@ const BODIES: Array<[string, string, Record<string, unknown>]> = [
       credentials: { service_account_json: '{"type":"service_account"}' },
     },
   ],
-  ['gateway', 'hookdeck', { credentials: { token: 'gw-token-abcdef123' } }],
+  ['gateway', 'hookdeck', { credentials: { token: Buffer.from('src_test123:test_signing_key').toString('base64') } }],
 ];
 
 for (const [mode, build] of modes) {

@@ -21,6 +21,7 @@ const BASE: Record<string, { config: Record<string, unknown>; credentials: Recor
     credentials: { username: 'u', password: 'p' },
   },
   pubsub: { config: { project_id: 'my-project', topic: 'events' }, credentials: { service_account_json: SERVICE_ACCOUNT_JSON } },
+  gateway: { config: {}, credentials: { token: Buffer.from('src_1:signing-key').toString('base64') } },
   servicebus: {
     config: { name: 'q' },
     credentials: { connection_string: 'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc' },
@@ -103,6 +104,15 @@ const REFUSED: Array<[string, { config?: Record<string, unknown>; credentials?: 
     },
     'body.credentials.connection_string',
     /not both/,
+  ],
+  // A gateway token is base64 of source_id:signing_key, as the other service checks it on save too.
+  ['gateway', { credentials: { token: 'hello' } }, 'body.credentials.token', /source_id:signing_key/],
+  ['gateway', { credentials: { token: Buffer.from('src:').toString('base64') } }, 'body.credentials.token', /source_id:signing_key/],
+  [
+    'gateway',
+    { credentials: { token: `${Buffer.from('src:key').toString('base64')}\n` } },
+    'body.credentials.token',
+    /source_id:signing_key/,
   ],
   // The sender posts to the URL's origin and path: the credentials were never sent.
   ['webhook', { config: { url: 'https://user:pass@hooks.example.com/in' } }, 'body.config.url', /Authorization header/],

@@ -6,6 +6,7 @@
  * webhook's (code = HTTP status, success below 400).
  */
 import { createHmac } from 'node:crypto';
+import { parseGatewayToken } from '@switchyard/shared/destinations/types/gateway.ts';
 import { isHeaderName, isHeaderValue, RESERVED_HEADERS } from '@switchyard/shared/destinations/webhook-headers.ts';
 import type { Dispatcher } from 'undici';
 import { metadataOf } from '../metadata.ts';
@@ -14,17 +15,6 @@ import { USER_AGENT } from '../webhook/request.ts';
 import { postOutcome } from '../webhook/sender.ts';
 
 export const SIGNATURE_HEADER = 'x-hookdeck-signature';
-
-/** The source id and signing key a gateway token holds, or why it holds none. */
-export function parseGatewayToken(token: unknown): { sourceId: string; signingKey: string } | string {
-  if (typeof token !== 'string' || token === '') return 'the token is missing';
-  const text = Buffer.from(token, 'base64').toString('utf8');
-  const at = text.indexOf(':');
-  if (!/^[A-Za-z0-9+/=_-]+$/.test(token) || at <= 0 || at === text.length - 1) {
-    return 'the token is not base64 of source_id:signing_key';
-  }
-  return { sourceId: text.slice(0, at), signingKey: text.slice(at + 1) };
-}
 
 export const signGateway = (signingKey: string, body: string) =>
   `v0=${createHmac('sha256', signingKey).update(body, 'utf8').digest('base64')}`;

@@ -1,5 +1,19 @@
 import { icon, type DestinationTypeDef } from './def.ts';
 
+/**
+ * The source id and signing key a gateway token holds (base64 of `source_id:signing_key`), or why it
+ * holds none: read on save, so a token no delivery could use is refused, and by the sender.
+ */
+export function parseGatewayToken(token: unknown): { sourceId: string; signingKey: string } | string {
+  if (typeof token !== 'string' || token === '') return 'the token is missing';
+  const text = Buffer.from(token, 'base64').toString('utf8');
+  const at = text.indexOf(':');
+  if (!/^[A-Za-z0-9+/=_-]+$/.test(token) || at <= 0 || at === text.length - 1) {
+    return 'the token is not base64 of source_id:signing_key';
+  }
+  return { sourceId: text.slice(0, at), signingKey: text.slice(at + 1) };
+}
+
 export const gateway: DestinationTypeDef = {
   type: 'gateway',
   label: 'Event Gateway',
@@ -21,5 +35,9 @@ export const gateway: DestinationTypeDef = {
   credential_fields: [
     { key: 'token', type: 'text', label: 'Token', description: 'Gateway source token.', required: true, sensitive: true },
   ],
+  validate: (_config, credentials) => {
+    const parsed = typeof credentials.token === 'string' ? parseGatewayToken(credentials.token) : null;
+    return typeof parsed === 'string' ? [{ path: 'body.credentials.token', message: 'must be base64 of source_id:signing_key' }] : [];
+  },
   target: () => 'Event Gateway',
 };
