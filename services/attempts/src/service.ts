@@ -4,7 +4,7 @@
 import { startTenantErasure } from '@switchyard/shared/db/erasure.ts';
 import { startPartitionMaintenance } from '@switchyard/shared/db/partitions.ts';
 import { HealthStore } from './health-store.ts';
-import { RecentKeys } from './recent-keys.ts';
+import { RecentKeys } from '@switchyard/shared/recent-keys.ts';
 import { OperationsStore } from '@switchyard/shared/db/stores/operations.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import type { BusConsumer, BusProducer, InRecord } from '@switchyard/shared/bus/index.ts';

@@ -1,15 +1,17 @@
 /**
  * What the attempts service has stored of a delivery (its `deliveries` row), read before a retry is
- * made: an automatic retry (attempt 2 and on) or a manual one. Two things follow from it:
- * - an automatic retry of a delivery that has succeeded since (a manual retry did) is not made: no
- *   request, no attempt, as when the other service cancels the retry it scheduled;
+ * made: an automatic retry (attempt 2 and on), a manual one, or a parked delivery back from its
+ * retry tier. Two things follow from it:
+ * - an automatic retry of a delivery that has succeeded since (a manual retry did, or the delivery
+ *   was made again from its own record after a crash) is not made: no request, no attempt, as when
+ *   the other service cancels the retry it scheduled;
  * - the attempt is numbered after the last one stored, or handed out here and not stored yet, so a
  *   manual retry made while an automatic one waits does not share its number (1, 2 manual, 3; not
  *   1, 2 manual, 2), nor do two manual retries a moment apart. The retry schedule still counts the
  *   automatic attempts only: a manual retry does not use up the delivery's retries.
  *
  * A first attempt is never read for (one read per delivery would cost the database a query per
- * event): only retries, which are few. A success is seen once the attempts service has stored it
+ * event): only retries and parked deliveries, which are few. A success is seen once the attempts service has stored it
  * (well under a second in the ordinary case). A read that fails changes nothing: the retry is made
  * as it would have been, since a database away must not hold up deliveries.
  */
@@ -17,6 +19,7 @@ import type { Knex } from '@switchyard/shared/db/index.ts';
 import { statement } from '@switchyard/shared/db/statement.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
+import { RecentKeys } from '@switchyard/shared/recent-keys.ts';
 
 /** What a retry is to do, from what is stored of its delivery. */
 export interface Progress {
@@ -37,11 +40,54 @@ const READ_DELIVERY = statement(
 // only has to outlive the few hundred milliseconds before its attempt is stored.
 const REMEMBERED = 10_000;
 
-/** True for a delivery whose stored progress is read before it is made (a retry, automatic or manual). */
-export const isRetry = (d: DeliveryRecord): boolean => d.manual || d.attempt_number > 1;
+/**
+ * True for a delivery whose stored progress is read before it is made: a retry, automatic or manual,
+ * and a parked delivery (a stalled or rate-limited destination's), which comes back from a retry tier.
+ * A sender killed after parking it reads its record again from the deliveries topic (the committed
+ * offset is held back by the deliveries in flight) and makes it from there: the parked copy must
+ * then see that success, or the delivery is made twice.
+ */
+export const isRetry = (d: DeliveryRecord): boolean => d.manual || d.attempt_number > 1 || (d.parked ?? 0) > 0 || d.turn_at !== undefined;
 
 /** The number `d`'s attempt takes, `after` the delivery's last one: its retries still count from its own. */
 export const attemptNumber = (d: DeliveryRecord, after: number): number => Math.max(d.attempt_number, after + 1);
+
+const keyOf = (d: DeliveryRecord) => `${d.event.tenant_id}\u0000${d.event.id}\u0000${d.destination.id}`;
+
+/**
+ * The deliveries this process made successfully lately (their attempts written). A delivery may come
+ * twice in one process: its parked copy back from a retry tier, and its own record read again from
+ * the deliveries topic after a crash (the committed offset held back by the deliveries in flight),
+ * in either order, the second often before the attempts service has stored the first's success,
+ * or even while the first is under way. The second waits for the first (`whenDone`) and is not
+ * made once it succeeded: a set lookup for every delivery, no database read.
+ */
+export function createMadeHere(max = 20_000) {
+  const made = new RecentKeys(max);
+  const running = new Map<string, Promise<void>>();
+  return {
+    /** `d` succeeded and its attempt was written. */
+    add: (d: DeliveryRecord) => made.add(keyOf(d)),
+    has: (d: DeliveryRecord) => made.has(keyOf(d)),
+    /** `d` is under way until the function returned is called. */
+    start(d: DeliveryRecord): () => void {
+      const key = keyOf(d);
+      let end = () => {};
+      const done = new Promise<void>((resolve) => {
+        end = resolve;
+      });
+      running.set(key, done);
+      return () => {
+        if (running.get(key) === done) running.delete(key);
+        end();
+      };
+    },
+    /** Settles once a copy of `d` under way ends; undefined when none is. */
+    whenDone: (d: DeliveryRecord): Promise<void> | undefined => running.get(keyOf(d)),
+  };
+}
+
+export type MadeHere = ReturnType<typeof createMadeHere>;
 
 export function createDeliveryProgress(db: Knex, log: Logger) {
   // A delivery's records share its destination's key, so one process makes all of them: the numbers
@@ -77,7 +123,7 @@ export function createDeliveryProgress(db: Knex, log: Logger) {
   return async function progress(d: DeliveryRecord): Promise<Progress> {
     const stored = await read(d);
     if (stored?.succeeded && !d.manual) return { superseded: true, after: stored.attempts };
-    const key = `${d.event.tenant_id}\u0000${d.event.id}\u0000${d.destination.id}`;
+    const key = keyOf(d);
     // No await between this read of the numbers handed out and the remembering of this one.
     const after = Math.max(stored?.attempts ?? 0, handedOut.get(key) ?? 0);
     remember(key, attemptNumber(d, after));

@@ -22,7 +22,7 @@ import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
-import { createDeliveryProgress, isRetry, type Progress } from './delivery-progress.ts';
+import { createDeliveryProgress, createMadeHere, isRetry, type MadeHere, type Progress } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -161,6 +161,8 @@ interface DeliveryDeps {
   handle: (delivery: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean, after?: number) => Promise<Handled>;
   /** What a retry is to do, from what is stored of its delivery (delivery-progress.ts). */
   progress: (delivery: DeliveryRecord) => Promise<Progress>;
+  /** Deliveries this process made successfully lately (delivery-progress.ts). */
+  madeHere: MadeHere;
   scheduler: RetryScheduler;
   attemptHeaders: WeakMap<AttemptRecord, Record<string, string>>;
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
@@ -205,6 +207,17 @@ function recordAttempt(deps: DeliveryDeps, type: DestinationType, { attempt, out
 
 /** Delivers one record of `type`; the returned step writes its attempt once the destination's slot is free. */
 async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number) {
+  // Under way until its attempt is written: another copy of the delivery waits (createMadeHere).
+  const end = !record.value.manual && !isOrdered(record.value) ? deps.madeHere.start(record.value) : () => {};
+  try {
+    return await makeOne(deps, type, record, after, end);
+  } catch (err) {
+    end();
+    throw err;
+  }
+}
+
+async function makeOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number, end: () => void) {
   const tracing = deps.rt.tracing;
   // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
   const span = tracing?.span('deliver', 'consumer', record.headers, {
@@ -234,10 +247,16 @@ async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InR
   }
   // Written once the destination's slot is free again: its next delivery need not wait for Kafka.
   return async () => {
-    if (span) {
-      await endOnError(span, write());
-      span.end();
-    } else await write();
+    try {
+      if (span) {
+        await endOnError(span, write());
+        span.end();
+      } else await write();
+      // Only once written: a write that failed makes the record come again, and it must then be made.
+      if (attempt.status === 'success' && !isOrdered(record.value)) deps.madeHere.add(record.value);
+    } finally {
+      end();
+    }
     recordAttempt(deps, type, handled);
   };
 }
@@ -272,13 +291,18 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
         // Its destination is blocked (it has a spill): appended there, made by the spill's drain.
         if (await deps.inOrder.spills(record)) return async () => {};
       }
+      const d = record.value;
+      // Made here already, successfully: its parked copy and its own record read again after a
+      // crash are one delivery (delivery-progress.ts, createMadeHere). A copy under way is waited for.
+      const once = !d.manual && !isOrdered(d);
+      if (once) await deps.madeHere.whenDone(d);
+      const madeHere = once && deps.madeHere.has(d);
       // Not its destination's turn yet: parked until about then, no attempt made.
-      if (await deps.rateGate.parked(record.value, tracing ? record.headers : undefined)) return async () => {};
+      if (!madeHere && (await deps.rateGate.parked(d, tracing ? record.headers : undefined))) return async () => {};
       // A retry: an automatic one whose delivery has succeeded since is not made (no attempt); either
       // kind is numbered after the last attempt stored. An ordered destination retries in place.
-      const d = record.value;
-      const progress = isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.progress(d) : null;
-      if (progress?.superseded) {
+      const progress = !madeHere && isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.progress(d) : null;
+      if (madeHere || progress?.superseded) {
         metrics.retriesSuperseded.inc({ type });
         deps.rt.logger.debug(
           { event_id: d.event.id, destination_id: d.destination.id, attempt_number: d.attempt_number },
@@ -377,6 +401,7 @@ export async function start(rt: Runtime): Promise<Service> {
     rt,
     handle,
     progress: createDeliveryProgress(rt.db, logger),
+    madeHere: createMadeHere(),
     scheduler,
     attemptHeaders: output.attemptHeaders,
     summary,

@@ -1,5 +1,5 @@
-// The attempts service's memory of events it stored lately (recent-keys.ts): the last `max`
-// distinct keys, the oldest evicted first, a repeat keeping its place.
+// The memory of keys seen lately (recent-keys.ts: the attempts service's events stored, the sender's
+// deliveries made): the last `max` distinct keys, the oldest evicted first, a repeat keeping its place.
 import t from 'tap';
 import { RecentKeys } from '../src/recent-keys.ts';
 

@@ -1,0 +1,4 @@
+// The parked-crash suite (test/e2e/parked-crash.test.ts) against embedded mode: one process, the
+// embedded log and database, as `npm start` runs it.
+process.env.SWITCHYARD_E2E_MODE = 'embedded';
+await import('../e2e/parked-crash.test.ts');
