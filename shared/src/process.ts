@@ -48,6 +48,9 @@ const state = {
   firstAt: 0,
   /** The first signal, while start-up is still under way (no stop registered yet). */
   pending: null as string | null,
+  /** Ends the process if start-up does not finish after that signal; cleared when the stop begins. */
+  startupTimer: undefined as NodeJS.Timeout | undefined,
+  startupGraceMs: 30_000,
   stop: null as ((signal: string) => void) | null,
   log: null as Logger | null,
 };
@@ -68,10 +71,12 @@ function received(signal: string): void {
       // leaves if start-up takes longer than a grace period (it has done no work to finish yet).
       state.pending = signal;
       say('info', { signal }, 'signal during start-up; stopping once started');
-      setTimeout(() => {
+      // Cleared once start-up is done and the stop begins (onShutdown): the stop has its own grace.
+      state.startupTimer = setTimeout(() => {
         say('warn', { signal }, 'start-up did not finish after the signal; exiting');
         process.exit(0);
-      }, 30_000).unref();
+      }, state.startupGraceMs);
+      state.startupTimer.unref();
     }
     return;
   }
@@ -85,11 +90,13 @@ function received(signal: string): void {
 
 /**
  * Takes over SIGTERM and SIGINT from the start of the process, so a signal during start-up stops it
- * cleanly rather than killing it half-started. Called by onShutdown; call it first thing in a main.
+ * cleanly rather than killing it half-started (or ends it when start-up takes `startupGraceMs` more).
+ * Called by onShutdown; call it first thing in a main.
  */
-export function catchSignals(): void {
+export function catchSignals(startupGraceMs = 30_000): void {
   if (state.installed) return;
   state.installed = true;
+  state.startupGraceMs = startupGraceMs;
   process.on('SIGTERM', () => received('SIGTERM'));
   process.on('SIGINT', () => received('SIGINT'));
 }
@@ -104,6 +111,11 @@ export function startFailed(service: string, log?: Logger): (err: unknown) => ne
     if (err instanceof ConfigError) {
       process.stderr.write(`switchyard ${service}: ${err.message}\n`);
       process.exit(2);
+    }
+    // Asked to stop while starting (Ctrl-C reaches a child of start-up too, which then fails): done.
+    if (err instanceof DependencyError && state.pending) {
+      process.stderr.write(`switchyard ${service}: stopped during start-up (${state.pending})\n`);
+      process.exit(0);
     }
     // A dependency that failed at start: one line naming it (its own message may span lines).
     if (err instanceof DependencyError) {
@@ -143,7 +155,10 @@ export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = 30
       },
     );
   };
-  if (state.pending) state.stop(state.pending);
+  if (state.pending) {
+    clearTimeout(state.startupTimer);
+    state.stop(state.pending);
+  }
 }
 
 /** Whether the process `pid` runs (EPERM: it does, as another user). */

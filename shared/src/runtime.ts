@@ -94,7 +94,9 @@ export async function createRuntime(
     if (embedded.db) {
       // Loaded only here: a production process never loads PGlite.
       const { openEmbeddedDb } = await import('./db/embedded.ts');
-      const e = await openEmbeddedDb(join(dataDir, 'pg'));
+      const e = await openEmbeddedDb(join(dataDir, 'pg')).catch((err: unknown) => {
+        throw new DependencyError('the embedded database', err);
+      });
       cleanup.push(() => e.close());
       db = e.db;
     } else {

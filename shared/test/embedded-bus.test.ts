@@ -1,7 +1,7 @@
 // The embedded log against the Bus contract the services rely on: per-key order, durable sends,
 // durable commits, at-least-once after a crash (a real SIGKILL of a child process), delays.
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -541,3 +541,53 @@ t.test(
     );
   },
 );
+
+t.test('retention deletes old segments every group has read, never records one has not', async (t) => {
+  const dir = tempDir(t);
+  const open = () => createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log, segmentBytes: 200 });
+  const send = async (bus: Bus, from: number, n: number) => {
+    for (let i = from; i < from + n; i++) await (await bus.producer()).send(ORDERS, [{ key: 'a', value: { i, pad: 'y'.repeat(50) } }]);
+  };
+  const readAll = async (bus: Bus, until: number) => {
+    const got: number[] = [];
+    await bus.consume<{ i: number }>({ groupId: 'g', topics: [ORDERS], handle: async (r) => void got.push(r.value.i) });
+    await waitFor('read', () => got.length >= until || undefined);
+    return got;
+  };
+  // Group g reads the first 6 records; 10 more come, unread, while the process is stopped.
+  let bus = await open();
+  await bus.ensureTopics([ORDERS]);
+  await send(bus, 0, 6);
+  t.same(await readAll(bus, 6), [0, 1, 2, 3, 4, 5]);
+  await bus.close();
+  bus = await open();
+  await send(bus, 6, 10);
+  await bus.close();
+  // Stopped for over a week (or restored from a copy that kept its files' times).
+  const pdir = join(dir, 'x.orders', '0');
+  const before = readdirSync(pdir).filter((f) => f !== 'meta.json');
+  const weekAgo = new Date(Date.now() - 8 * 86_400_000);
+  for (const f of before) utimesSync(join(pdir, f), weekAgo, weekAgo);
+
+  bus = await open();
+  t.teardown(() => bus.close());
+  await bus.ensureTopics([ORDERS]);
+  const after = readdirSync(pdir).filter((f) => f !== 'meta.json');
+  t.ok(after.length < before.length, `segments g had read are deleted (${before.length} -> ${after.length})`);
+  t.same(await readAll(bus, 10), [6, 7, 8, 9, 10, 11, 12, 13, 14, 15], 'every record g had not read is there');
+});
+
+t.test('a log made with one topic prefix refuses another: its records would wait in the first for ever', async (t) => {
+  const dir = tempDir(t);
+  const bus = await createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log });
+  await bus.ensureTopics([ORDERS]);
+  await (await bus.producer()).send(ORDERS, [{ key: 'a', value: 1 }]);
+  await bus.close();
+  await t.rejects(
+    createEmbeddedBus({ dir, topicPrefix: 'y.', partitions: 1, log }),
+    /KAFKA_TOPIC_PREFIX: the log in .* was made with "x\."/,
+  );
+  const again = await createEmbeddedBus({ dir, topicPrefix: 'x.', partitions: 1, log });
+  t.teardown(() => again.close());
+  t.pass('its own prefix opens it (the refusal left the lock free)');
+});

@@ -13,6 +13,7 @@ import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { createAnnouncer } from './destination-changes.ts';
+import { AppError } from '@switchyard/shared/errors.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
 import cors from '@fastify/cors';
@@ -73,8 +74,17 @@ function createApp(config: Config, logger: Logger): FastifyInstance {
     // nothing here assigns keys of input onto a plain object (merge-patch.ts defines them).
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
+    // Requests that come while the gateway closes are answered below, in the API's error shape.
+    return503OnClosing: false,
   });
   registerErrorHandling(app);
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new AppError('SERVICE_UNAVAILABLE', 'The gateway is shutting down. Retry shortly.');
+  });
   // Bodies validated as sent, query strings and path parameters coerced from text (validators.ts).
   registerValidators(app);
   // 405 with Allow for a known path's other methods (before authentication: no credential needed to learn it).

@@ -95,7 +95,10 @@ function problemsOf(err: FastifyError): Problem[] {
   return ajvProblems((err.validation ?? []) as unknown as ErrorObject[], where);
 }
 
-/** Postgres connection errors (SQLSTATE class 08, shutdown 57P01-57P03) and socket errors. */
+/**
+ * Postgres connection errors (SQLSTATE class 08, shutdown 57P01-57P03, insufficient resources class
+ * 53: a full disk, out of memory) and socket errors.
+ */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03']);
 
 /** The database or Kafka could not be reached: nothing the caller did wrong, worth retrying. */
@@ -105,6 +108,7 @@ function unavailable(err: Error): boolean {
   return (
     UNAVAILABLE_CODES.has(code) ||
     code.startsWith('08') ||
+    code.startsWith('53') ||
     e.name === 'KnexTimeoutError' ||
     e.name.startsWith('KafkaJS') ||
     /Connection terminated|connection is closed/i.test(e.message)

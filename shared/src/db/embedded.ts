@@ -67,9 +67,16 @@ async function createDatabase(dir: string): Promise<void> {
   rmSync(staging, { recursive: true, force: true });
   const script = `const { PGlite } = await import(${JSON.stringify(import.meta.resolve('@electric-sql/pglite'))});
     await (await PGlite.create(process.argv[1], { startParams: JSON.parse(process.argv[2]) })).close();`;
-  await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, staging, JSON.stringify(START_PARAMS)], {
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+  try {
+    await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, staging, JSON.stringify(START_PARAMS)], {
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
+  } catch (err) {
+    // execFile's message is the whole command line and script: say what failed and why, in a line.
+    const e = err as { signal?: string | null; stderr?: string; message: string };
+    const why = e.signal ? `stopped by ${e.signal}` : (e.stderr?.trim().split('\n').at(-1) ?? e.message.split('\n')[0]);
+    throw new Error(`creating the database in ${dir} failed: ${why}`);
+  }
   if (existsSync(dir)) rmdirSync(dir); // empty: rename(2) will not replace it
   renameSync(staging, dir);
 }

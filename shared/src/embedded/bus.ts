@@ -28,7 +28,10 @@
  * like Kafka's; a group further behind restarts at the oldest record left); an offset index is kept
  * in memory (one number per record of the retained log).
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Bus, LagRow } from '../bus/index.ts';
+import { ConfigError } from '../config/index.ts';
 import { allTopics, type TopicDef } from '../bus/topics.ts';
 import { consume } from './consumer.ts';
 import { createContext, type EmbeddedBusOptions, type EmbeddedContext } from './context.ts';
@@ -58,12 +61,33 @@ function lag(ctx: EmbeddedContext, groups: Array<{ groupId: string; topics: Topi
   return rows;
 }
 
+const PREFIX_FILE = 'topic-prefix';
+
+/**
+ * The topic prefix a log was made with, kept beside it: started with another, the process would
+ * make a second set of topics in the same directory and leave the records waiting in the first,
+ * accepted and never delivered, without a word. So another prefix is refused (a bad setting).
+ */
+function checkPrefix(dir: string, prefix: string): void {
+  const file = join(dir, PREFIX_FILE);
+  if (!existsSync(file)) {
+    writeFileSync(file, prefix);
+    return;
+  }
+  const kept = readFileSync(file, 'utf8');
+  if (kept !== prefix)
+    throw new ConfigError([
+      `KAFKA_TOPIC_PREFIX: the log in ${dir} was made with "${kept}", whose topics hold what it accepted; start with that prefix (or another DATA_DIR)`,
+    ]);
+}
+
 /** Opens (creating when missing) the embedded log under `opts.dir`. */
 export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> {
   const lock = lockDirectory(opts.dir);
   const retentionMs = opts.retentionMs ?? 7 * 86_400_000;
   const offsets = new OffsetStore(opts.dir);
   try {
+    checkPrefix(opts.dir, opts.topicPrefix);
     await offsets.open();
   } catch (err) {
     lock.release();
@@ -72,7 +96,8 @@ export async function createEmbeddedBus(opts: EmbeddedBusOptions): Promise<Bus> 
   const ctx = createContext(opts, offsets);
 
   const expire = async () => {
-    for (const parts of ctx.topics.values()) for (const p of parts) await p.expire(Date.now() - retentionMs);
+    for (const parts of ctx.topics.values())
+      for (const p of parts) await p.expire(Date.now() - retentionMs, ctx.offsets.floor(p.topic, p.id));
   };
   const retention = setInterval(() => {
     expire().catch((err: unknown) => opts.log.warn({ err }, 'embedded log: retention failed'));

@@ -67,6 +67,16 @@ export class OffsetStore {
     return this.offsets.get(OffsetStore.id(group, topic, partition));
   }
 
+  /** The lowest offset any group committed on the partition (all below it read by every group); undefined: none did. */
+  floor(topic: string, partition: number): number | undefined {
+    let low: number | undefined;
+    for (const [key, offset] of this.offsets) {
+      const [, t, p] = JSON.parse(key) as [string, string, number];
+      if (t === topic && p === partition && (low === undefined || offset < low)) low = offset;
+    }
+    return low;
+  }
+
   /** Resolves once the offsets are durable. */
   commit(group: string, entries: Array<{ topic: string; partition: number; offset: number }>): Promise<void> {
     if (!entries.length) return Promise.resolve();

@@ -199,9 +199,15 @@ export class Partition {
     return out;
   }
 
-  /** Deletes closed segments last written before `before`. */
-  async expire(before: number): Promise<void> {
-    while (this.segments.length > 1 && (this.segments[0] as Segment).lastWrite < before) {
+  /**
+   * Deletes closed segments last written before `before` whose records every group has read: all
+   * below `readUpTo` (the lowest committed offset; undefined when no group reads the partition). A
+   * record not yet handled is never deleted, however long the process was stopped or however old
+   * a restored copy's files are.
+   */
+  async expire(before: number, readUpTo?: number): Promise<void> {
+    const expired = (s: Segment) => s.lastWrite < before && (readUpTo === undefined || s.base + s.positions.length <= readUpTo);
+    while (this.segments.length > 1 && expired(this.segments[0] as Segment)) {
       const s = this.segments.shift() as Segment;
       unlinkSync(s.path);
       this.log.info({ topic: this.topic, partition: this.id, segment: s.path }, 'embedded log: deleted an expired segment');
