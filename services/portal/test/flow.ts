@@ -97,6 +97,12 @@ async function rowsAtLeast(page: Page, n: number, selector = 'table.attempts tbo
 }
 
 /** Waits for the locator to be visible (false after the timeout): pages render after their data arrives. */
+/**
+ * The failed attempt's link, by its label ("Attempt 1 of event <id>: 503"): a row's text also holds
+ * the event id, which may contain 503 itself.
+ */
+const ATTEMPT_503 = /: 503$/;
+
 const visible = (l: Locator) =>
   l.waitFor({ timeout: 10_000 }).then(
     () => true,
@@ -283,7 +289,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   await shot(page, 'deliveries-light', opts.screenshots);
 
   // Attempt detail of the failed one: request, response status and body; then retry it.
-  await page.locator('table.attempts tbody tr', { hasText: '503' }).getByRole('link').click();
+  await page.locator('table.attempts').getByRole('link', { name: ATTEMPT_503 }).click();
   await page.getByRole('heading', { name: /Attempt #1/ }).waitFor();
   t.equal(await page.getByTestId('response-status').textContent(), '503', 'response status');
   t.equal(await page.getByTestId('response-body').textContent(), 'temporarily unavailable', 'response body');
@@ -397,7 +403,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
     await p.locator('table.attempts tbody tr').nth(3).waitFor();
     await p.locator('.chart-box svg').first().waitFor();
     await shot(p, 'deliveries-dark', true);
-    await p.locator('table.attempts tbody tr', { hasText: '503' }).getByRole('link').click();
+    await p.locator('table.attempts').getByRole('link', { name: ATTEMPT_503 }).click();
     await p.getByTestId('response-status').waitFor();
     await shot(p, 'attempt-dark', true);
     await p.getByRole('link', { name: 'Destinations', exact: true }).first().click();
@@ -452,7 +458,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   const firstPage = await newest.getAttribute('title');
   await page.getByRole('button', { name: 'Older →' }).click();
   await waitFor('the second page', async () => (await page.locator('table.attempts tbody tr').count()) === 5);
-  t.ok(await visible(page.locator('table.attempts tbody tr', { hasText: '503' })), 'the oldest attempt is on the second page');
+  t.ok(await visible(page.locator('table.attempts').getByRole('link', { name: ATTEMPT_503 })), 'the oldest attempt is on the second page');
   t.ok(await page.getByRole('button', { name: 'Older →' }).isDisabled(), 'no third page');
   await page.getByRole('button', { name: '← Newer' }).click();
   await waitFor('the first page again', async () => (await page.locator('table.attempts tbody tr').count()) === 20);
