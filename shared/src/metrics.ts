@@ -78,7 +78,7 @@ export const metrics = {
   }),
   retriesSuperseded: new client.Counter({
     name: 'switchyard_retries_superseded_total',
-    help: 'Automatic retries not made because their delivery had succeeded since (a manual retry did): no request, no attempt. By destination type.',
+    help: 'Deliveries not made because they had succeeded since: automatic retries after a manual retry, and copies of a delivery this sender made already (after a crash). No request, no attempt. By destination type.',
     labelNames: ['type'] as const,
     registers: [registry],
   }),
