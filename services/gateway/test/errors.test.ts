@@ -37,12 +37,14 @@ t.test('a request that comes while the gateway closes: 503 in the API error shap
   let answers = '';
   socket.on('data', (d: Buffer) => (answers += d.toString()));
   const body = JSON.stringify({ tenant_id: 'acme', topic: 'user.created', data: {} });
+  const received = new Promise((r) => app.server.once('request', r));
   socket.write(
     `POST /api/v1/publish HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${config.API_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
   );
-  await new Promise((r) => setTimeout(r, 100));
+  await received;
   const closed = app.close();
-  await new Promise((r) => setTimeout(r, 100));
+  // The server stops listening once the preClose hooks have run.
+  await waitFor('the gateway to close its listener', () => !app.server.listening || undefined);
   socket.write(`${body.slice(5)}GET /api/v1/tenants/acme HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${config.API_KEY}\r\n\r\n`);
   await waitFor('both answers', () => (answers.match(/HTTP\/1\.1 /g) ?? []).length >= 2 || undefined);
   socket.destroy();

@@ -52,6 +52,8 @@ const REFUSED: Array<[string, { config?: Record<string, unknown>; credentials?: 
   // A region is a host name label: the SDK refused these on every delivery.
   ['kinesis', { config: { region: '-' } }, 'body.config.region', /must match/],
   ['sqs', { config: { region: 'us-' } }, 'body.config.region', /must match/],
+  // Sent to the URL's region, signed for another: AWS refused every request.
+  ['sqs', { config: { region: 'eu-west-1' } }, 'body.config.region', /queue URL's region \(us-east-1\)/],
   ['s3', { config: { region: 'a'.repeat(64) } }, 'body.config.region', /must match/],
   // S3 never creates these buckets.
   ['s3', { config: { bucket: 'a..b' } }, 'body.config.bucket', /two dots/],
@@ -122,7 +124,9 @@ const ACCEPTED: Array<[string, { config?: Record<string, unknown>; credentials?:
   ['kafka', { config: { brokers: 'kafka_1:9092, kafka-2.internal:9092' } }, 'container names with _'],
   ['kafka', { config: { topic: '.events' } }, 'a topic starting with a dot'],
   ['pubsub', { config: { endpoint: 'pubsub_emulator:8085' } }, 'an emulator named with _'],
-  ['sqs', { config: { region: 'elasticmq' } }, "an emulator's region"],
+  ['sqs', { config: { region: 'elasticmq', queue_url: 'http://127.0.0.1:9324/000000000000/q' } }, "an emulator's region"],
+  ['sqs', { config: { region: 'eu-west-1', endpoint: 'http://127.0.0.1:4566' } }, 'any region with an endpoint'],
+  ['sqs', { config: { region: 'us-east-1' } }, "the URL's own region"],
   ['kinesis', { config: { region: 'us-gov-west-1' } }, 'a long region'],
   ['s3', { config: { bucket: 'my.bucket-1' } }, 'dots and hyphens apart'],
   ['rabbitmq', { config: { exchange: 'é'.repeat(127) } }, '254 bytes'],

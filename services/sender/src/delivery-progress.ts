@@ -52,26 +52,26 @@ export const isRetry = (d: DeliveryRecord): boolean => d.manual || d.attempt_num
 /** The number `d`'s attempt takes, `after` the delivery's last one: its retries still count from its own. */
 export const attemptNumber = (d: DeliveryRecord, after: number): number => Math.max(d.attempt_number, after + 1);
 
-const keyOf = (d: DeliveryRecord) => `${d.event.tenant_id}\u0000${d.event.id}\u0000${d.destination.id}`;
+/** A delivery's key: what `createMadeHere` remembers it by (computed once per record) and what numbers its retries. */
+export const madeKey = (d: DeliveryRecord) => `${d.event.tenant_id}\u0000${d.event.id}\u0000${d.destination.id}`;
 
 /**
- * The deliveries this process made successfully lately (their attempts written). A delivery may come
- * twice in one process: its parked copy back from a retry tier, and its own record read again from
- * the deliveries topic after a crash (the committed offset held back by the deliveries in flight),
- * in either order, the second often before the attempts service has stored the first's success,
- * or even while the first is under way. The second waits for the first (`whenDone`) and is not
- * made once it succeeded: a set lookup for every delivery, no database read.
+ * The deliveries this process made successfully lately (their attempts written), by `madeKey`. A
+ * delivery may come twice in one process: its parked copy back from a retry tier, and its own record
+ * read again from the deliveries topic after a crash (the committed offset held back by the
+ * deliveries in flight), in either order, the second often before the attempts service has stored
+ * the first's success, or even while the first is under way. The second waits for the first
+ * (`whenDone`) and is not made once it succeeded: a set lookup for every delivery, no database read.
  */
 export function createMadeHere(max = 20_000) {
   const made = new RecentKeys(max);
   const running = new Map<string, Promise<void>>();
   return {
-    /** `d` succeeded and its attempt was written. */
-    add: (d: DeliveryRecord) => made.add(keyOf(d)),
-    has: (d: DeliveryRecord) => made.has(keyOf(d)),
-    /** `d` is under way until the function returned is called. */
-    start(d: DeliveryRecord): () => void {
-      const key = keyOf(d);
+    /** The delivery succeeded and its attempt was written. */
+    add: (key: string) => made.add(key),
+    has: (key: string) => made.has(key),
+    /** The delivery is under way until the function returned is called. */
+    start(key: string): () => void {
       let end = () => {};
       const done = new Promise<void>((resolve) => {
         end = resolve;
@@ -82,8 +82,8 @@ export function createMadeHere(max = 20_000) {
         end();
       };
     },
-    /** Settles once a copy of `d` under way ends; undefined when none is. */
-    whenDone: (d: DeliveryRecord): Promise<void> | undefined => running.get(keyOf(d)),
+    /** Settles once a copy of the delivery under way ends; undefined when none is. */
+    whenDone: (key: string): Promise<void> | undefined => running.get(key),
   };
 }
 
@@ -123,7 +123,7 @@ export function createDeliveryProgress(db: Knex, log: Logger) {
   return async function progress(d: DeliveryRecord): Promise<Progress> {
     const stored = await read(d);
     if (stored?.succeeded && !d.manual) return { superseded: true, after: stored.attempts };
-    const key = keyOf(d);
+    const key = madeKey(d);
     // No await between this read of the numbers handed out and the remembering of this one.
     const after = Math.max(stored?.attempts ?? 0, handedOut.get(key) ?? 0);
     remember(key, attemptNumber(d, after));

@@ -22,7 +22,7 @@ import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
-import { createDeliveryProgress, createMadeHere, isRetry, type MadeHere, type Progress } from './delivery-progress.ts';
+import { createDeliveryProgress, createMadeHere, isRetry, type MadeHere, madeKey, type Progress } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -205,19 +205,29 @@ function recordAttempt(deps: DeliveryDeps, type: DestinationType, { attempt, out
     );
 }
 
-/** Delivers one record of `type`; the returned step writes its attempt once the destination's slot is free. */
-async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number) {
+/**
+ * Delivers one record of `type`; the returned step writes its attempt once the destination's slot is
+ * free. `made` is its `madeKey` when its success is remembered (any but an ordered destination's).
+ */
+async function deliverOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number, made?: string) {
   // Under way until its attempt is written: another copy of the delivery waits (createMadeHere).
-  const end = !record.value.manual && !isOrdered(record.value) ? deps.madeHere.start(record.value) : () => {};
+  const end = made !== undefined && !record.value.manual ? deps.madeHere.start(made) : () => {};
   try {
-    return await makeOne(deps, type, record, after, end);
+    return await makeOne(deps, type, record, after, end, made);
   } catch (err) {
     end();
     throw err;
   }
 }
 
-async function makeOne(deps: DeliveryDeps, type: DestinationType, record: InRecord<DeliveryRecord>, after: number, end: () => void) {
+async function makeOne(
+  deps: DeliveryDeps,
+  type: DestinationType,
+  record: InRecord<DeliveryRecord>,
+  after: number,
+  end: () => void,
+  made: string | undefined,
+) {
   const tracing = deps.rt.tracing;
   // Tracing on only: one span per delivery attempt, from the delivery to its attempt written.
   const span = tracing?.span('deliver', 'consumer', record.headers, {
@@ -253,7 +263,7 @@ async function makeOne(deps: DeliveryDeps, type: DestinationType, record: InReco
         span.end();
       } else await write();
       // Only once written: a write that failed makes the record come again, and it must then be made.
-      if (attempt.status === 'success' && !isOrdered(record.value)) deps.madeHere.add(record.value);
+      if (attempt.status === 'success' && made !== undefined) deps.madeHere.add(made);
     } finally {
       end();
     }
@@ -294,9 +304,10 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
       const d = record.value;
       // Made here already, successfully: its parked copy and its own record read again after a
       // crash are one delivery (delivery-progress.ts, createMadeHere). A copy under way is waited for.
-      const once = !d.manual && !isOrdered(d);
-      if (once) await deps.madeHere.whenDone(d);
-      const madeHere = once && deps.madeHere.has(d);
+      const made = isOrdered(d) ? undefined : madeKey(d);
+      const once = made !== undefined && !d.manual;
+      if (once) await deps.madeHere.whenDone(made);
+      const madeHere = once && deps.madeHere.has(made);
       // Not its destination's turn yet: parked until about then, no attempt made.
       if (!madeHere && (await deps.rateGate.parked(d, tracing ? record.headers : undefined))) return async () => {};
       // A retry: an automatic one whose delivery has succeeded since is not made (no attempt); either
@@ -310,7 +321,7 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
         );
         return async () => {};
       }
-      return deliverOne(deps, type, record, progress?.after ?? 0);
+      return deliverOne(deps, type, record, progress?.after ?? 0, made);
     },
   });
 }

@@ -17,7 +17,8 @@ export class OffsetStore {
   private readonly path: string;
   private fh: FileHandle | null = null;
   private size = 0;
-  private readonly offsets = new Map<string, number>();
+  /** Per partition (`OffsetStore.id`), each group's committed offset: `floor` reads one entry. */
+  private readonly offsets = new Map<string, Map<string, number>>();
   /** Commits append one at a time: each frame goes at the end the one before it left. */
   private readonly serial = createSerial();
 
@@ -25,8 +26,18 @@ export class OffsetStore {
     this.path = join(dir, OFFSETS_FILE);
   }
 
-  private static id(group: string, topic: string, partition: number): string {
-    return JSON.stringify([group, topic, partition]);
+  private static id(topic: string, partition: number): string {
+    return JSON.stringify([topic, partition]);
+  }
+
+  private set(group: string, topic: string, partition: number, offset: number): void {
+    const id = OffsetStore.id(topic, partition);
+    let groups = this.offsets.get(id);
+    if (!groups) {
+      groups = new Map();
+      this.offsets.set(id, groups);
+    }
+    groups.set(group, offset);
   }
 
   async open(): Promise<void> {
@@ -37,7 +48,7 @@ export class OffsetStore {
         const n = frameAt(buf, pos);
         if (n <= 0) break; // a torn last entry was never acknowledged
         const entries = JSON.parse(buf.toString('utf8', pos + HEADER, pos + n)) as Array<[string, string, number, number]>;
-        for (const [g, t, p, o] of entries) this.offsets.set(OffsetStore.id(g, t, p), o);
+        for (const [g, t, p, o] of entries) this.set(g, t, p, o);
         pos += n;
       }
     }
@@ -47,7 +58,11 @@ export class OffsetStore {
   /** Rewrites the file with one entry per partition (atomically: temp file, fsync, rename). */
   private async compact(): Promise<void> {
     await this.fh?.close();
-    const entries = [...this.offsets].map(([k, o]) => [...(JSON.parse(k) as [string, string, number]), o]);
+    const entries: Array<[string, string, number, number]> = [];
+    for (const [id, groups] of this.offsets) {
+      const [t, p] = JSON.parse(id) as [string, number];
+      for (const [g, o] of groups) entries.push([g, t, p, o]);
+    }
     const data = entries.length ? OffsetStore.frame(entries) : Buffer.alloc(0);
     await writeFileDurably(this.path, data);
     this.fh = await open(this.path, 'a');
@@ -64,15 +79,14 @@ export class OffsetStore {
   }
 
   get(group: string, topic: string, partition: number): number | undefined {
-    return this.offsets.get(OffsetStore.id(group, topic, partition));
+    return this.offsets.get(OffsetStore.id(topic, partition))?.get(group);
   }
 
   /** The lowest offset any group committed on the partition (all below it read by every group); undefined: none did. */
   floor(topic: string, partition: number): number | undefined {
     let low: number | undefined;
-    for (const [key, offset] of this.offsets) {
-      const [, t, p] = JSON.parse(key) as [string, string, number];
-      if (t === topic && p === partition && (low === undefined || offset < low)) low = offset;
+    for (const offset of this.offsets.get(OffsetStore.id(topic, partition))?.values() ?? []) {
+      if (low === undefined || offset < low) low = offset;
     }
     return low;
   }
@@ -87,7 +101,7 @@ export class OffsetStore {
       await fh.write(frame, 0, frame.length, this.size);
       await fh.datasync();
       this.size += frame.length;
-      for (const e of entries) this.offsets.set(OffsetStore.id(group, e.topic, e.partition), e.offset);
+      for (const e of entries) this.set(group, e.topic, e.partition, e.offset);
       if (this.size > OFFSETS_COMPACT_BYTES) await this.compact();
     });
   }

@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type SendMessageBatchRequestEntry, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { regionOfQueueUrl } from '@switchyard/shared/destinations/types/sqs.ts';
 import { awsClientConfig, awsEntryFailure, awsFailure, egressRefusal } from '../aws.ts';
 import { createCoalescer, refusedAlone } from '../batch.ts';
 import type { AllowList } from '../egress.ts';
@@ -28,19 +29,6 @@ export const SQS_BATCH = { maxEntries: 10, maxBytes: 256 * 1024 } as const;
 export const SQS_BATCH_WAIT_MS = 3;
 
 type Entry = Omit<SendMessageBatchRequestEntry, 'Id'>;
-
-/**
- * The region in an AWS queue URL, if it is one: sqs.<region>.amazonaws.com, sqs-fips.<region>...,
- * the legacy <region>.queue.amazonaws.com and a VPC endpoint's <id>.sqs.<region>.vpce.amazonaws.com.
- */
-export function regionOfQueueUrl(url: string): string | undefined {
-  const host = /^https?:\/\/([^/:?#]+)(?::\d+)?\//i.exec(url)?.[1]?.toLowerCase();
-  if (!host) return undefined;
-  return (
-    /(?:^|\.)sqs(?:-fips)?[.-]([a-z0-9-]+)\.(?:vpce\.)?amazonaws\.com(?:\.cn)?$/.exec(host)?.[1] ??
-    /^([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?$/.exec(host)?.[1]
-  );
-}
 
 /** SQS takes FIFO group and deduplication ids of at most 128 characters; a longer id is hashed (stable across retries). */
 const fifoId = (id: string) => (id.length > 128 ? createHash('sha256').update(id).digest('hex') : id);

@@ -29,6 +29,12 @@ export interface DestinationTypeDef {
   targetUrl?(config: Record<string, unknown>): string | undefined;
 }
 
+/**
+ * A host for a client that splits `host:port` at its first `:` (kafkajs, the Pub/Sub client): a
+ * name (`_` too, as container names have it) or an IPv4 address, never an IPv6 literal.
+ */
+export const HOST_NAME = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?';
+
 export const icon = (path: string) =>
   `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="24" height="24" fill="none" stroke="currentColor" stroke-width="1.5">${path}</svg>`;
 

@@ -1,10 +1,7 @@
-import { icon, templateProblems, type DestinationTypeDef } from './def.ts';
+import { HOST_NAME, icon, templateProblems, type DestinationTypeDef } from './def.ts';
 
-/**
- * `host:port` entries, comma separated; a host is a name (`_` too, as container names have it) or
- * an IPv4 address. Not an IPv6 literal: kafkajs splits a broker at its first `:`.
- */
-const BROKER = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?:\\d{1,5}';
+/** `host:port` entries, comma separated (kafkajs splits a broker at its first `:`). */
+const BROKER = `${HOST_NAME}:\\d{1,5}`;
 /** Kafka's own rule for topic names (`.` and `..` are refused by the broker too). */
 const TOPIC_NAME = '(?!\\.\\.?$)[a-zA-Z0-9._-]{1,249}';
 

@@ -1,14 +1,12 @@
 import { createPrivateKey } from 'node:crypto';
 import type { Problem } from '../../errors.ts';
-import { icon, type DestinationTypeDef } from './def.ts';
+import { HOST_NAME, icon, type DestinationTypeDef } from './def.ts';
 
 /**
  * A Pub/Sub endpoint: `host:port` as emulators are given (PUBSUB_EMULATOR_HOST), or an http(s) URL
- * whose port is optional; hosts are names (`_` too, as container names have it) or IPv4 addresses.
- * Not an IPv6 literal: the client splits the endpoint at its first `:`.
+ * whose port is optional (the client splits the endpoint at its first `:`).
  */
-const HOST = '[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?';
-export const PUBSUB_ENDPOINT = `${HOST}:\\d{1,5}|https?://${HOST}(?::\\d{1,5})?/?`;
+export const PUBSUB_ENDPOINT = `${HOST_NAME}:\\d{1,5}|https?://${HOST_NAME}(?::\\d{1,5})?/?`;
 
 /**
  * Whether an endpoint is reached without TLS (and so without credentials, as the client does for

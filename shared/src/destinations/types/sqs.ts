@@ -1,4 +1,32 @@
+import type { Problem } from '../../errors.ts';
 import { awsKeyFields, awsKeyProblems, iamPolicy, endpointField, icon, regionField, type DestinationTypeDef } from './def.ts';
+
+/**
+ * The region in an AWS queue URL, if it is one: sqs.<region>.amazonaws.com, sqs-fips.<region>...,
+ * the legacy <region>.queue.amazonaws.com and a VPC endpoint's <id>.sqs.<region>.vpce.amazonaws.com.
+ */
+export function regionOfQueueUrl(url: string): string | undefined {
+  const host = /^https?:\/\/([^/:?#]+)(?::\d+)?\//i.exec(url)?.[1]?.toLowerCase();
+  if (!host) return undefined;
+  return (
+    /(?:^|\.)sqs(?:-fips)?[.-]([a-z0-9-]+)\.(?:vpce\.)?amazonaws\.com(?:\.cn)?$/.exec(host)?.[1] ??
+    /^([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?$/.exec(host)?.[1]
+  );
+}
+
+/**
+ * A region that contradicts an AWS queue URL's own, with no endpoint set: every request is sent to
+ * the URL's region signed for another, which AWS refuses. With an endpoint (an emulator) it is kept.
+ */
+function regionProblems(config: Record<string, unknown>): Problem[] {
+  const { queue_url: url, region, endpoint } = config;
+  if (typeof url !== 'string' || typeof region !== 'string' || region === '' || (typeof endpoint === 'string' && endpoint !== ''))
+    return [];
+  const inUrl = regionOfQueueUrl(url);
+  return inUrl && inUrl !== region
+    ? [{ path: 'body.config.region', message: `must be the queue URL's region (${inUrl}), or empty to take it from the URL` }]
+    : [];
+}
 
 export const sqs: DestinationTypeDef = {
   type: 'sqs',
@@ -36,7 +64,7 @@ export const sqs: DestinationTypeDef = {
     regionField(false),
   ],
   credential_fields: awsKeyFields,
-  validate: (_config, credentials) => awsKeyProblems(credentials),
+  validate: (config, credentials) => [...regionProblems(config), ...awsKeyProblems(credentials)],
   target: (c) => String(c.queue_url ?? ''),
   targetUrl: (c) => (typeof c.queue_url === 'string' ? c.queue_url : undefined),
 };

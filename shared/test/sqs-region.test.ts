@@ -1,7 +1,7 @@
 // The region an sqs destination signs for when its region is left empty: the one in its queue URL
-// (services/sender/src/sqs/sender.ts), whatever shape of AWS queue URL it is.
+// (shared/src/destinations/types/sqs.ts), whatever shape of AWS queue URL it is.
 import t from 'tap';
-import { regionOfQueueUrl } from '../src/sqs/sender.ts';
+import { regionOfQueueUrl } from '../src/destinations/types/sqs.ts';
 
 t.test('regionOfQueueUrl: every AWS queue URL shape names its region', async (t) => {
   const cases: [string, string][] = [
