@@ -10,8 +10,11 @@
 //
 // (infra/run.sh: the project's Node 24, which runs TypeScript as it is.)
 //
-// Records are the JSON of shared/schemas/attempt.schema.json, keyed by destination id. A record may
-// come twice after a sender crash (same `id`): deduplicate on `id` when counting exactly.
+// Records are the JSON of shared/schemas/attempt.schema.json, keyed by destination id (unique only
+// within its tenant: a destination is tenant_id and destination_id). The same `id` twice is one
+// attempt written twice: dropped here. Different ids for the same tenant, event, destination,
+// attempt_number and manual are a delivery made twice (after a sender crash or a rebalance), two
+// requests: both counted here (docs/operations.md, "Reading the attempts topic as an analyst").
 // Uses kafkajs (a dependency of the project); any Kafka client in any language reads it the same.
 import { parseArgs } from 'node:util';
 import kafkajs from 'kafkajs';

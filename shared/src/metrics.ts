@@ -47,25 +47,25 @@ export const metrics = {
   }),
   publishBacklog: new client.Gauge({
     name: 'switchyard_publish_backlog_records',
-    help: 'The delivery backlog the gateway last read for its admission bound (PUBLISH_MAX_BACKLOG): records the router and the senders have not committed. Absent while the bound is off.',
+    help: 'The delivery backlog the gateway last read for its admission bound (PUBLISH_MAX_BACKLOG): records the router and the senders of running types have not committed. 0 while the bound is off, and in the other services.',
     registers: [registry],
   }),
   deliveries: new client.Counter({
     name: 'switchyard_deliveries_total',
-    help: "Delivery attempts by destination type, status (success, failed) and code ('OK', 'ERR' or the HTTP status).",
+    help: "Delivery attempts by destination type, status (success, failed, canceled: nothing sent) and code ('OK', 'ERR', 'CANCELED' or the HTTP status).",
     labelNames: ['type', 'status', 'code'] as const,
     registers: [registry],
   }),
   deliveryLatency: new client.Histogram({
     name: 'switchyard_delivery_latency_seconds',
-    help: "Time from an event's receipt (publish) to its first delivery attempt's answer, by destination type.",
+    help: "Time from an event's receipt (publish), or a scheduled event's deliver_at, to its first delivery attempt's answer, by destination type. Canceled attempts are not observed.",
     labelNames: ['type'] as const,
     buckets: SECONDS_SLOW,
     registers: [registry],
   }),
   deliveryDuration: new client.Histogram({
     name: 'switchyard_delivery_duration_seconds',
-    help: 'Time a destination took to answer one attempt, by destination type.',
+    help: 'Time a destination took to answer one attempt, by destination type. Canceled attempts (nothing sent) are not observed.',
     labelNames: ['type'] as const,
     buckets: SECONDS_FAST,
     registers: [registry],
@@ -267,12 +267,20 @@ export async function exposition(): Promise<{ contentType: string; body: string 
   return { contentType: registry.contentType, body: await registry.metrics() };
 }
 
-/** Counts one attempt: its outcome, the destination's answer time and, for a first attempt, publish -> attempt. */
-export function observeAttempt(a: AttemptRecord): void {
+/**
+ * Counts one attempt: its outcome, the destination's answer time and, for a first attempt, publish ->
+ * answer. A canceled attempt sent nothing: counted, with no time observed (its near-zero duration
+ * would read as the destination answering fast). A scheduled event's latency runs from when it was
+ * due (`deliverAt`, its `deliver_at`), not from its publish: the wait its publisher asked for is not
+ * latency, while lateness after it (the retry tiers' release, a sender behind) still shows.
+ */
+export function observeAttempt(a: AttemptRecord, deliverAt?: string): void {
   metrics.deliveries.inc({ type: a.destination_type, status: a.status, code: a.code });
+  if (a.status === 'canceled') return;
   metrics.deliveryDuration.observe({ type: a.destination_type }, a.duration_ms / 1000);
   if (a.attempt_number === 1 && !a.manual) {
-    const ms = Date.parse(a.time) - Date.parse(a.event_received_at);
+    const from = Math.max(Date.parse(a.event_received_at), deliverAt ? Date.parse(deliverAt) : 0);
+    const ms = Date.parse(a.time) - from;
     if (ms >= 0) metrics.deliveryLatency.observe({ type: a.destination_type }, ms / 1000);
   }
 }

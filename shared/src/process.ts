@@ -128,13 +128,26 @@ export function startFailed(service: string, log?: Logger): (err: unknown) => ne
   };
 }
 
+/** The shutdown grace of a service whose in-flight work each ends within seconds. */
+export const SHUTDOWN_GRACE_MS = 30_000;
+
+/**
+ * The shutdown grace of a service whose in-flight work may each take up to `longestMs` (the sender's
+ * DELIVERY_TIMEOUT_SECONDS, the gateway's PUBLISH_TIMEOUT_MS): that plus 10 s to write and commit
+ * what finished, and never less than SHUTDOWN_GRACE_MS. A pod's terminationGracePeriodSeconds must
+ * exceed it (infra/k8s; test/deploy/k8s.test.ts checks them).
+ */
+export function shutdownGraceMs(longestMs: number): number {
+  return Math.max(SHUTDOWN_GRACE_MS, longestMs + 10_000);
+}
+
 /**
  * Runs `close` once on SIGTERM or SIGINT (or at once, when one came during start-up), then exits.
  * A second signal right after the first is ignored (REPEAT_SIGNAL_MS); a third, a later second one,
  * or a close that takes longer than `graceMs`, exits at once: nothing is lost by that, because
  * offsets are committed only after work is done and uncommitted records are redelivered.
  */
-export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = 30_000): void {
+export function onShutdown(log: Logger, close: () => Promise<void>, graceMs = SHUTDOWN_GRACE_MS): void {
   catchSignals();
   state.log = log;
   state.stop = (signal: string) => {

@@ -1,5 +1,6 @@
 // Consumer lag and in-flight records as the metrics report them, on both buses (the real broker and
-// the embedded log), and the ops listener's probes against reachable and unreachable dependencies.
+// the embedded log), the ops listener's probes against reachable and unreachable dependencies, and
+// what an attempt adds to the delivery series.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,8 @@ import type { Bus } from '../src/bus/index.ts';
 import { createKafkaBus } from '../src/kafka/index.ts';
 import type { TopicDef } from '../src/bus/topics.ts';
 import { createLogger } from '../src/log.ts';
-import { instrumentBus, registry } from '../src/metrics.ts';
+import { instrumentBus, observeAttempt, registry } from '../src/metrics.ts';
+import type { AttemptRecord } from '../src/model/index.ts';
 import { readiness, serveOps } from '../src/ops.ts';
 import { uniqueName, waitFor } from '../src/testing/index.ts';
 
@@ -181,4 +183,75 @@ t.test('readiness names the dependency that does not answer', async (t) => {
   const post = await fetch(`${url}/metrics`, { method: 'POST' });
   t.equal(post.status, 405);
   t.equal(post.headers.get('allow'), 'GET, HEAD');
+});
+
+/** An attempt's series of one destination type: its outcome counter and both histograms' counts and sums. */
+async function deliverySeries(type: string) {
+  const sample = async (name: string, labels: Record<string, string>) =>
+    (await registry.getSingleMetric(name.replace(/_(count|sum)$/, ''))?.get())?.values.find(
+      (v) =>
+        ((v as { metricName?: string }).metricName ?? name) === name && Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x),
+    )?.value ?? 0;
+  return {
+    canceled: await sample('switchyard_deliveries_total', { type, status: 'canceled', code: 'CANCELED' }),
+    succeeded: await sample('switchyard_deliveries_total', { type, status: 'success', code: '200' }),
+    durations: await sample('switchyard_delivery_duration_seconds_count', { type }),
+    latencies: await sample('switchyard_delivery_latency_seconds_count', { type }),
+    latencySum: await sample('switchyard_delivery_latency_seconds_sum', { type }),
+  };
+}
+
+function attempt(over: Partial<AttemptRecord>): AttemptRecord {
+  const now = Date.now();
+  return {
+    id: uniqueName('a'),
+    tenant_id: 't',
+    destination_id: 'd',
+    destination_type: 'sqs',
+    event_id: uniqueName('e'),
+    topic: 'order.paid',
+    event_time: new Date(now - 3_600_000).toISOString(),
+    event_received_at: new Date(now - 3_600_000).toISOString(),
+    status: 'success',
+    code: '200',
+    response_data: null,
+    attempt_number: 1,
+    manual: false,
+    time: new Date(now).toISOString(),
+    duration_ms: 40,
+    final: true,
+    next_attempt_at: null,
+    ...over,
+  };
+}
+
+t.test('a canceled attempt is counted by its status and code, and observes no time', async (t) => {
+  const before = await deliverySeries('sqs');
+  observeAttempt(attempt({ status: 'canceled', code: 'CANCELED', duration_ms: 1, response_data: { reason: 'destination_disabled' } }));
+  const after = await deliverySeries('sqs');
+  t.equal(after.canceled - before.canceled, 1, 'switchyard_deliveries_total{status="canceled",code="CANCELED"}');
+  t.equal(after.durations, before.durations, 'no answer time: nothing was sent');
+  t.equal(after.latencies, before.latencies, 'no publish -> answer latency either');
+});
+
+t.test("a scheduled event's latency runs from when it was due, not from its publish", async (t) => {
+  const before = await deliverySeries('sqs');
+  // Published an hour ago for now - 2 s, answered now.
+  const a = attempt({});
+  observeAttempt(a, new Date(Date.parse(a.time) - 2_000).toISOString());
+  // Not scheduled: from its publish, as before.
+  const b = attempt({ time: a.time, event_received_at: new Date(Date.parse(a.time) - 5_000).toISOString() });
+  observeAttempt(b);
+  // deliver_at before its receipt (due already when published): from its receipt.
+  const c = attempt({ time: a.time, event_received_at: new Date(Date.parse(a.time) - 3_000).toISOString() });
+  observeAttempt(c, new Date(Date.parse(a.time) - 60_000).toISOString());
+  const after = await deliverySeries('sqs');
+  t.equal(after.succeeded - before.succeeded, 3);
+  t.equal(after.durations - before.durations, 3, 'every answer timed');
+  t.equal(after.latencies - before.latencies, 3);
+  t.equal(
+    Math.round((after.latencySum - before.latencySum) * 1000),
+    2_000 + 5_000 + 3_000,
+    'due -> answer 2 s, publish -> answer 5 s and 3 s',
+  );
 });

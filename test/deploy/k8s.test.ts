@@ -3,10 +3,12 @@
 // the Kubernetes API schemas (kubernetes-models: the official OpenAPI schemas compiled to Ajv
 // validators, shipped in the npm package, so no schema is fetched at test time) and the KEDA CRD's
 // (@kubernetes-models/keda); and what the schemas cannot know holds: one Deployment per service
-// with probes on the endpoints the services serve, memory requests above the benchmark's peaks,
-// settings that exist, and autoscalers on the consumer groups and topics the code uses.
+// with probes on the endpoints the services serve (the gateway's readiness without Kafka), memory
+// requests above the benchmark's peaks, settings that exist, secrets only where their settings are
+// read, termination grace above the shutdown grace, one disruption budget per Deployment, and
+// autoscalers on the consumer groups and topics the code uses.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -18,9 +20,15 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import t from 'tap';
 import { parseAllDocuments } from 'yaml';
-import { SETTINGS } from '@switchyard/shared/config/index.ts';
+import { type Config, SETTINGS, settingsOf } from '@switchyard/shared/config/index.ts';
 import { GROUP, TOPIC } from '@switchyard/shared/bus/topics.ts';
-import { ROOT } from '@switchyard/shared/testing/index.ts';
+import { createCipher } from '@switchyard/shared/crypto.ts';
+import type { Knex } from '@switchyard/shared/db/index.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
+import type { Readiness } from '@switchyard/shared/ops.ts';
+import { SHUTDOWN_GRACE_MS, shutdownGraceMs } from '@switchyard/shared/process.ts';
+import { ROOT, testConfig } from '@switchyard/shared/testing/index.ts';
+import { build } from '../../services/gateway/src/app.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string> };
 
@@ -45,6 +53,83 @@ function render(dir: string): Obj[] {
 
 const SERVICES = ['gateway', 'router', 'sender', 'attempts'] as const;
 
+/** The secrets the overlay creates, each from its example file (keys only). */
+const SECRET_FILES: Record<string, string> = {
+  'switchyard-secrets': 'infra/k8s/overlays/production/secrets.env.example',
+  'switchyard-gateway-secrets': 'infra/k8s/overlays/production/gateway-secrets.env.example',
+};
+const secretKeysOf = (name: string): string[] => {
+  const file = join(ROOT, SECRET_FILES[name] as string);
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => /^[A-Z_]+=/.test(l))
+    .map((l) => l.split('=')[0] as string);
+};
+
+type Labels = Record<string, string>;
+/** Whether a matchLabels selector selects pods with these labels. */
+const selects = (selector: Labels, labels: Labels) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+/** A setting of a Deployment's container as the process sees it: its env, else the ConfigMap, else the default. */
+function settingOf(d: Obj, config: Obj, name: keyof typeof SETTINGS): string {
+  const env = (d.spec.template.spec.containers[0].env ?? []) as Array<{ name: string; value?: string }>;
+  return env.find((e) => e.name === name)?.value ?? config.data?.[name] ?? (SETTINGS[name] as { default?: string }).default ?? '';
+}
+
+/** The onShutdown grace each service's main.ts passes, from the settings the pod gets. */
+function shutdownGraceOf(service: (typeof SERVICES)[number], d: Obj, config: Obj): number {
+  if (service === 'sender') return shutdownGraceMs(Number(settingOf(d, config, 'DELIVERY_TIMEOUT_SECONDS')) * 1000);
+  if (service === 'gateway') return shutdownGraceMs(Number(settingOf(d, config, 'PUBLISH_TIMEOUT_MS')));
+  return SHUTDOWN_GRACE_MS;
+}
+
+/**
+ * Another sender Deployment, for `type`, made as docs/operations.md ("Kubernetes") says: a copy of
+ * the sender's Deployment, ScaledObject and PodDisruptionBudget with the type, the names and the
+ * instance label changed (and the ScaledObject's group and topic).
+ */
+function copySender(objects: Obj[], type: 'sqs', prefix: string): Obj[] {
+  const name = `switchyard-sender-${type}`;
+  const instance = `sender-${type}`;
+  const d = structuredClone(objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'switchyard-sender')) as Obj;
+  const so = structuredClone(objects.find((o) => o.kind === 'ScaledObject' && o.spec.scaleTargetRef.name === 'switchyard-sender')) as Obj;
+  const pdbs = objects.filter(
+    (o) => o.kind === 'PodDisruptionBudget' && selects(o.spec.selector.matchLabels, d.spec.template.metadata.labels),
+  );
+  const pdb = structuredClone(pdbs.find((o) => o.metadata.name === 'switchyard-sender')) as Obj;
+  d.metadata.name = name;
+  d.spec.selector.matchLabels['app.kubernetes.io/instance'] = instance;
+  d.spec.template.metadata.labels['app.kubernetes.io/instance'] = instance;
+  for (const e of d.spec.template.spec.containers[0].env as Array<{ name: string; value: string }>)
+    if (e.name === 'SENDER_TYPES') e.value = type;
+  so.metadata.name = name;
+  so.spec.scaleTargetRef.name = name;
+  so.spec.triggers[0].metadata.consumerGroup = `${prefix}${GROUP.sender(type)}`;
+  so.spec.triggers[0].metadata.topic = `${prefix}${TOPIC.deliveries[type].name}`;
+  pdb.metadata.name = name;
+  pdb.spec.selector.matchLabels['app.kubernetes.io/instance'] = instance;
+  return [d, so, pdb];
+}
+
+/** Deployments whose selectors overlap (one selects the other's pods), and how many budgets cover each. */
+function disruptionLayout(objects: Obj[]) {
+  const deployments = objects.filter((o) => o.kind === 'Deployment');
+  const pdbs = objects.filter((o) => o.kind === 'PodDisruptionBudget');
+  const overlaps: string[] = [];
+  for (const a of deployments)
+    for (const b of deployments)
+      if (a !== b && selects(a.spec.selector.matchLabels, b.spec.template.metadata.labels))
+        overlaps.push(`${a.metadata.name} selects ${b.metadata.name}'s pods`);
+  const budgets = Object.fromEntries(
+    deployments.map((d) => [
+      d.metadata.name,
+      pdbs.filter((p) => selects(p.spec.selector.matchLabels, d.spec.template.metadata.labels)).map((p) => p.metadata.name),
+    ]),
+  );
+  return { overlaps, budgets };
+}
+
 for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
   t.test(`${dir} renders and validates`, async (t) => {
     const objects = render(dir);
@@ -63,13 +148,32 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
     t.same([...deployments.keys()].sort(), SERVICES.map((s) => `switchyard-${s}`).sort(), 'one Deployment per service');
 
     // Every setting named exists in the configuration catalogue (a typo would be silently ignored).
-    const secretKeys = readFileSync(join(ROOT, 'infra/k8s/overlays/production/secrets.env.example'), 'utf8')
-      .split('\n')
-      .filter((l) => /^[A-Z_]+=/.test(l))
-      .map((l) => l.split('=')[0] as string);
+    for (const [name, file] of Object.entries(SECRET_FILES)) t.ok(existsSync(join(ROOT, file)), `${file} lists the keys of ${name}`);
+    const secretKeys = Object.keys(SECRET_FILES).flatMap(secretKeysOf);
     for (const k of [...Object.keys(config.data ?? {}), ...secretKeys]) t.ok(k in SETTINGS, `${k} is a setting`);
-    for (const s of Object.entries(SETTINGS))
-      if ('required' in s[1] && s[1].required) t.ok(secretKeys.includes(s[0]), `${s[0]} in the secret`);
+    // Each service gets the secrets it reads and no other (SERVICE_SECTIONS): the sender, which
+    // talks to tenants' endpoints, never holds the admin key or the key that signs tenant tokens.
+    for (const s of SERVICES) {
+      const d = deployments.get(`switchyard-${s}`) as Obj;
+      const refs = (d.spec.template.spec.containers[0].envFrom as Array<{ secretRef?: { name: string } }>).flatMap((e) =>
+        e.secretRef ? [e.secretRef.name] : [],
+      );
+      for (const r of refs) t.ok(r in SECRET_FILES, `${s}: the secret ${r} is one the overlay creates`);
+      const got = refs.filter((r) => r in SECRET_FILES).flatMap(secretKeysOf);
+      const reads = settingsOf(s) as string[];
+      t.same(
+        got.filter((k) => !reads.includes(k)),
+        [],
+        `${s} gets no secret it does not read`,
+      );
+      const required = reads.filter((k) => (SETTINGS as Record<string, { required?: boolean }>)[k]?.required);
+      const provided = [...got, ...Object.keys(config.data ?? {})];
+      t.same(
+        required.filter((k) => !provided.includes(k)),
+        [],
+        `${s} gets every required setting it reads`,
+      );
+    }
 
     // The cluster settings of docs/operations.md ("Production topology"): three replicas, two in
     // sync, so one broker may be down while every accepted event is on two.
@@ -98,15 +202,42 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
       const port = c.ports.find((p: { name: string }) => p.name === c.readinessProbe.httpGet.port).containerPort;
       t.equal(port, s === 'gateway' ? Number(config.data?.API_PORT) : metricsPort, `${s} probes the port it serves them on`);
       t.equal(c.livenessProbe.httpGet.path, '/livez');
-      t.equal(c.readinessProbe.httpGet.path, '/readyz');
+      // The gateway's on /healthz, Postgres only: a Kafka outage must not empty its Service (the
+      // behaviour is checked below); the consumers' on /readyz (they have no Service).
+      t.equal(c.readinessProbe.httpGet.path, s === 'gateway' ? '/healthz' : '/readyz', `${s} readiness path`);
       t.equal(c.startupProbe.httpGet.path, '/livez');
       t.equal(d.spec.template.metadata.annotations['prometheus.io/port'], String(port), `${s} is scraped where /metrics is`);
       const mem = String(c.resources.requests.memory);
       const mib = Number(mem.replace(/Mi$/, ''));
       t.ok(mem.endsWith('Mi') && mib * 1.048576 >= (peaks[s] ?? Number.POSITIVE_INFINITY), `${s} requests ${mem} >= peak ${peaks[s]} MB`);
       t.ok(c.resources.requests.cpu, `${s} requests CPU`);
-      t.ok(d.spec.template.spec.terminationGracePeriodSeconds > 30, `${s} outlasts the 30 s shutdown grace`);
+      // The kubelet's SIGKILL comes terminationGracePeriodSeconds after the preStop hook began: the
+      // hook, then onShutdown's grace (services' main.ts), then 10 s to spare.
+      const preStop = c.lifecycle?.preStop;
+      const preStopSeconds = Number(preStop?.sleep?.seconds ?? 0);
+      if (s === 'gateway') {
+        // Endpoints go asynchronously: the gateway keeps listening a while after it is marked terminating.
+        t.ok(preStopSeconds >= 5, `the gateway sleeps ${preStopSeconds} s before its SIGTERM`);
+        t.notOk(preStop?.exec, 'the native sleep action, no binary needed in the image');
+      } else t.notOk(preStop, `${s} has no preStop hook: it has no Service`);
+      const grace = shutdownGraceOf(s, d, config) / 1000;
+      const tgps = d.spec.template.spec.terminationGracePeriodSeconds;
+      t.ok(
+        tgps >= preStopSeconds + grace + 10,
+        `${s}: terminationGracePeriodSeconds ${tgps} >= preStop ${preStopSeconds} + grace ${grace} + 10`,
+      );
     }
+
+    // Drains and autoscaler consolidation take one pod of a Deployment at a time, whatever its
+    // replicas; each Deployment has one budget, and no Deployment selects another's pods.
+    for (const p of objects.filter((o) => o.kind === 'PodDisruptionBudget')) {
+      t.equal(p.spec.maxUnavailable, 1, `${p.metadata.name}: maxUnavailable 1`);
+      t.notOk('minAvailable' in p.spec, `${p.metadata.name}: no minAvailable`);
+    }
+    const layout = disruptionLayout(objects);
+    t.same(layout.overlaps, [], 'no Deployment selects the pods of another');
+    for (const [name, budgets] of Object.entries(layout.budgets))
+      t.equal(budgets.length, 1, `${name} is covered by one budget: ${budgets}`);
 
     // Autoscaling on lag: the consumer groups and topics the services consume, with the prefix.
     const prefix = config.data?.KAFKA_TOPIC_PREFIX ?? '';
@@ -138,8 +269,49 @@ for (const dir of ['infra/k8s/base', 'infra/k8s/overlays/production']) {
       t.ok(so.spec.minReplicaCount >= 2, `${so.metadata.name}: two replicas at least, so a crash only moves partitions`);
     }
     t.ok(objects.some((o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef.name === 'switchyard-gateway'));
+
+    // A sender for another type, copied as documented, is a Deployment of its own: its own
+    // selector, budget and autoscaler.
+    const copy = copySender(objects, 'sqs', prefix);
+    for (const o of copy) {
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`] as (typeof MODELS)[string];
+      t.doesNotThrow(() => new Model(o).validate(), `the copy's ${o.kind} is valid`);
+    }
+    const withCopy = disruptionLayout([...objects, ...copy]);
+    t.same(withCopy.overlaps, [], 'the copied sender and the original select only their own pods');
+    t.same(withCopy.budgets['switchyard-sender'], ['switchyard-sender'], "the webhook sender's budget is its own");
+    t.same(withCopy.budgets['switchyard-sender-sqs'], ['switchyard-sender-sqs'], "the sqs sender's budget is its own");
   });
 }
+
+t.test("the gateway's readiness probe keeps it in its Service while Kafka is away", async (t) => {
+  const gateway = render('infra/k8s/base').find((o) => o.kind === 'Deployment' && o.metadata.name === 'switchyard-gateway') as Obj;
+  const path = gateway.spec.template.spec.containers[0].readinessProbe.httpGet.path as string;
+  // The gateway app on the probe's path: Kafka away (the metadata request fails), Postgres as set.
+  let postgres = true;
+  const db = {
+    raw: async () => {
+      if (!postgres) throw new Error('connect ECONNREFUSED');
+      return { rows: [{ '?column?': 1 }] };
+    },
+  } as unknown as Knex;
+  const refuse = async () => {
+    throw new Error('Kafka away');
+  };
+  const config: Config = testConfig();
+  const app = await build(config, {
+    db,
+    producer: { send: refuse, sendMany: refuse, close: async () => {} },
+    logger: createLogger('k8s-test', 'silent'),
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+    readiness: async (): Promise<Readiness> => ({ ready: false, checks: { postgres: postgres ? 'ok' : 'failed', kafka: 'failed' } }),
+  });
+  t.teardown(() => app.close());
+  t.equal((await app.inject({ method: 'GET', url: path })).statusCode, 200, `${path}: ready while Kafka is away`);
+  t.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 503, '/readyz (not the probe) names Kafka');
+  postgres = false;
+  t.equal((await app.inject({ method: 'GET', url: path })).statusCode, 503, `${path}: not ready without Postgres`);
+});
 
 t.test('the group names the autoscalers use are the ones the services consume', async (t) => {
   // The services name their groups from the catalogue the autoscalers above are checked against.

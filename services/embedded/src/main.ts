@@ -11,7 +11,7 @@ import { start as startRouter } from '@switchyard/router/src/service.ts';
 import { start as startSender, withEgressCheck } from '@switchyard/sender/src/service.ts';
 import { ConfigError, loadConfig } from '@switchyard/shared/config/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import { catchSignals, DependencyError, onShutdown, startFailed } from '@switchyard/shared/process.ts';
+import { catchSignals, DependencyError, onShutdown, shutdownGraceMs, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime, type Runtime, type Service } from '@switchyard/shared/runtime.ts';
 import { releaseStartupMemory } from './memory.ts';
 import { banner, discardCreatedSecrets, type Prepared, prepare } from './setup.ts';
@@ -63,8 +63,13 @@ rt.logger.info({ url, data_dir: prepared.dataDir, mode: rt.mode }, 'embedded mod
 const released = await releaseStartupMemory();
 rt.logger.debug({ released_mb: Math.round(released.rssBytes / 2 ** 20), trimmed: released.trimmed }, 'start-up memory released');
 
-// Reverse order: the gateway stops taking requests first, the attempts service finishes last.
-onShutdown(rt.logger, async () => {
-  for (const s of started.reverse()) await s.close();
-  await rt.close();
-});
+// Reverse order: the gateway stops taking requests first, the attempts service finishes last. The
+// grace outlasts a delivery or a publish under way at the signal.
+onShutdown(
+  rt.logger,
+  async () => {
+    for (const s of started.reverse()) await s.close();
+    await rt.close();
+  },
+  shutdownGraceMs(Math.max(config.DELIVERY_TIMEOUT_SECONDS * 1000, config.PUBLISH_TIMEOUT_MS)),
+);

@@ -4,14 +4,19 @@
  * at once instead of as publish-to-delivery latency that grows without a signal.
  *
  * The backlog is what was accepted and not yet delivered: the router group's lag on the events topic
- * plus each sender group's lag on its deliveries topic, summed over partitions (the same figures as
- * `switchyard_consumer_lag_records`). Waiting retries are not counted: they wait by design. The
+ * plus, for each type a sender runs for, its sender group's lag on its deliveries topic, summed over
+ * partitions (the same figures as `switchyard_consumer_lag_records`). Which types run is sender
+ * presence in the database (the rule of the NO_SENDER reason, pending-reason.ts), so it is the same
+ * on Kafka and on the embedded log, and a sender restarting within 90 s still counts. A type no
+ * sender runs is left out: its deliveries wait for one by design, and its group, never committed,
+ * would count every record its topic retains, so one tenant's destination of that type would refuse
+ * every tenant's publishes. Waiting retries are not counted: they wait by design. The
  * router commits an event after writing its deliveries, so for that moment it counts in both lags:
  * the figure can exceed what is pending by up to a router batch. It is read once a second in the
  * background; a publish only compares the last figure with the bound, so the check costs nothing
  * per request. Retry-After is that second: the soonest the answer can change.
  *
- * Fails open: while the lag cannot be read (the log away, the read slower than its limit) the last
+ * Fails open: while the lag cannot be read (the log or the database away, the read slower than its limit) the last
  * figure stands for at most `staleAfterMs`, then publishing is admitted and the write itself fails
  * or succeeds as it would without the bound.
  */
@@ -23,11 +28,16 @@ import type { Logger } from '@switchyard/shared/log.ts';
 import { metrics, withTimeout } from '@switchyard/shared/metrics.ts';
 import { DESTINATION_TYPES } from '@switchyard/shared/model/index.ts';
 
-/** The consumer groups whose lag is the delivery backlog: the router's and every sender type's. */
-export const BACKLOG_GROUPS: Array<{ groupId: string; topics: TopicDef[] }> = [
-  { groupId: GROUP.router, topics: [TOPIC.events] },
-  ...DESTINATION_TYPES.map((type) => ({ groupId: GROUP.sender(type), topics: [TOPIC.deliveries[type]] })),
-];
+/** The consumer groups whose lag is the delivery backlog: the router's and the sender group of each type in `running`. */
+function backlogGroups(running: ReadonlySet<string>): Array<{ groupId: string; topics: TopicDef[] }> {
+  return [
+    { groupId: GROUP.router, topics: [TOPIC.events] },
+    ...DESTINATION_TYPES.filter((type) => running.has(type)).map((type) => ({
+      groupId: GROUP.sender(type),
+      topics: [TOPIC.deliveries[type]],
+    })),
+  ];
+}
 
 export type ReadLag = (groups: Array<{ groupId: string; topics: TopicDef[] }>) => Promise<LagRow[]>;
 
@@ -44,6 +54,8 @@ export interface Admission {
 export function startAdmission(opts: {
   maxBacklog: number;
   readLag: ReadLag;
+  /** The destination types a sender runs for now (pending-reason.ts `createSenderPresence`). */
+  senderTypes: () => Promise<ReadonlySet<string>>;
   log: Logger;
   /** How often the backlog is read (default 1 s). */
   intervalMs?: number;
@@ -59,7 +71,8 @@ export function startAdmission(opts: {
 
   async function read(): Promise<void> {
     try {
-      const rows = await withTimeout(opts.readLag(BACKLOG_GROUPS), Math.max(intervalMs, 3_000));
+      const lagOfRunning = async () => opts.readLag(backlogGroups(await opts.senderTypes()));
+      const rows = await withTimeout(lagOfRunning(), Math.max(intervalMs, 3_000));
       const records = rows.reduce((sum, r) => sum + r.lag, 0);
       last = { records, at: Date.now() };
       metrics.publishBacklog.set(records);

@@ -13,6 +13,7 @@ import { type Auth, createAuth, type Principal } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { createAnnouncer } from './destination-changes.ts';
+import { createSenderPresence } from './pending-reason.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import { registerErrorHandling } from './errors.ts';
 import { frameworkErrors, registerInputGuards } from './guards.ts';
@@ -126,7 +127,7 @@ async function registerAccess(
   app: FastifyInstance,
   config: Config,
   auth: Auth,
-  deps: Pick<GatewayDeps, 'readLag' | 'logger'>,
+  deps: Pick<GatewayDeps, 'readLag' | 'logger' | 'db'>,
 ): Promise<void> {
   // Browsers on the allowed origins may call the API with a tenant token (bearer header, no
   // cookies). Registered before authentication so that preflight requests, which carry no
@@ -150,7 +151,15 @@ async function registerAccess(
 
   // Publishing refused while the delivery backlog is over PUBLISH_MAX_BACKLOG (admission.ts).
   if (config.PUBLISH_MAX_BACKLOG > 0 && deps.readLag)
-    registerAdmission(app, startAdmission({ maxBacklog: config.PUBLISH_MAX_BACKLOG, readLag: deps.readLag, log: deps.logger }));
+    registerAdmission(
+      app,
+      startAdmission({
+        maxBacklog: config.PUBLISH_MAX_BACKLOG,
+        readLag: deps.readLag,
+        senderTypes: createSenderPresence(deps.db),
+        log: deps.logger,
+      }),
+    );
 
   // Request bodies held at once, as their bytes arrive, and how long one may take (body-budget.ts).
   registerBodyBudget(app, {

@@ -1,5 +1,5 @@
 // Gateway process: wires concrete dependencies, listens, and shuts down cleanly on signals.
-import { catchSignals, onShutdown, startFailed } from '@switchyard/shared/process.ts';
+import { catchSignals, onShutdown, shutdownGraceMs, startFailed } from '@switchyard/shared/process.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { start } from './service.ts';
 
@@ -7,7 +7,12 @@ catchSignals();
 const rt = await createRuntime('gateway').catch(startFailed('gateway'));
 const service = await start(rt).catch(startFailed('gateway', rt.logger));
 
-onShutdown(rt.logger, async () => {
-  await service.close();
-  await rt.close();
-});
+// The grace outlasts a publish under way at the signal (PUBLISH_TIMEOUT_MS).
+onShutdown(
+  rt.logger,
+  async () => {
+    await service.close();
+    await rt.close();
+  },
+  shutdownGraceMs(rt.config.PUBLISH_TIMEOUT_MS),
+);

@@ -16,15 +16,23 @@ export interface PendingReason {
   message: string;
 }
 
-export function createPendingReasons(db: Knex) {
+/**
+ * The destination types a sender runs for now: marked within SENDER_PRESENCE_STALE_MS, read at most
+ * every CACHE_MS. Also what the admission bound counts (admission.ts). Throws when the table cannot be read.
+ */
+export function createSenderPresence(db: Knex): () => Promise<ReadonlySet<string>> {
   const presence = new SenderPresenceStore(db);
   let cached: { at: number; running: Set<string> } | null = null;
-  const running = async (): Promise<Set<string>> => {
+  return async () => {
     if (cached && Date.now() - cached.at < CACHE_MS) return cached.running;
     const seen = await presence.seenSince(new Date(Date.now() - SENDER_PRESENCE_STALE_MS));
     cached = { at: Date.now(), running: seen };
     return cached.running;
   };
+}
+
+export function createPendingReasons(db: Knex) {
+  const running = createSenderPresence(db);
   /** Adds `pending_reason` to the pending items when no sender of the destination's `type` runs. */
   return async function annotate<T extends { status?: string }>(typeOf: () => Promise<string | undefined>, items: T[]): Promise<T[]> {
     if (!items.some((e) => e.status === 'pending')) return items;

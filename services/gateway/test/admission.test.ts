@@ -2,13 +2,25 @@
 // event is backlog; once it is over the bound, publish and batch publish are answered 429
 // RATE_LIMITED with Retry-After and nothing is written; once a consumer in the router's group
 // commits past them, publishing is admitted again. The events topic holds exactly the accepted events.
-import t from 'tap';
+// Only the deliveries of types a sender runs for count, on Kafka and on the embedded log.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
 import type { Bus, InRecord } from '@switchyard/shared/bus/index.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
+import { createCipher } from '@switchyard/shared/crypto.ts';
+import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
+import { migrateLatest } from '@switchyard/shared/db/index.ts';
+import { SenderPresenceStore } from '@switchyard/shared/db/stores/sender-presence.ts';
+import { createEmbeddedBus } from '@switchyard/shared/embedded/bus.ts';
+import { createLogger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
-import { waitFor } from '@switchyard/shared/testing/index.ts';
-import { buildTestApp } from './helpers.ts';
+import { testConfig, waitFor } from '@switchyard/shared/testing/index.ts';
+import { copyMigratedEmbeddedDb } from '@switchyard/shared/testing/embedded-template.ts';
+import { build } from '../src/app.ts';
+import { buildTestApp, type TestApp } from './helpers.ts';
 
 const BOUND = 5;
 
@@ -96,4 +108,72 @@ t.test('with the bound off (the default) nothing is refused', async (t) => {
   for (let i = 0; i < 20; i++) {
     t.equal((await call('POST', '/api/v1/publish', { tenant_id: 'acme', topic: 'order.paid', data: { i } })).status, 202);
   }
+});
+
+/**
+ * A type no sender runs (sender presence, as the NO_SENDER reason reads it) is left out of the
+ * backlog: its group never committed, so its lag is every record its topic holds, and counting it
+ * would refuse every tenant's publishes. Once a sender of the type marks itself present, it counts.
+ */
+const TYPES_BOUND = 10;
+
+async function onlyRunningTypesCount(t: Test, { app, config, db, bus }: Pick<TestApp, 'app' | 'config' | 'db'> & { bus: Bus }) {
+  metrics.publishBacklog.reset();
+  const backlog = async () => (await metrics.publishBacklog.get()).values[0]?.value;
+  const inject = (method: 'PUT' | 'POST', url: string, payload?: object) =>
+    app.inject({ method, url, headers: { authorization: `Bearer ${config.API_KEY}` }, ...(payload ? { payload } : {}) });
+  const publish = async () => (await inject('POST', '/api/v1/publish', { tenant_id: 'acme', topic: 'order.paid', data: {} })).statusCode;
+  t.equal((await inject('PUT', '/api/v1/tenants/acme')).statusCode, 201);
+  const producer = await bus.producer();
+  // Deliveries of sqs, a type no sender runs here: twice the bound.
+  await producer.send(
+    TOPIC.deliveries.sqs,
+    Array.from({ length: 2 * TYPES_BOUND }, (_, i) => ({ key: 'd-sqs', value: { i } })),
+  );
+  // A webhook sender runs, and three of its deliveries wait. Written after the sqs ones, so a read
+  // that sees them would see those too.
+  const presence = new SenderPresenceStore(db);
+  await presence.mark(['webhook']);
+  await producer.send(
+    TOPIC.deliveries.webhook,
+    Array.from({ length: 3 }, (_, i) => ({ key: 'd-webhook', value: { i } })),
+  );
+  await waitFor('the backlog read: the webhook deliveries alone', async () => (await backlog()) === 3, 15_000);
+  t.equal(await publish(), 202, 'admitted: the sqs deliveries wait for a sender of their type, not in the backlog');
+
+  // An sqs sender starts: its type's deliveries count from then on (with the webhook ones and the
+  // event published above), and publishing is refused.
+  await presence.mark(['sqs']);
+  await waitFor('the backlog read: the sqs deliveries too', async () => (await backlog()) === 2 * TYPES_BOUND + 3 + 1, 15_000);
+  t.equal(await publish(), 429, 'refused: the sqs deliveries count once a sender of their type runs');
+}
+
+t.test('only the types a sender runs for count: Kafka', async (t) => {
+  const built = await buildTestApp(t, { PUBLISH_MAX_BACKLOG: String(TYPES_BOUND) });
+  await onlyRunningTypesCount(t, { ...built, bus: built.bus as Bus });
+});
+
+t.test('only the types a sender runs for count: embedded log and database', async (t) => {
+  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'admission-embedded-'));
+  const config = testConfig({ DATABASE_URL: '', KAFKA_BROKERS: '', PUBLISH_MAX_BACKLOG: String(TYPES_BOUND) });
+  const logger = createLogger('gateway-test', 'silent');
+  await copyMigratedEmbeddedDb(join(dir, 'pg'));
+  const embedded = await openEmbeddedDb(join(dir, 'pg'));
+  await migrateLatest(embedded.db);
+  const bus = await createEmbeddedBus({ dir: join(dir, 'log'), topicPrefix: config.KAFKA_TOPIC_PREFIX, partitions: 1, log: logger });
+  await bus.ensureTopics();
+  const app = await build(config, {
+    db: embedded.db,
+    producer: await bus.producer(),
+    logger,
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+    readLag: bus.lag?.bind(bus),
+  });
+  t.teardown(async () => {
+    await app.close();
+    await bus.close();
+    await embedded.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await onlyRunningTypesCount(t, { app, config, db: embedded.db, bus });
 });

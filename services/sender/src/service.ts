@@ -179,9 +179,10 @@ const COUNTED = { success: 'succeeded', failed: 'failed', canceled: 'canceled' }
  * a successful or canceled one at debug: a disabled destination's queued deliveries end canceled
  * by the thousand).
  */
-function recordAttempt(deps: DeliveryDeps, type: DestinationType, { attempt, outcome }: Handled) {
+function recordAttempt(deps: DeliveryDeps, delivery: DeliveryRecord, { attempt, outcome }: Handled) {
   const { logger } = deps.rt;
-  observeAttempt(attempt);
+  const type = delivery.destination.type;
+  observeAttempt(attempt, delivery.event.deliver_at);
   deps.summary.count('attempts');
   deps.summary.count(COUNTED[attempt.status]);
   // Built only when written: at info only a failure writes its line.
@@ -267,7 +268,7 @@ async function makeOne(
     } finally {
       end();
     }
-    recordAttempt(deps, type, handled);
+    recordAttempt(deps, record.value, handled);
   };
 }
 
@@ -400,7 +401,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const inOrder = createOrderedDelivery({
     handle,
     turn: (d) => rateGate.parked(d),
-    written: (d, h) => recordAttempt(deliveryDeps, d.destination.type, h),
+    written: (d, h) => recordAttempt(deliveryDeps, d, h),
     emit: output.emitAttempt,
     canceled: async (d) => 'canceled' in (await current(d.destination, d)),
     store: createOrderedStore(rt.db),

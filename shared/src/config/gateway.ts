@@ -107,7 +107,7 @@ export const GATEWAY_SETTINGS = {
     default: '0',
     minimum: 0,
     description:
-      'Admission bound: while the delivery backlog (records the router and the senders have not committed, read once a second) is over this many records, publishing is refused with 429 RATE_LIMITED and Retry-After, and nothing is written. 0: off. Size it as the backlog the pipeline clears within the latency you accept (docs/operations.md).',
+      'Admission bound: while the delivery backlog (records the router and the senders have not committed, read once a second) is over this many records, publishing is refused with 429 RATE_LIMITED and Retry-After, and nothing is written. Only the types a sender runs for count (marked in sender presence within 90 s): deliveries of a type no sender runs wait for one and never refuse publishes. 0: off. Size it as the backlog the pipeline clears within the latency you accept (docs/operations.md).',
   },
   ROUTING_CACHE_TTL_MS: {
     kind: 'integer',
