@@ -2,7 +2,7 @@
 // directory. The printed example works when pasted into a shell, and an event whose publish answered
 // 202 is delivered after the process is killed with SIGKILL and started again.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -59,6 +59,13 @@ t.test('embedded mode: the printed example works; SIGKILL after a 202 loses noth
   const key = readFileSync(secrets, 'utf8').match(/^API_KEY=(.+)$/m)?.[1] ?? '';
   t.ok(key.length >= 20, 'a key was generated into the data directory');
   t.equal(statSync(secrets).mode & 0o777, 0o600, 'the secrets file is private');
+  // PGlite sets its files' modes itself (0666): what keeps them private is the directories holding them.
+  const openToOthers = (f: string) => {
+    const s = statSync(join(dataDir, f), { throwIfNoEntry: false });
+    return s && (s.isDirectory() || !f.includes('/')) && s.mode & 0o077;
+  };
+  const shared = readdirSync(dataDir, { recursive: true, encoding: 'utf8' }).filter(openToOthers);
+  t.same(shared, [], 'no directory in the data directory, nor any of its own files, is open to others (the log, PGlite)');
   t.match(out, `Data       ${dataDir}`, 'prints the data directory');
   t.match(out, 'EGRESS_ALLOW=127.0.0.0/8,::1/128', 'loopback delivery is allowed');
 

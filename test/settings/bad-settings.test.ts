@@ -196,7 +196,8 @@ t.test("a listen host that is not this host's, or a name that does not resolve: 
 t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a database nothing answers', async (t) => {
   const fresh = dataDir(t);
   const [underFile, underProc, unwritable, weak, noDatabase, noCertificate, noCaFile, generated] = await Promise.all([
-    run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/etc/passwd/x' }),
+    // No secrets, which this start cannot keep: the other settings are still read, their problems named too.
+    run('services/embedded/src/main.ts', { DATA_DIR: '/etc/passwd/x', API_TYPE_NAMES: 'bogus' }),
     // Node's recursive mkdir never returns here (100% CPU, deaf to SIGTERM): made one level at a time.
     run('services/embedded/src/main.ts', { ...SECRETS, DATA_DIR: '/proc/x' }),
     // A directory that exists and cannot be written, even by root (access(2) says it can).
@@ -238,9 +239,11 @@ t.test('embedded mode: a DATA_DIR that cannot be a directory, weak secrets, a da
   t.test('DATABASE_URL nothing answers: as a service on its own says it', async (t) =>
     refused(t, noDatabase, /^switchyard embedded: failed to start: the database \(DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1$/, 1),
   );
-  t.test('DATA_DIR=/etc/passwd/x', async (t) =>
-    refused(t, underFile, /^switchyard embedded: invalid configuration: DATA_DIR: \/etc\/passwd is not a directory/),
-  );
+  t.test('DATA_DIR=/etc/passwd/x beside another bad setting: both on the one line', async (t) => {
+    refused(t, underFile, /^switchyard embedded: invalid configuration: DATA_DIR: \/etc\/passwd is not a directory/);
+    t.match(underFile.stderr, /; API_TYPE_NAMES: must be one of /);
+    t.notMatch(underFile.stderr, /API_KEY|AES_ENCRYPTION_SECRET|API_JWT_SECRET/, 'not the secrets it would have generated');
+  });
   t.test('DATA_DIR=/sys/kernel, a directory nobody can write', async (t) =>
     refused(t, unwritable, /^switchyard embedded: invalid configuration: DATA_DIR: \/sys\/kernel is not writable \(E[A-Z]+: /),
   );

@@ -17,12 +17,16 @@ import { releaseStartupMemory } from './memory.ts';
 import { banner, discardCreatedSecrets, type Prepared, prepare } from './setup.ts';
 
 catchSignals();
+// Every directory and file this process makes is its owner's alone, whatever the mode of a DATA_DIR
+// that already existed: they hold every event. (PGlite sets its files' modes itself, 0666: the
+// directories holding them keep them private.)
+process.umask(0o077);
 let prepared: Prepared | undefined;
 let rt: Runtime;
 try {
-  prepared = prepare(process.env);
-  const env = prepared.env;
-  const loaded = withEgressCheck(() => loadConfig(env), env);
+  const check = (env: Record<string, string>) => withEgressCheck(() => loadConfig(env), env);
+  prepared = prepare(process.env, check);
+  const loaded = check(prepared.env);
   rt = await createRuntime('embedded', loaded, { embedded: true });
 } catch (err) {
   // A bad setting or a DATA_DIR that cannot be one (exit code 2, every problem on one line), a

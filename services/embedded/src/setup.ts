@@ -1,8 +1,8 @@
 // What embedded mode adds before the configuration is read: generated secrets kept under DATA_DIR,
 // loopback delivery allowed by default; and the start-up banner with a copy-paste example.
-import { existsSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SETTINGS } from '@switchyard/shared/config/index.ts';
+import { ConfigError, SETTINGS } from '@switchyard/shared/config/index.ts';
 import { ensureDataDir } from '@switchyard/shared/data-dir.ts';
 import { GENERATED_SECRETS, loadSecretsFile } from '@switchyard/shared/secrets-file.ts';
 
@@ -22,12 +22,24 @@ export interface Prepared {
  * The environment of the embedded process: the caller's, plus secrets from DATA_DIR/secrets.env
  * (generated there on first start when not configured; the file is created mode 0600), plus
  * EGRESS_ALLOW=127.0.0.0/8,::1/128 unless set, so webhooks to local receivers work.
+ *
+ * A DATA_DIR that cannot be one is a ConfigError; `check` (the settings' own checks, throwing a
+ * ConfigError) then runs too, so that one start names every problem, not the data directory first.
  */
-export function prepare(callerEnv: Record<string, string | undefined>): Prepared {
+export function prepare(callerEnv: Record<string, string | undefined>, check?: (env: Record<string, string>) => unknown): Prepared {
   const env = Object.fromEntries(Object.entries(callerEnv).filter(([, v]) => v !== undefined)) as Record<string, string>;
   const dataDir = resolve(env.DATA_DIR || SETTINGS.DATA_DIR.default);
-  // Made (or refused with a ConfigError) before the secrets file is written in it.
-  ensureDataDir(dataDir);
+  if (env.EGRESS_ALLOW === undefined) env.EGRESS_ALLOW = LOOPBACK;
+  env.DATA_DIR = dataDir;
+  // Made (or refused) before the secrets file is written in it.
+  try {
+    ensureDataDir(dataDir);
+  } catch (err) {
+    if (err instanceof ConfigError && check) throw new ConfigError([...err.problems, ...otherProblems(env, check)]);
+    throw err;
+  }
+  // The log's and the database's directories are private, also when an earlier version made them.
+  for (const sub of ['log', 'pg']) if (existsSync(join(dataDir, sub))) chmodSync(join(dataDir, sub), 0o700);
   const secretsFile = join(dataDir, 'secrets.env');
   const created = !existsSync(secretsFile);
   // Secrets a deployment must supply: the missing ones are generated once and kept in DATA_DIR.
@@ -43,14 +55,24 @@ export function prepare(callerEnv: Record<string, string | undefined>): Prepared
   if (!callerEnv.AES_ENCRYPTION_SECRET && stored.AES_ENCRYPTION_SECRET_PREVIOUS)
     env.AES_ENCRYPTION_SECRET_PREVIOUS = stored.AES_ENCRYPTION_SECRET_PREVIOUS;
   const generatedKey = generated.includes('API_KEY') ? stored.API_KEY : undefined;
-  if (env.EGRESS_ALLOW === undefined) env.EGRESS_ALLOW = LOOPBACK;
-  env.DATA_DIR = dataDir;
   const apiKey: Prepared['apiKey'] = callerEnv.API_KEY
     ? { source: 'env' }
     : generatedKey
       ? { source: 'generated', value: generatedKey }
       : { source: 'file' };
   return { env, dataDir, secretsFile, apiKey, created: created && existsSync(secretsFile) };
+}
+
+/** What `check` finds wrong in `env` besides its secrets, which this start would have generated. */
+function otherProblems(env: Record<string, string>, check: (env: Record<string, string>) => unknown): string[] {
+  const stand = Object.fromEntries(GENERATED_SECRETS.filter((name) => !env[name]).map((name) => [name, 'x'.repeat(32)]));
+  try {
+    check({ ...env, ...stand });
+    return [];
+  } catch (err) {
+    if (!(err instanceof ConfigError)) return [];
+    return err.problems.filter((p) => !p.startsWith('DATA_DIR'));
+  }
 }
 
 /**

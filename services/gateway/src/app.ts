@@ -9,7 +9,7 @@ import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
 import type { Logger } from '@switchyard/shared/log.ts';
 import { countPublishes, observeHttp } from '@switchyard/shared/metrics.ts';
 import { type Readiness, readiness } from '@switchyard/shared/ops.ts';
-import { type Auth, createAuth, type Principal } from './auth.ts';
+import { type Auth, createAuth, type Principal, requireAdmin, requireTenantAccess } from './auth.ts';
 import { registerAdmission, type ReadLag, startAdmission } from './admission.ts';
 import { registerBodyBudget } from './body-budget.ts';
 import { createAnnouncer } from './destination-changes.ts';
@@ -147,6 +147,12 @@ async function registerAccess(
     if (req.routeOptions.config && (req.routeOptions.config as { public?: boolean }).public) return;
     if (!req.routeOptions.url) return; // unknown route: the 404 handler answers
     req.principal = await auth.authenticate(req.headers.authorization);
+    // Whether this credential may call the route at all comes before anything about the request
+    // (body, query): a tenant token on an admin-only route or on another tenant's path is a 403
+    // whatever it sent, never a 422 for one body and a 403 for another.
+    if (req.routeOptions.config.adminOnly) requireAdmin(req.principal);
+    const pathTenant = (req.params as { tenant_id?: string } | undefined)?.tenant_id;
+    if (pathTenant !== undefined) requireTenantAccess(req.principal, pathTenant);
   });
 
   // Publishing refused while the delivery backlog is over PUBLISH_MAX_BACKLOG (admission.ts).

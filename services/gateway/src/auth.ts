@@ -57,6 +57,13 @@ export function createAuth(apiKey: string, jwtSecret: string): Auth {
   };
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Only the admin API key may call the route: a tenant token is refused before the request is read. */
+    adminOnly?: boolean;
+  }
+}
+
 /** Admin-only routes refuse tenant tokens with 403 (a missing credential is 401, raised earlier). */
 export function requireAdmin(p: Principal): void {
   if (p.kind !== 'admin') throw new AppError('FORBIDDEN', 'This route requires the admin API key.');

@@ -83,12 +83,19 @@ export function checkWriteOnly(type: DestinationType, input: Record<string, unkn
   problems.push(...validateFields(fields, sent, 'body.credentials'));
 }
 
-/** Webhook credentials on create: a secret is generated when none is given. */
-export function initialCredentials(type: DestinationType, input: Record<string, unknown>): Record<string, unknown> {
+/** When a previous webhook secret given without an end stops signing: 24 hours on (interface.md). */
+const previousSecretEnd = (now: Date) => new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS).toISOString();
+
+/**
+ * Webhook credentials on create: a secret is generated when none is given, and a previous secret
+ * given without `previous_secret_invalid_at` signs for 24 hours, not for ever.
+ */
+export function initialCredentials(type: DestinationType, input: Record<string, unknown>, now: Date): Record<string, unknown> {
   const out = { ...input };
   if (type !== 'webhook') return out;
   delete out.rotate_secret;
   if (!out.secret) out.secret = generateWebhookSecret();
+  if (out.previous_secret && !out.previous_secret_invalid_at) out.previous_secret_invalid_at = previousSecretEnd(now);
   return out;
 }
 
@@ -111,13 +118,17 @@ export function patchedCredentials(existing: Destination, patch: Record<string, 
   if (existing.type === 'webhook') {
     if (rotate) {
       next.previous_secret = existing.credentials.secret;
-      next.previous_secret_invalid_at = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS).toISOString();
+      next.previous_secret_invalid_at = previousSecretEnd(now);
       next.secret = generateWebhookSecret();
     }
     if (!next.secret) next.secret = generateWebhookSecret();
-    if (next.previous_secret && !next.previous_secret_invalid_at) {
-      next.previous_secret_invalid_at = new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS).toISOString();
+    // A previous secret set now signs for 24 hours from now unless the patch says until when: the
+    // end an earlier one had (often past) is not its.
+    const newPrevious = typeof unmasked.previous_secret === 'string' && unmasked.previous_secret !== existing.credentials.previous_secret;
+    if (next.previous_secret && (!next.previous_secret_invalid_at || (newPrevious && unmasked.previous_secret_invalid_at === undefined))) {
+      next.previous_secret_invalid_at = previousSecretEnd(now);
     }
+    if (!next.previous_secret) delete next.previous_secret_invalid_at;
   }
   return next;
 }

@@ -487,11 +487,13 @@ export function documentTransforms(config: Config, serverUrl: () => string) {
  * with the tenant taken from a tenant token. The document lists each operation once, at its
  * canonical path, and names the other forms it is also served at in `x-aliases` (and its
  * description), so that a client generator makes one method of it. The canonical path is the
- * /tenants/{tenant_id} form; an operation that, without a tenant in the path, also answers the
+ * /tenants/{tenant_id} form (the one without a tenant for TENANT_FREE); an operation that, without a tenant in the path, also answers the
  * admin key across tenants (ACROSS_TENANTS) is two operations: that one, and the form without a
  * tenant (tenant_id, where it narrows, in the query).
  */
 const TENANT_FORMS = ['/api/v1/tenants/{tenant_id}', '/api/v1/{tenant_id}', '/api/v1'] as const;
+/** Operations whose answer is the same whatever the tenant: the form without one is canonical. */
+const TENANT_FREE = new Set(['get /destination-types', 'get /destination-types/{type}']);
 const ACROSS_TENANTS = new Set([
   'get /attempts',
   'get /attempts/{attempt_id}',
@@ -603,7 +605,12 @@ function canonicalPaths(doc: Partial<OpenApiLike>): void {
       pick(tenants, [byForm(1)]);
       pick(none, []);
     } else {
-      const canonical = tenants ?? none ?? members.find((m) => m.form === -1 && !PATH_ALIASES[m.path])?.path ?? members[0]?.path;
+      const canonical =
+        (TENANT_FREE.has(key) ? none : undefined) ??
+        tenants ??
+        none ??
+        members.find((m) => m.form === -1 && !PATH_ALIASES[m.path])?.path ??
+        members[0]?.path;
       if (canonical)
         pick(
           canonical,

@@ -40,6 +40,15 @@ t.test('tenant tokens', async (t) => {
     t.equal((await call('GET', '/api/v1/tenants/other', undefined, token)).status, 403);
     t.equal((await call('GET', `/api/v1/tenants/other/destinations/${other.body.id}`, undefined, token)).status, 403);
     t.equal((await call('POST', '/api/v1/publish', { tenant_id: 'other', topic: 't', data: {} }, token)).status, 403);
+    // Named in tenant_id beside its own tenant in the path: refused, not ignored.
+    for (const listing of ['events', 'attempts']) {
+      const r = await call('GET', `/api/v1/tenants/acme/${listing}?tenant_id=other`, undefined, token);
+      t.equal(r.status, 403, `${listing}?tenant_id=other with its own tenant in the path`);
+      const admin = await call('GET', `/api/v1/tenants/acme/${listing}?tenant_id=other`);
+      t.equal(admin.status, 422, `admin: ${listing}?tenant_id= another tenant than the path's`);
+      t.equal(admin.body.problems?.[0]?.path, 'query.tenant_id');
+      t.equal((await call('GET', `/api/v1/tenants/acme/${listing}?tenant_id=acme`)).status, 200, 'the same tenant again: read');
+    }
   });
 
   t.test('admin-only routes are 403', async (t) => {
@@ -52,6 +61,24 @@ t.test('tenant tokens', async (t) => {
     ] as const) {
       const r = await call(method, url, undefined, token);
       t.equal(r.status, 403, `${method} ${url}`);
+      t.equal(r.body.code, 'FORBIDDEN');
+    }
+  });
+
+  t.test('the credential is answered before the request: 403 whatever the body or query', async (t) => {
+    for (const [method, url, body] of [
+      ['POST', '/api/v1/publish', {}],
+      ['POST', '/api/v1/publish/batch', { events: 'none' }],
+      ['GET', '/api/v1/tenants?foo=1', undefined],
+      ['GET', '/api/v1/tenants?limit=0', undefined],
+      ['GET', '/api/v1/acme/portal?theme=blue', undefined],
+      ['PUT', '/api/v1/tenants/acme', { a: 1 }],
+      ['GET', '/api/v1/tenants/other/attempts?limit=0', undefined],
+      ['GET', '/api/v1/tenants/other/events?bogus=1', undefined],
+      ['PATCH', `/api/v1/tenants/other/destinations/${other.body.id}`, { type: 5 }],
+    ] as const) {
+      const r = await call(method, url, body, token);
+      t.equal(r.status, 403, `${method} ${url} ${JSON.stringify(body ?? '')}`);
       t.equal(r.body.code, 'FORBIDDEN');
     }
   });
@@ -164,6 +191,17 @@ t.test('admin tenant listing is cursor-paged', async (t) => {
     back.body.models.map((m: { id: string }) => m.id),
     ['tenant-2', 'tenant-3'],
   );
+  // A cursor followed without dir keeps the direction it was issued for, as on the other listings.
+  const followed = await call('GET', `/api/v1/tenants?limit=2&next=${first.body.pagination.next}`);
+  t.same(
+    followed.body.models.map((m: { id: string }) => m.id),
+    ['tenant-2', 'tenant-3'],
+    'next of an asc page without dir: the next page, ascending',
+  );
+  t.equal(followed.body.pagination.dir, 'asc');
+  const against = await call('GET', `/api/v1/tenants?limit=2&dir=desc&next=${first.body.pagination.next}`);
+  t.equal(against.status, 422, 'a dir other than the cursor is refused');
+  t.equal(against.body.problems?.[0]?.path, 'query.dir');
   t.equal((await call('GET', '/api/v1/tenants?next=garbage')).status, 422);
   const attemptCursor = cursorAt('att', 'asc', 'next', '2026-01-01T00:00:00.000000Z', '0190a000-0000-7000-8000-000000000000');
   t.equal((await call('GET', `/api/v1/tenants?next=${attemptCursor}`)).status, 422, "another listing's cursor is refused");

@@ -111,6 +111,22 @@ t.test('destinations', async (t) => {
   });
 });
 
+t.test('concurrent creates: one id is created once, and the limit holds', async (t) => {
+  const { call } = await buildTestApp(t, { TOPICS: 'user.created', MAX_DESTINATIONS_PER_TENANT: '3' });
+  await call('PUT', '/api/v1/tenants/acme');
+  const same = await Promise.all(
+    Array.from({ length: 6 }, () => call('POST', '/api/v1/tenants/acme/destinations', { ...VALID.webhook, id: 'twice' })),
+  );
+  t.same(same.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409], 'one 201, the rest 409 DESTINATION_EXISTS: none a 500');
+  const many = await Promise.all(Array.from({ length: 8 }, () => call('POST', '/api/v1/tenants/acme/destinations', VALID.webhook)));
+  t.equal(many.filter((r) => r.status === 201).length, 2, 'two more fit under the limit of 3');
+  t.ok(
+    many.every((r) => r.status === 201 || r.body.code === 'DESTINATION_LIMIT_REACHED'),
+    'the rest: 400 DESTINATION_LIMIT_REACHED',
+  );
+  t.equal((await call('GET', '/api/v1/tenants/acme/destinations')).body.length, 3, 'never past the limit');
+});
+
 t.test('topics, filters, list filters, patch, enable/disable, delete', async (t) => {
   const { call, db } = await buildTestApp(t, { TOPICS: 'user.created,user.deleted,order.paid' });
   await call('PUT', '/api/v1/tenants/acme');
@@ -386,6 +402,24 @@ t.test('webhook specifics: reserved custom headers refused; an expired previous 
     credentials: { secret: 'whsec_current', previous_secret: 'whsec_old', previous_secret_invalid_at: '2999-01-01T00:00:00Z' },
   });
   t.equal(live.body.credentials.previous_secret, 'whsec_old', 'a valid previous secret is shown');
+
+  // A previous secret given without an end signs for 24 hours, on create as on rotation.
+  const DAY = 24 * 3600 * 1000;
+  const endsIn = (credentials: Record<string, string>) => Date.parse(credentials.previous_secret_invalid_at ?? '') - Date.now();
+  const migrated = await call('POST', '/api/v1/tenants/acme/destinations', {
+    ...VALID.webhook,
+    credentials: { secret: 'whsec_current', previous_secret: 'whsec_old' },
+  });
+  t.equal(migrated.status, 201);
+  t.ok(Math.abs(endsIn(migrated.body.credentials) - DAY) < 60_000, 'created with a previous secret: it ends 24 hours on');
+  // One set on a destination whose earlier previous secret has ended signs from now on (it had not signed at all).
+  const url = `/api/v1/tenants/acme/destinations/${expired.body.id}`;
+  const again = await call('PATCH', url, { credentials: { previous_secret: 'whsec_older' } });
+  t.equal(again.status, 200);
+  t.equal(again.body.credentials.previous_secret, 'whsec_older', 'the new previous secret signs (and is shown)');
+  t.ok(Math.abs(endsIn(again.body.credentials) - DAY) < 60_000, 'for 24 hours from the patch');
+  const removed = await call('PATCH', url, { credentials: { previous_secret: null } });
+  t.same(removed.body.credentials, { secret: 'whsec_current' }, 'removing it removes its end too');
 });
 
 // Inner shapes checked on create and PATCH: a pubsub endpoint as host:port

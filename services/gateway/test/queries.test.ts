@@ -1068,9 +1068,17 @@ t.test('events and attempts queries', async (t) => {
     const other = await get(`/api/v1/attempts/${mine.id}?tenant_id=globex`, acmeToken);
     t.equal(other.status, 403, 'tenant token naming another tenant');
     t.equal((await get('/api/v1/events/evt_01?tenant_id=globex', acmeToken)).status, other.status, 'as one event answers');
-    // A tenant in the path is the only one, as for one event.
-    t.equal((await get(`/api/v1/tenants/acme/attempts/${mine.id}?tenant_id=globex`)).body.id, mine.id, 'the path wins');
-    t.equal((await get('/api/v1/tenants/acme/events/evt_05?tenant_id=globex')).body.tenant_id, 'acme', 'as for one event');
+    // Beside a tenant in the path, tenant_id may only name it again: another is refused, not ignored.
+    t.equal((await get(`/api/v1/tenants/acme/attempts/${mine.id}?tenant_id=acme`)).body.id, mine.id, 'the path tenant again');
+    for (const url of [
+      `/api/v1/tenants/acme/attempts/${mine.id}?tenant_id=globex`,
+      '/api/v1/tenants/acme/events/evt_05?tenant_id=globex',
+    ]) {
+      const r = await get(url);
+      t.equal(r.status, 422, `admin key, another tenant than the path's: ${url}`);
+      t.match(r.body.problems, [{ path: 'query.tenant_id', message: /must be the tenant of the path \(acme\)/ }]);
+      t.equal((await get(url, acmeToken)).status, 403, `tenant token: ${url}`);
+    }
     // Not on the destination's own attempt route, whose path names the tenant.
     const scoped = await get(`/api/v1/tenants/acme/destinations/d1/attempts/${mine.id}?tenant_id=acme`);
     t.equal(scoped.status, 422);
@@ -1181,29 +1189,35 @@ t.test('events and attempts queries', async (t) => {
     t.same(await listed('/api/v1/typed/attempts?destination_type=sqs'), [], 'deleted: no longer of a type');
     t.same(await listed('/api/v1/typed/attempts?destination_id=q1'), want(['sqs'], inTyped), 'still listed by destination_id');
   });
-  t.test('a retry of an event id two tenants have: the tenant with the destination, else 422 naming tenant_id', async (t) => {
-    const at = new Date(Date.now() - 60_000);
-    await insertEvent(db, plainEvent('acme', 'twin', at, ['d1']), []);
-    await insertEvent(db, plainEvent('globex', 'twin', at, ['g1']), []);
-    const retry = (body: Record<string, string>) => call('POST', '/api/v1/retry', { event_id: 'twin', ...body });
-    t.same((await retry({ destination_id: 'g1' })).status, 202, "only globex has g1: globex's event");
-    for (const tenant of ['acme', 'globex'])
-      await call('POST', `/api/v1/tenants/${tenant}/destinations`, {
-        id: 'both',
-        type: 'webhook',
-        topics: '*',
-        config: { url: 'https://example.com/b' },
-      });
-    const ambiguous = await retry({ destination_id: 'both' });
-    t.equal(ambiguous.status, 422);
-    t.same(ambiguous.body.problems, [
-      { path: 'tenant_id', message: 'is required: several tenants have this event id and this destination' },
-    ]);
-    t.same(
-      ambiguous.body.data,
-      ['tenant_id is required: several tenants have this event id and this destination'],
-      'data as every 422 has it',
-    );
-    t.equal((await retry({ destination_id: 'both', tenant_id: 'acme' })).status, 202, 'named: found');
-  });
+  t.test(
+    'a retry of an event id two tenants have: the tenant with the destination, 404 when none has it, else 422 naming tenant_id',
+    async (t) => {
+      const at = new Date(Date.now() - 60_000);
+      await insertEvent(db, plainEvent('acme', 'twin', at, ['d1']), []);
+      await insertEvent(db, plainEvent('globex', 'twin', at, ['g1']), []);
+      const retry = (body: Record<string, string>) => call('POST', '/api/v1/retry', { event_id: 'twin', ...body });
+      t.same((await retry({ destination_id: 'g1' })).status, 202, "only globex has g1: globex's event");
+      const none = await retry({ destination_id: 'nope' });
+      t.equal(none.status, 404, 'neither has the destination');
+      t.equal(none.body.code, 'DESTINATION_NOT_FOUND');
+      for (const tenant of ['acme', 'globex'])
+        await call('POST', `/api/v1/tenants/${tenant}/destinations`, {
+          id: 'both',
+          type: 'webhook',
+          topics: '*',
+          config: { url: 'https://example.com/b' },
+        });
+      const ambiguous = await retry({ destination_id: 'both' });
+      t.equal(ambiguous.status, 422);
+      t.same(ambiguous.body.problems, [
+        { path: 'body.tenant_id', message: 'is required: several tenants have this event id and this destination' },
+      ]);
+      t.same(
+        ambiguous.body.data,
+        ['body.tenant_id is required: several tenants have this event id and this destination'],
+        'data as every 422 has it',
+      );
+      t.equal((await retry({ destination_id: 'both', tenant_id: 'acme' })).status, 202, 'named: found');
+    },
+  );
 });

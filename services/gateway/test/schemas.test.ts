@@ -38,15 +38,17 @@ t.test("under a tenant's path: that tenant must exist and be the token's, as on 
   const { call } = await buildTestApp(t);
   for (const id of ['acme', 'globex']) t.equal((await call('PUT', `/api/v1/tenants/${id}`)).status, 201);
   const token: string = (await call('GET', '/api/v1/acme/token')).body.token;
-  for (const path of ['/destination-types', '/destination-types/webhook']) {
-    t.equal((await call('GET', `/api/v1/acme${path}`)).status, 200, `admin, ${path}`);
-    t.equal((await call('GET', `/api/v1/acme${path}`, undefined, token)).status, 200, `its own tenant, ${path}`);
+  // Both path forms of a tenant's routes.
+  for (const [form, path] of ['', '/tenants'].flatMap((f) => ['/destination-types', '/destination-types/webhook'].map((p) => [f, p]))) {
+    const at = (tenant: string) => `/api/v1${form}/${tenant}${path}`;
+    t.equal((await call('GET', at('acme'))).status, 200, `admin, ${at('acme')}`);
+    t.equal((await call('GET', at('acme'), undefined, token)).status, 200, `its own tenant, ${at('acme')}`);
     t.equal((await call('GET', `/api/v1${path}`, undefined, token)).status, 200, `no tenant in the path, ${path}`);
-    const other = await call('GET', `/api/v1/globex${path}`, undefined, token);
-    t.equal(other.status, 403, `another tenant, ${path}`);
+    const other = await call('GET', at('globex'), undefined, token);
+    t.equal(other.status, 403, `another tenant, ${at('globex')}`);
     t.equal(other.body.code, 'FORBIDDEN');
-    const missing = await call('GET', `/api/v1/nobody${path}`);
-    t.equal(missing.status, 404, `no such tenant, ${path}`);
+    const missing = await call('GET', at('nobody'));
+    t.equal(missing.status, 404, `no such tenant, ${at('nobody')}`);
     t.equal(missing.body.code, 'TENANT_NOT_FOUND');
   }
   t.equal((await call('GET', '/api/v1/acme/destination-types/pigeon')).body.code, 'DESTINATION_TYPE_NOT_FOUND');

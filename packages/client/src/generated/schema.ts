@@ -101,7 +101,7 @@ export interface paths {
         };
         /**
          * Every destination type schema
-         * @description Also served at `/api/v1/{tenant_id}/destination-types`.
+         * @description Also served at `/api/v1/{tenant_id}/destination-types`, `/api/v1/tenants/{tenant_id}/destination-types`.
          */
         get: operations["listDestinationTypeSchemas"];
         put?: never;
@@ -121,7 +121,7 @@ export interface paths {
         };
         /**
          * One destination type schema (aliases accepted)
-         * @description Also served at `/api/v1/{tenant_id}/destination-types/{type}`.
+         * @description Also served at `/api/v1/{tenant_id}/destination-types/{type}`, `/api/v1/tenants/{tenant_id}/destination-types/{type}`.
          */
         get: operations["getDestinationTypeSchema"];
         put?: never;
@@ -1202,9 +1202,8 @@ export interface components {
             metadata?: {
                 [key: string]: string | number | boolean;
             } | null;
-            data: {
-                [key: string]: unknown;
-            };
+            /** @description The payload: any JSON value but null. */
+            data: unknown;
             /**
              * Format: date-time
              * @description Deliver the event at this time (RFC 3339), at most 7 days ahead; a time already past delivers at once. Not with delay_seconds.
@@ -1721,6 +1720,7 @@ export interface operations {
                 next?: string;
                 prev?: string;
                 order_by?: "time" | "created_at";
+                /** @description Sort direction; default desc, or the cursor's own. */
                 dir?: "asc" | "desc";
                 /** @description These tenants, by id. Several values match any. */
                 id?: string | string[];
@@ -2813,6 +2813,7 @@ export interface operations {
                 next?: string;
                 prev?: string;
                 order_by?: "time" | "created_at";
+                /** @description Sort direction; default desc, or the cursor's own. */
                 dir?: "asc" | "desc";
                 /** @description Only these types (comma-separated or repeated). */
                 type?: string;
@@ -3184,6 +3185,7 @@ export interface operations {
                 next?: string;
                 prev?: string;
                 order_by?: "time" | "created_at";
+                /** @description Sort direction; default desc, or the cursor's own. */
                 dir?: "asc" | "desc";
                 /** @description Only these types (comma-separated or repeated). */
                 type?: string;

@@ -210,8 +210,16 @@ const includeDocs = manyQueryDocs(
  */
 export async function readableTenants(tenants: TenantCheck, req: FastifyRequest): Promise<Tenants> {
   const r = req as TenantReq;
-  if (r.params.tenant_id !== undefined) return [await existingTenant(tenants, r)];
   const asked = multi(req.query as Query, 'tenant_id');
+  const inPath = r.params.tenant_id;
+  if (inPath !== undefined) {
+    // Beside a tenant in the path, `tenant_id` may only name it again: another is refused, not ignored.
+    for (const t of asked ?? []) requireTenantAccess(req.principal, t);
+    const other = asked?.find((t) => t !== inPath);
+    if (other !== undefined)
+      throw AppError.validation([{ path: 'query.tenant_id', message: `must be the tenant of the path (${inPath}), not ${other}` }]);
+    return [await existingTenant(tenants, r)];
+  }
   if (req.principal.kind === 'tenant') {
     for (const t of asked ?? []) requireTenantAccess(req.principal, t);
     return [await existingTenant(tenants, r)];

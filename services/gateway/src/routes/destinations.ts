@@ -114,7 +114,7 @@ const tags = ['destinations'];
 
 export interface DestinationRouteDeps {
   tenants: TenantCheck;
-  destinations: Pick<DestinationStore, 'get' | 'list' | 'count' | 'create' | 'update' | 'delete'>;
+  destinations: Pick<DestinationStore, 'get' | 'list' | 'count' | 'createWithin' | 'update' | 'delete'>;
   /** Tells the senders a destination changed (after it is stored). */
   announce: Announce;
   /** The settings a destination is checked against. */
@@ -175,32 +175,35 @@ async function createDestination(
   checkCredentialRights(body.type, body.credentials, principal, problems);
   checkWriteOnly(body.type, body.credentials, problems);
   const config = body.config ?? {};
-  const credentials = initialCredentials(body.type, body.credentials ?? {});
+  const credentials = initialCredentials(body.type, body.credentials ?? {}, new Date());
   const filter = orNullIfEmpty(body.filter);
   const topics = checkInput(deps, body.type, { config, credentials, filter }, body, problems, rules) as string[];
   fail(problems);
   if (body.type === 'gateway') await verifyToken(deps, credentials.token);
   const max = deps.config.MAX_DESTINATIONS_PER_TENANT;
-  if ((await deps.destinations.count(tenantId)) >= max) {
-    throw new AppError('DESTINATION_LIMIT_REACHED', `A tenant may have at most ${max} destinations.`);
-  }
   const id = body.id || newId();
-  if (await deps.destinations.get(tenantId, id)) throw new AppError('DESTINATION_EXISTS');
-  const created = await deps.destinations.create({
-    id,
-    tenant_id: tenantId,
-    type: body.type,
-    topics,
-    config,
-    credentials,
-    delivery_metadata: orNullIfEmpty(body.delivery_metadata),
-    metadata: orNullIfEmpty(body.metadata),
-    filter,
-    // In UTC: Postgres takes offsets only to ±15:59.
-    disabled_at: body.disabled_at ? checkedInstant(body.disabled_at).toISOString() : null,
-    rate_limit: body.rate_limit ?? null,
-    ordered: body.ordered ?? false,
-  });
+  const created = await deps.destinations.createWithin(
+    {
+      id,
+      tenant_id: tenantId,
+      type: body.type,
+      topics,
+      config,
+      credentials,
+      delivery_metadata: orNullIfEmpty(body.delivery_metadata),
+      metadata: orNullIfEmpty(body.metadata),
+      filter,
+      // In UTC: Postgres takes offsets only to ±15:59.
+      disabled_at: body.disabled_at ? checkedInstant(body.disabled_at).toISOString() : null,
+      rate_limit: body.rate_limit ?? null,
+      ordered: body.ordered ?? false,
+    },
+    max,
+  );
+  if (created === 'limit') throw new AppError('DESTINATION_LIMIT_REACHED', `A tenant may have at most ${max} destinations.`);
+  if (created === 'exists') throw new AppError('DESTINATION_EXISTS');
+  // Deleted since it was checked at the start of the request.
+  if (created === 'no-tenant') throw new AppError('TENANT_NOT_FOUND');
   // A destination deleted and created again under its id must not stay canceled in a sender.
   await deps.announce({ tenant_id: tenantId, destination_id: id, change: 'created' });
   return created;

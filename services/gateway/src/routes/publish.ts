@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { AppError, errorBody, type Problem } from '@switchyard/shared/errors.ts';
 import { MAX_JSON_DEPTH, unstorable } from '@switchyard/shared/events/storable.ts';
 import { newId } from '@switchyard/shared/ids.ts';
-import type { EventRecord, JsonObject } from '@switchyard/shared/model/index.ts';
+import type { EventRecord, Json } from '@switchyard/shared/model/index.ts';
 import { matchesTopic } from '@switchyard/shared/routing/match.ts';
-import { requireAdmin } from '../auth.ts';
 import type { PublishResult } from '../publisher.ts';
 import { ajvProblems, toAppError } from '../errors.ts';
 import { jsonAjv } from '../validators.ts';
@@ -35,7 +34,9 @@ export const publishBodySchema = {
     eligible_for_retry: { type: 'boolean', default: true },
     time: { type: 'string', format: 'date-time' },
     metadata: { type: ['object', 'null'], additionalProperties: { type: ['string', 'number', 'boolean'] } },
-    data: { type: 'object', additionalProperties: true },
+    // Any JSON value (interface.md) but null, which dataProblems refuses: a schema of alternatives
+    // (a type list, `not`) is what client generators read worst, and the payload is no choice of types.
+    data: { description: 'The payload: any JSON value but null.' },
     ...scheduleProperties,
   },
 } as const;
@@ -55,6 +56,11 @@ export const publishBatchBodySchema = {
   },
 } as const;
 
+/** `data` is required, and `null` is not a payload (it would be stored as none). */
+function dataProblems(data: unknown, path: string): Problem[] {
+  return data === null ? [{ path, message: 'must be a JSON value other than null' }] : [];
+}
+
 interface PublishBody {
   id?: string;
   tenant_id: string;
@@ -63,7 +69,7 @@ interface PublishBody {
   eligible_for_retry: boolean;
   time?: string;
   metadata?: Record<string, string | number | boolean> | null;
-  data: JsonObject;
+  data: Json;
   deliver_at?: string;
   delay_seconds?: number;
 }
@@ -101,6 +107,7 @@ export function publishRoutes(deps: PublishRouteDeps) {
     app.post<{ Body: PublishBody }>(
       '/publish',
       {
+        config: { adminOnly: true },
         schema: {
           tags: ['publish'],
           summary: 'Publish one event; 202 once Kafka acknowledged it',
@@ -109,9 +116,8 @@ export function publishRoutes(deps: PublishRouteDeps) {
         },
       },
       async (req, reply) => {
-        requireAdmin(req.principal);
         const schedule = deliverAtOf(req.body, 'body');
-        const problems = [...checkTopic(req.body.topic, 'body.topic'), ...schedule.problems];
+        const problems = [...checkTopic(req.body.topic, 'body.topic'), ...dataProblems(req.body.data, 'body.data'), ...schedule.problems];
         if (problems.length) throw AppError.validation(problems);
         const result = {
           ...(await deps.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined)),
@@ -127,7 +133,7 @@ export function publishRoutes(deps: PublishRouteDeps) {
       {
         bodyLimit: PUBLISH_BATCH_BODY_LIMIT,
         // One bad event of a batch must not sink the others: each item is checked on its own.
-        config: { ownBodyChecks: true },
+        config: { ownBodyChecks: true, adminOnly: true },
         schema: {
           tags: ['publish'],
           summary: `Publish up to ${PUBLISH_BATCH_MAX} events; each is validated and answered on its own`,
@@ -136,7 +142,6 @@ export function publishRoutes(deps: PublishRouteDeps) {
         },
       },
       async (req) => {
-        requireAdmin(req.principal);
         // A body within the limit cannot hold an event over it: only a larger one is measured.
         const mayHoldLarge = !(Number(req.headers['content-length']) <= BODY_LIMIT_BYTES);
         const results = await Promise.all(
@@ -154,7 +159,11 @@ export function publishRoutes(deps: PublishRouteDeps) {
               if (!validateItem(item)) throw AppError.validation(ajvProblems(validateItem.errors ?? [], `body.events[${i}]`));
               const body = item as PublishBody;
               const schedule = deliverAtOf(body, `body.events[${i}]`);
-              const problems = [...checkTopic(body.topic, `body.events[${i}].topic`), ...schedule.problems];
+              const problems = [
+                ...checkTopic(body.topic, `body.events[${i}].topic`),
+                ...dataProblems(body.data, `body.events[${i}].data`),
+                ...schedule.problems,
+              ];
               if (problems.length) throw AppError.validation(problems);
               return {
                 status: 202,

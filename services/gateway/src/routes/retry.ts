@@ -32,7 +32,7 @@ export interface RetryRouteDeps {
 }
 
 export function retryRoutes(deps: RetryRouteDeps) {
-  /** Of several tenants' events with one id, the one whose tenant has the destination, if only one does. */
+  /** Of several tenants' events with one id, the one whose tenant has the destination: refused unless exactly one does. */
   async function ownerOf(rows: Array<Record<string, unknown>>, destinationId: string) {
     const owners = (await deps
       .db('destinations')
@@ -42,7 +42,12 @@ export function retryRoutes(deps: RetryRouteDeps) {
       )
       .andWhere({ id: destinationId })
       .pluck('tenant_id')) as string[];
-    return owners.length === 1 ? rows.find((r) => r.tenant_id === owners[0]) : undefined;
+    if (owners.length === 0) throw new AppError('DESTINATION_NOT_FOUND');
+    if (owners.length > 1)
+      throw AppError.validation([
+        { path: 'body.tenant_id', message: 'is required: several tenants have this event id and this destination' },
+      ]);
+    return rows.find((r) => r.tenant_id === owners[0]);
   }
 
   async function retry(tenantId: string | undefined, eventId: string, destinationId: string, principal: TenantReq['principal']) {
@@ -58,11 +63,7 @@ export function retryRoutes(deps: RetryRouteDeps) {
     // Right after publish's 202 the event may not be stored yet: wait for it, as a GET of it does.
     const rows = (await readEvent(deps.db, scope ? [scope] : null, eventId, read)) ?? [];
     const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : await ownerOf(rows, destinationId));
-    if (!row) {
-      if (rows.length > 1)
-        throw AppError.validation([{ path: 'tenant_id', message: 'is required: several tenants have this event id and this destination' }]);
-      throw new AppError('EVENT_NOT_FOUND');
-    }
+    if (!row) throw new AppError('EVENT_NOT_FOUND');
     const tenant = String(row.tenant_id);
     const destination = await deps.destinations.routable(tenant, destinationId);
     if (!destination) throw new AppError('DESTINATION_NOT_FOUND');

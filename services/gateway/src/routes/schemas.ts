@@ -20,7 +20,8 @@ export function schemaRoutes(deps: SchemaRouteDeps) {
     const tenantChecked = async (req: TenantReq) => {
       if (req.params.tenant_id !== undefined) await existingTenant(deps.tenants, req);
     };
-    for (const prefix of ['', '/:tenant_id']) {
+    // Both path forms of a tenant's routes, and none (contract-details: both forms work everywhere).
+    for (const prefix of ['', '/:tenant_id', '/tenants/:tenant_id']) {
       app.get(
         `${prefix}/destination-types`,
         { schema: { tags, summary: 'Every destination type schema', response: answers({ 200: 'DestinationTypeSchemaList' }) } },

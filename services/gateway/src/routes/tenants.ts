@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { finishErasure } from '@switchyard/shared/db/erasure.ts';
 import { AppError } from '@switchyard/shared/errors.ts';
 import type { Knex } from '@switchyard/shared/db/index.ts';
-import { type Auth, requireAdmin } from '../auth.ts';
+import type { Auth } from '../auth.ts';
 import type { Announce } from '../destination-changes.ts';
 import type { TenantStore } from '../tenant-store.ts';
 import type { Erasure } from './deps.ts';
@@ -64,6 +64,7 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
   app.put<{ Params: { tenant_id: string }; Body: { metadata?: Record<string, string> } | null }>(
     '',
     {
+      config: { adminOnly: true },
       schema: {
         tags: ['tenants'],
         summary: 'Create a tenant (idempotent); 201 when created, 200 when it existed',
@@ -73,7 +74,6 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
       },
     },
     async (req, reply) => {
-      requireAdmin(req.principal);
       const id = req.params.tenant_id;
       if (!id) throw AppError.validation([{ path: 'params.tenant_id', message: 'is required' }]);
       if (RESERVED_TENANT_IDS.has(id.toLowerCase())) throw new AppError('TENANT_ID_RESERVED', `"${id}" is reserved by a fixed path.`);
@@ -97,6 +97,7 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
   app.delete(
     '',
     {
+      config: { adminOnly: true },
       schema: {
         tags: ['tenants'],
         summary: 'Delete a tenant: its destinations at once, its events, deliveries, attempts and idempotency keys in the background',
@@ -104,7 +105,6 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
       },
     },
     async (req: TenantReq) => {
-      requireAdmin(req.principal);
       const tenantId = tenantOf(req);
       if (!(await deps.tenants.delete(tenantId))) throw new AppError('TENANT_NOT_FOUND');
       await deps.announce({ tenant_id: tenantId, destination_id: null, change: 'tenant_deleted' });
@@ -118,9 +118,11 @@ function tenantRecordRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
 function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
   app.get(
     '/token',
-    { schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) } },
+    {
+      config: { adminOnly: true },
+      schema: { tags: ['tenants'], summary: 'A 24 h JWT scoped to the tenant (admin only)', response: answers({ 200: 'TenantToken' }) },
+    },
     async (req: TenantReq) => {
-      requireAdmin(req.principal);
       const tenantId = await existingTenant(deps.tenants, req);
       return { token: await deps.auth.issueTenantToken(tenantId), tenant_id: tenantId };
     },
@@ -129,6 +131,7 @@ function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
   app.get<{ Querystring: { theme?: 'light' | 'dark' } }>(
     '/portal',
     {
+      config: { adminOnly: true },
       schema: {
         tags: ['tenants'],
         summary: 'A portal URL carrying a tenant token (admin only)',
@@ -137,7 +140,6 @@ function tenantAccessRoutes(app: FastifyInstance, deps: TenantRouteDeps) {
       },
     },
     async (req) => {
-      requireAdmin(req.principal);
       const tenantId = await existingTenant(deps.tenants, req as unknown as TenantReq);
       const url = new URL('/portal', deps.baseUrl());
       url.searchParams.set('token', await deps.auth.issueTenantToken(tenantId));
@@ -161,6 +163,7 @@ export function tenantListRoutes(deps: { tenants: Pick<TenantStore, 'list'> }) {
     app.get<{ Querystring: Record<string, string> }>(
       '/tenants',
       {
+        config: { adminOnly: true },
         schema: {
           tags: ['tenants'],
           summary: 'List tenants (admin only)',
@@ -172,7 +175,6 @@ export function tenantListRoutes(deps: { tenants: Pick<TenantStore, 'list'> }) {
         },
       },
       async (req) => {
-        requireAdmin(req.principal);
         const p = new Problems();
         const ids = parseIds(req.query, 'id', p);
         p.throwIfAny();

@@ -157,23 +157,41 @@ export class DestinationStore {
   }
 
   async create(d: NewDestination): Promise<Destination> {
-    const [row] = await this.db('destinations')
-      .insert({
-        tenant_id: d.tenant_id,
-        id: d.id,
-        type: d.type,
-        topics: d.topics,
-        config: JSON.stringify(d.config),
-        credentials: this.seal(d.credentials),
-        delivery_metadata: this.seal(d.delivery_metadata),
-        metadata: d.metadata ? JSON.stringify(d.metadata) : null,
-        filter: d.filter ? JSON.stringify(d.filter) : null,
-        disabled_at: d.disabled_at ?? null,
-        rate_limit: d.rate_limit ? JSON.stringify(d.rate_limit) : null,
-        ordered: d.ordered ?? false,
-      })
-      .returning('*');
+    const [row] = await this.db('destinations').insert(this.rowOf(d)).returning('*');
     return this.toDestination(row as DestinationRow);
+  }
+
+  /**
+   * Creates `d` unless its tenant has `max` destinations already, one of its id, or is gone: the
+   * tenant's row is locked meanwhile, so concurrent creates neither pass the limit together nor
+   * collide on an id (the loser is told, not answered with the unique violation).
+   */
+  async createWithin(d: NewDestination, max: number): Promise<Destination | 'limit' | 'exists' | 'no-tenant'> {
+    return this.db.transaction(async (trx) => {
+      if (!(await trx('tenants').where({ id: d.tenant_id }).forUpdate().first('id'))) return 'no-tenant';
+      const r = (await trx('destinations').where({ tenant_id: d.tenant_id }).count<{ n: number }[]>({ n: '*' }))[0];
+      if (Number(r?.n ?? 0) >= max) return 'limit';
+      if (await trx('destinations').where({ tenant_id: d.tenant_id, id: d.id }).first('id')) return 'exists';
+      const [row] = await trx('destinations').insert(this.rowOf(d)).returning('*');
+      return this.toDestination(row as DestinationRow);
+    });
+  }
+
+  private rowOf(d: NewDestination) {
+    return {
+      tenant_id: d.tenant_id,
+      id: d.id,
+      type: d.type,
+      topics: d.topics,
+      config: JSON.stringify(d.config),
+      credentials: this.seal(d.credentials),
+      delivery_metadata: this.seal(d.delivery_metadata),
+      metadata: d.metadata ? JSON.stringify(d.metadata) : null,
+      filter: d.filter ? JSON.stringify(d.filter) : null,
+      disabled_at: d.disabled_at ?? null,
+      rate_limit: d.rate_limit ? JSON.stringify(d.rate_limit) : null,
+      ordered: d.ordered ?? false,
+    };
   }
 
   async list(tenantId: string, opts: { type?: string[]; topics?: string[] } = {}): Promise<Destination[]> {
