@@ -134,27 +134,6 @@ t.test('delivery pipeline', async (t) => {
     t.same(JSON.parse(at('/big')[0]?.body ?? '{}'), { amount: 150 });
   });
 
-  t.test('data may be any JSON value but null: stored, read back and delivered as published', async (t) => {
-    await api('PUT', '/api/v1/tenants/anyjson');
-    await hook('anyjson', '/anyjson', {}, rx.url);
-    const values = [[1, 'two', { three: 3 }], 'text', 42.5, false];
-    for (const data of values) {
-      const { id } = await publish({ tenant_id: 'anyjson', topic: 'user.created', data });
-      const read = await c1.api.GET('/api/v1/tenants/{tenant_id}/events/{event_id}', {
-        params: { path: { tenant_id: 'anyjson', event_id: id } },
-      });
-      t.same(read.data?.data, data, `read back: ${JSON.stringify(data)}`);
-    }
-    await waitFor('every value delivered', () => at('/anyjson').length >= values.length || undefined);
-    t.same(
-      at('/anyjson')
-        .map((r) => r.body)
-        .sort(),
-      values.map((v) => JSON.stringify(v)).sort(),
-      'each body is the value as JSON',
-    );
-  });
-
   t.test('read-your-write: an event is readable once publish answered; no attempt is listed without its event', async (t) => {
     await api('PUT', '/api/v1/tenants/ryw');
     const d = await hook('ryw', '/ryw', {}, rx.url);
@@ -380,7 +359,7 @@ t.test('delivery pipeline', async (t) => {
         { tenant_id: 'idem', topic: 'user.created', data: { b: 1 } },
         { tenant_id: 'idem', topic: 'nope', data: {} },
         { tenant_id: 'idem', id: 'order-42', topic: 'order.paid', data: { n: 42 } },
-        { tenant_id: 'idem', topic: 'user.created', data: null },
+        { tenant_id: 'idem', topic: 'user.created', data: 'not an object' },
         { tenant_id: 'ghost', topic: 'user.created', data: {} },
       ],
     });
@@ -411,7 +390,7 @@ t.test('delivery pipeline', async (t) => {
       // an escape); the last one passes the schema, which fills in defaults (eligible_for_retry) as
       // it checks, and is refused only afterwards.
       const invalid = [
-        '{ "tenant_id": "direct", "topic": "user.created", "data": null }',
+        '{ "tenant_id": "direct", "topic": "user.created", "data": "nope" }',
         '{not json',
         '{"tenant_id":"nobody","topic":"user.created","data":{"n":1.0,"s":"\\u00e9"}}',
       ].map((x) => Buffer.from(x));
@@ -424,7 +403,7 @@ t.test('delivery pipeline', async (t) => {
       t.same(JSON.parse(at('/direct')[0]?.body ?? '{}'), { via: 'kafka' });
       await waitFor('three dead letters', () => dead.length === 3);
       const reasons = dead.map((d) => d.headers['x-dead-letter-reason'] ?? '');
-      t.match(reasons[0], /schema: \/data must be object,array,string,number,boolean/);
+      t.match(reasons[0], /schema: \/data must be object/);
       t.match(reasons[1], /invalid JSON/);
       t.match(reasons[2], /unknown tenant: nobody/);
       dead.forEach((d, i) => {

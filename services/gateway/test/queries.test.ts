@@ -1197,6 +1197,13 @@ t.test('events and attempts queries', async (t) => {
       await insertEvent(db, plainEvent('globex', 'twin', at, ['g1']), []);
       const retry = (body: Record<string, string>) => call('POST', '/api/v1/retry', { event_id: 'twin', ...body });
       t.same((await retry({ destination_id: 'g1' })).status, 202, "only globex has g1: globex's event");
+      for (const r of [
+        await retry({ destination_id: 'g1', tenant_id: 'nobody' }),
+        await call('POST', '/api/v1/tenants/nobody/destination/g1/events/twin/retry'),
+      ]) {
+        t.equal(r.status, 404, 'a tenant that does not exist');
+        t.equal(r.body.code, 'TENANT_NOT_FOUND');
+      }
       const none = await retry({ destination_id: 'nope' });
       t.equal(none.status, 404, 'neither has the destination');
       t.equal(none.body.code, 'DESTINATION_NOT_FOUND');

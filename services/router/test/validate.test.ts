@@ -39,9 +39,6 @@ t.test('refusals say why', async (t) => {
   t.match(refused({ tenant_id: 'acme', topic: 'nope', data: {} }), /^unknown topic: nope$/);
   t.match(refused({ tenant_id: 'acme', topic: 'order.*', data: {} }), /^unknown topic/, 'a wildcard is no topic');
   t.match(refused({ topic: 'user.created', data: {} }), /^schema: /, 'tenant_id is required');
-  t.match(refused({ tenant_id: 'acme', topic: 'user.created', data: null }), /^schema: \/data /, 'data is required: not null');
-  for (const data of [[1, 2], 'text', 42, false])
-    t.equal(refused({ tenant_id: 'acme', topic: 'user.created', data }), 'accepted', `any other JSON data: ${JSON.stringify(data)}`);
   t.match(refused({ tenant_id: 'acme', topic: 'user.created', data: { s: 'a\u0000b' } }), /^unstorable: /);
 });
 

@@ -48,8 +48,7 @@ export interface EventRecord {
   time: string;
   eligible_for_retry: boolean;
   metadata: Record<string, unknown> | null;
-  /** Any JSON value but null. */
-  data: Json;
+  data: JsonObject;
   destination_id?: string | null;
   /** Server time the event entered the events topic (the Kafka record timestamp); set by the router. */
   received_at?: string;

@@ -1202,8 +1202,9 @@ export interface components {
             metadata?: {
                 [key: string]: string | number | boolean;
             } | null;
-            /** @description The payload: any JSON value but null. */
-            data: unknown;
+            data: {
+                [key: string]: unknown;
+            };
             /**
              * Format: date-time
              * @description Deliver the event at this time (RFC 3339), at most 7 days ahead; a time already past delivers at once. Not with delay_seconds.

@@ -54,6 +54,8 @@ export function retryRoutes(deps: RetryRouteDeps) {
     const scope = principal.kind === 'tenant' ? principal.tenantId : tenantId;
     if (principal.kind === 'tenant' && tenantId && tenantId !== principal.tenantId)
       throw new AppError('FORBIDDEN', 'The token does not grant access to this tenant.');
+    // A tenant named that does not exist is said at once, not after waiting for its event.
+    if (scope && !(await deps.db('tenants').where({ id: scope }).first('id'))) throw new AppError('TENANT_NOT_FOUND');
     const read = async () => {
       const q = deps.db('events').where({ id: eventId });
       if (scope) q.andWhere({ tenant_id: scope });
@@ -62,6 +64,7 @@ export function retryRoutes(deps: RetryRouteDeps) {
     };
     // Right after publish's 202 the event may not be stored yet: wait for it, as a GET of it does.
     const rows = (await readEvent(deps.db, scope ? [scope] : null, eventId, read)) ?? [];
+    if (rows.length === 0) throw new AppError('EVENT_NOT_FOUND');
     const row = rows.find((r) => r.tenant_id === scope) ?? (rows.length === 1 ? rows[0] : await ownerOf(rows, destinationId));
     if (!row) throw new AppError('EVENT_NOT_FOUND');
     const tenant = String(row.tenant_id);
