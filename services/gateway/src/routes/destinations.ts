@@ -114,7 +114,7 @@ const tags = ['destinations'];
 
 export interface DestinationRouteDeps {
   tenants: TenantCheck;
-  destinations: Pick<DestinationStore, 'get' | 'list' | 'count' | 'createWithin' | 'update' | 'delete'>;
+  destinations: Pick<DestinationStore, 'get' | 'list' | 'createWithin' | 'update' | 'delete'>;
   /** Tells the senders a destination changed (after it is stored). */
   announce: Announce;
   /** The settings a destination is checked against. */

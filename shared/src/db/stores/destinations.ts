@@ -248,11 +248,6 @@ export class DestinationStore {
     return out;
   }
 
-  async count(tenantId: string): Promise<number> {
-    const r = (await this.db('destinations').where({ tenant_id: tenantId }).count<{ n: number }[]>({ n: '*' }))[0];
-    return Number(r?.n ?? 0);
-  }
-
   async get(tenantId: string, id: string): Promise<Destination | null> {
     const row = (await this.db('destinations').where({ tenant_id: tenantId, id }).first()) as DestinationRow | undefined;
     return row ? this.toDestination(row) : null;
