@@ -26,8 +26,8 @@ const ALLOWED: Record<string, string> = {
     "the Kafka destination type's own kafkajs client takes the same fix to kafkajs (embedded mode never loads the bus's)",
   'services/gateway/test/helpers.ts -> shared/src/kafka/index.ts':
     "the gateway's route tests build the app (app.ts) on a real Kafka producer, without a whole runtime",
-  'services/gateway/test/admission.test.ts -> shared/src/embedded/bus.ts':
-    "the admission bound's test reads the embedded log's lag as it reads Kafka's, on the app alone",
+  'services/gateway/test/helpers.ts -> shared/src/embedded/bus.ts':
+    "the gateway's route tests build the app on an embedded log too, whose lag the admission bound reads as it reads Kafka's",
 };
 
 /** The repository path an import of `spec` from `file` lands on; undefined for a package outside the repository. */

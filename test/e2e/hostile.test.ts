@@ -7,16 +7,7 @@ import type { InRecord } from '@switchyard/shared/bus/index.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import {
-  apiClient,
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { e2eMode, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 interface Attempt {
   event_id: string;
@@ -26,12 +17,7 @@ interface Attempt {
 }
 
 t.test('hostile input', async (t) => {
-  const port = await freePort();
-  const env = testEnv({ DATABASE_URL: await createTestDatabase(t), API_PORT: String(port), TOPICS: 'user.created', KAFKA_PARTITIONS: '1' });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const base = `http://127.0.0.1:${port}`;
-  const api = apiClient(base, env.API_KEY as string);
+  const { env, base, api } = await startStack(t, { TOPICS: 'user.created', KAFKA_PARTITIONS: '1' });
   const raw = async (path: string, body: string) => {
     const res = await fetch(`${base}${path}`, {
       method: 'POST',

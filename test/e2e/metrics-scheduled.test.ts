@@ -3,35 +3,21 @@
 // from its publish, and one canceled before it was due ends in a canceled attempt that
 // switchyard_deliveries_total counts with status "canceled" and that observes no time (nothing sent).
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  metricSum as sum,
-  metricsUrl,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { metricSum as sum, metricsUrl, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 const DELAY_SECONDS = 10;
 
 t.test('scheduled deliveries: latency from when due; a canceled one counted, not timed', async (t) => {
-  const port = await freePort();
   const rx = await startReceiver(t);
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
-    KAFKA_PARTITIONS: '1',
-    SENDER_TYPES: 'webhook',
-    ROUTER_BATCH_WAIT_MS: '1',
-  });
-  await startService(t, 'attempts', env);
-  const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  await startService(t, 'gateway', env);
-  const base = `http://127.0.0.1:${port}`;
-  const api = apiClient(base, env.API_KEY as string);
+  const { base, api, sender } = await startStack(
+    t,
+    {
+      KAFKA_PARTITIONS: '1',
+      SENDER_TYPES: 'webhook',
+      ROUTER_BATCH_WAIT_MS: '1',
+    },
+    { gatewayLast: true },
+  );
   const url = await metricsUrl(sender, base);
   const scrape = async () => (await fetch(url)).text();
 

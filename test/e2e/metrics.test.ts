@@ -9,17 +9,14 @@ import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import {
   apiClient,
-  createTestDatabase,
   e2eMode,
-  freePort,
   metricSum as sum,
   metricsUrl,
   opsPort,
   parseMetrics,
   type ServiceProcess,
   startReceiver,
-  startService,
-  testEnv,
+  startStack,
   waitFor,
 } from '@switchyard/shared/testing/index.ts';
 
@@ -31,26 +28,22 @@ async function scrape(url: string): Promise<string> {
 
 t.test('metrics move with traffic', async (t) => {
   const embedded = e2eMode() === 'embedded';
-  const port = await freePort();
   const rx = await startReceiver(t);
   rx.respond((r) => (r.url === '/fail' ? { status: 500 } : r.url === '/hang' ? { status: 200, delayMs: 5_000 } : { status: 200 }));
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
-    KAFKA_PARTITIONS: '1',
-    RETRY_SCHEDULE: '1,1',
-    DELIVERY_TIMEOUT_SECONDS: '2',
-    DESTINATION_CONCURRENCY: '1',
-    ALERT_CONSECUTIVE_FAILURE_COUNT: '2',
-    ALERT_AUTO_DISABLE_DESTINATION: 'true',
-    ROUTER_BATCH_WAIT_MS: '1',
-    ATTEMPTS_BATCH_WAIT_MS: '50',
-  });
-  const attempts = await startService(t, 'attempts', env);
-  const [router, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  const gateway = await startService(t, 'gateway', env);
-  const base = `http://127.0.0.1:${port}`;
-  const api = apiClient(base, env.API_KEY as string);
+  const { env, base, api, attempts, router, sender, gateway } = await startStack(
+    t,
+    {
+      KAFKA_PARTITIONS: '1',
+      RETRY_SCHEDULE: '1,1',
+      DELIVERY_TIMEOUT_SECONDS: '2',
+      DESTINATION_CONCURRENCY: '1',
+      ALERT_CONSECUTIVE_FAILURE_COUNT: '2',
+      ALERT_AUTO_DISABLE_DESTINATION: 'true',
+      ROUTER_BATCH_WAIT_MS: '1',
+      ATTEMPTS_BATCH_WAIT_MS: '50',
+    },
+    { gatewayLast: true },
+  );
   // Every series of the deployment: embedded mode serves them all once, through the gateway.
   const urls = {
     gateway: `${base}/metrics`,

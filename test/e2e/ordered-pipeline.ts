@@ -3,16 +3,7 @@
 // receiver; a tenant with an ordered webhook destination at /ordered and an unordered one at /free;
 // events carrying their number `n`, published one at a time so that the events topic holds them in
 // that order.
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  type Receiver,
-  startReceiver,
-  startService,
-  type Teardown,
-  testEnv,
-} from '@switchyard/shared/testing/index.ts';
+import { type Receiver, startReceiver, startService, startStack, type Teardown } from '@switchyard/shared/testing/index.ts';
 
 export interface Order {
   ordered: boolean;
@@ -21,18 +12,17 @@ export interface Order {
 }
 
 export async function orderedPipeline(t: Teardown, tenant: string, settings: Record<string, string>) {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
-    TOPICS: 'user.created',
-    SENDER_TYPES: 'webhook',
-    ...settings,
-  });
-  await startService(t, 'attempts', env);
-  let [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  await startService(t, 'gateway', env);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const stack = await startStack(
+    t,
+    {
+      TOPICS: 'user.created',
+      SENDER_TYPES: 'webhook',
+      ...settings,
+    },
+    { gatewayLast: true },
+  );
+  const { env, api } = stack;
+  let sender = stack.sender;
   const rx: Receiver = await startReceiver(t);
 
   await api('PUT', `/api/v1/tenants/${tenant}`);

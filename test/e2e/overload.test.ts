@@ -3,34 +3,20 @@
 // it; the receiver gets every accepted event (nothing accepted is lost, nothing refused is
 // delivered); and publishing is admitted again once the backlog drains.
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 const BOUND = 20;
 
 t.test('publishing is refused while the backlog is over PUBLISH_MAX_BACKLOG, and nothing accepted is lost', async (t) => {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const { api } = await startStack(t, {
     TOPICS: 'order.paid',
     PUBLISH_MAX_BACKLOG: String(BOUND),
     // One delivery a second (a slow receiver, one at a time): the backlog grows. Never parked as stalled.
     DESTINATION_CONCURRENCY: '1',
     DESTINATION_STALL_MS: '600000',
   });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
   const receiver = await startReceiver(t);
   receiver.respond(() => ({ status: 200, delayMs: 1000 }));
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await api<{ code?: string }>(method, `/api/v1${path}`, body);
     return { ...res, retryAfter: res.headers.get('retry-after') };

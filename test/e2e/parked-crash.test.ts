@@ -5,26 +5,13 @@
 // succeeded since is not made. Every service its own process; with SWITCHYARD_E2E_MODE=embedded
 // (test/embedded/e2e-parked-crash.test.ts), one embedded process.
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  metricSum,
-  metricsUrl,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { metricSum, metricsUrl, startReceiver, startService, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 const EVENTS = 30;
 const CONCURRENCY = 2;
 
 t.test('parked deliveries after a kill -9 are not delivered twice', async (t) => {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const { env, base, api, sender } = await startStack(t, {
     TOPICS: 'user.created',
     KAFKA_PARTITIONS: '1',
     SENDER_TYPES: 'webhook',
@@ -33,9 +20,6 @@ t.test('parked deliveries after a kill -9 are not delivered twice', async (t) =>
     DESTINATION_CONCURRENCY: String(CONCURRENCY),
     DELIVERY_TIMEOUT_SECONDS: '20',
   });
-  await startService(t, 'attempts', env);
-  const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const rx = await startReceiver(t);
   rx.respond(() => ({ status: 200, delayMs: 3000 }));
   await api('PUT', '/api/v1/tenants/pc');
@@ -53,7 +37,7 @@ t.test('parked deliveries after a kill -9 are not delivered twice', async (t) =>
     ids.map(() => 202),
     'all accepted',
   );
-  const metrics = await metricsUrl(sender, `http://127.0.0.1:${port}`);
+  const metrics = await metricsUrl(sender, base);
   await waitFor('most deliveries parked', async () => {
     const parked = metricSum(await (await fetch(metrics)).text(), 'switchyard_deliveries_parked_total') ?? 0;
     return parked >= EVENTS / 2;
@@ -67,7 +51,7 @@ t.test('parked deliveries after a kill -9 are not delivered twice', async (t) =>
   const received = () => ids.map((id) => rx.requests.filter((r) => (JSON.parse(r.body) as { id: string }).id === id).length);
   await waitFor('every event received', () => received().every((n) => n > 0), 120_000);
   // Quiet: nothing of any group waits any more, the parked copies included.
-  const quietUrl = await metricsUrl(restarted, `http://127.0.0.1:${port}`);
+  const quietUrl = await metricsUrl(restarted, base);
   await waitFor(
     'every record handled',
     async () => metricSum(await (await fetch(quietUrl)).text(), 'switchyard_consumer_lag_records') === 0,

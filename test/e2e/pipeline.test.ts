@@ -13,16 +13,7 @@ import { allTopics, TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { OperatorEvent } from '@switchyard/shared/model/index.ts';
 import { type DestinationCreate, ok, type PublishRequest } from '@switchyard/client';
-import {
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  ROOT,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { e2eMode, freePort, ROOT, startReceiver, startService, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 import { e2eClient } from './client.ts';
 
 interface AttemptRow {
@@ -40,11 +31,9 @@ interface AttemptRow {
 t.test('delivery pipeline', async (t) => {
   // Processes started inside a subtest live as long as the whole suite.
   const suite = t;
-  const [port, port2] = [await freePort(), await freePort()];
+  const port2 = await freePort();
   const callback = await startReceiver(t);
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const stack = await startStack(t, {
     TOPICS: 'user.created,user.deleted,order.paid,order.refunded',
     KAFKA_PARTITIONS: '1',
     RETRY_SCHEDULE: '1,1,1',
@@ -56,12 +45,11 @@ t.test('delivery pipeline', async (t) => {
     DESTINATION_CONCURRENCY: '2',
     SENDER_CONCURRENCY: '8',
   });
-  await startService(t, 'attempts', env);
-  const services = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  let sender = services[1];
+  const { env, base } = stack;
+  let sender = stack.sender;
   await startService(t, 'gateway', { ...env, API_PORT: String(port2) });
   // Both gateways through the typed client; every answer is checked against the served document.
-  const c1 = await e2eClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const c1 = await e2eClient(base, env.API_KEY as string);
   const c2 = await e2eClient(`http://127.0.0.1:${port2}`, env.API_KEY as string);
   const api = c1.call;
   // Embedded mode: the log and the database belong to the one service process, so the suite reads

@@ -13,15 +13,7 @@ import { Kafka, logLevel } from 'kafkajs';
 // The test's own kafkajs consumer, with the fix the services apply (no millisecond polling).
 import '@switchyard/shared/kafka/kafkajs/idle-poll.ts';
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  createTopicReady,
-  freePort,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { createTopicReady, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 import { startPubSubPeer } from '@switchyard/shared/testing/peers/pubsub.ts';
 import { startServiceBusPeer } from '@switchyard/shared/testing/peers/servicebus.ts';
 
@@ -60,19 +52,13 @@ t.test('pubsub, servicebus and kafka destinations, each against its peer', async
   await createTopicReady(kAdmin, kTopic, 1);
 
   // Every type's sender running (the default SENDER_TYPES); in embedded mode, one process.
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const { api } = await startStack(t, {
     TOPICS: 'order.paid',
     RETRY_SCHEDULE: '60',
     // Each type's first delivery loads its SDK and opens its connection: seconds on a loaded host,
     // and a timeout here would wait out the 60 s retry.
     DELIVERY_TIMEOUT_SECONDS: '20',
   });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   t.equal((await api('PUT', '/api/v1/tenants/shop')).status, 201);
   const create = async (body: Record<string, unknown>) => {
     const r = await api<{ id: string }>('POST', '/api/v1/tenants/shop/destinations', { topics: ['order.paid'], ...body });

@@ -1,17 +1,14 @@
 // One event end to end, every service its own process, through the real Kafka broker and Postgres.
 import t from 'tap';
 import { ok } from '@switchyard/client';
-import { createTestDatabase, freePort, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import { startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 import { e2eClient } from './client.ts';
 
 t.test('an event published over HTTP reaches the webhook and its attempt is readable', async (t) => {
-  const port = await freePort();
-  const env = testEnv({ DATABASE_URL: await createTestDatabase(t), API_PORT: String(port), TOPICS: 'user.created,user.deleted' });
   // The attempts service migrates first; the others would wait on knex's migration lock anyway.
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
+  const { env, base } = await startStack(t, { TOPICS: 'user.created,user.deleted' });
   const receiver = await startReceiver(t);
-  const { api, openapi } = await e2eClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const { api, openapi } = await e2eClient(base, env.API_KEY as string);
   const acme = { params: { path: { tenant_id: 'acme' } } };
 
   t.equal((await api.PUT('/api/v1/tenants/{tenant_id}', acme)).response.status, 201, 'tenant created');

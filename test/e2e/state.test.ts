@@ -3,18 +3,7 @@
 // (test/embedded/e2e-state.test.ts), one embedded process instead.
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
-import {
-  apiClient,
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  metricSum,
-  metricsUrl,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { apiClient, e2eMode, metricSum, metricsUrl, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 interface Attempt {
   event_id: string;
@@ -28,10 +17,7 @@ interface Attempt {
 }
 
 t.test('current state, tenant deletion, cancel and replay', async (t) => {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const { env, base, api, sender } = await startStack(t, {
     TOPICS: 'user.created,order.paid',
     KAFKA_PARTITIONS: '2',
     // The first retry 6 s after a failure: the window in which the tests below see the first
@@ -42,9 +28,6 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     // sqs has no sender here: its deliveries wait (the pending listing says why).
     SENDER_TYPES: 'webhook',
   });
-  await startService(t, 'attempts', env);
-  const [, sender] = await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const rx = await startReceiver(t);
   const at = (path: string) => rx.requests.filter((r) => r.url === path);
   // Embedded mode: the database belongs to the one service process; the suite reads through the API.
@@ -230,8 +213,8 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     for (const id of ids) await waitFor('both attempts', async () => (await attemptsOf('replays', id)).length === 2);
     const token = (await api<{ token: string }>('GET', '/api/v1/tenants/replays/token')).body.token;
     const otherToken = (await api<{ token: string }>('GET', '/api/v1/tenants/other/token')).body.token;
-    const tenant = apiClient(`http://127.0.0.1:${port}`, token);
-    const other = apiClient(`http://127.0.0.1:${port}`, otherToken);
+    const tenant = apiClient(base, token);
+    const other = apiClient(base, otherToken);
     t.equal((await other('POST', '/api/v1/tenants/replays/replay', { since })).status, 403, "another tenant's token may not replay");
     t.equal((await other('POST', `/api/v1/tenants/replays/destinations/${bad}/cancel`)).status, 403, 'nor cancel');
     t.same(
@@ -293,7 +276,7 @@ t.test('current state, tenant deletion, cancel and replay', async (t) => {
     const e = await publish('won', { n: 1 });
     const firstFailed = async (d: string) => (await attemptsOf('won', e)).some((a) => a.destination_id === d && a.status === 'failed');
     for (const d of [won, later]) await waitFor('the first attempt failed', () => firstFailed(d));
-    const scrape = async () => (await fetch(await metricsUrl(sender, `http://127.0.0.1:${port}`))).text();
+    const scrape = async () => (await fetch(await metricsUrl(sender, base))).text();
     const superseded = async () => metricSum(await scrape(), 'switchyard_retries_superseded_total', { type: 'webhook' }) ?? 0;
     const before = await superseded();
     // /won: the manual retry succeeds. /later: it fails too, and the automatic retry then succeeds.

@@ -8,17 +8,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  e2eMode,
-  freePort,
-  startReceiver,
-  startService,
-  type Teardown,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { e2eMode, startReceiver, startStack, type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
 
 interface OtlpValue {
   stringValue?: string;
@@ -88,20 +78,17 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
   const embedded = e2eMode() === 'embedded';
   const collector = await startCollector(t);
   const rx = await startReceiver(t);
-  const port = await freePort();
-  const env = testEnv({
-    ...(embedded ? {} : { DATABASE_URL: await createTestDatabase(t) }),
-    API_PORT: String(port),
-    KAFKA_PARTITIONS: '1',
-    ROUTER_BATCH_WAIT_MS: '1',
-    RETRY_SCHEDULE: '1',
-    ATTEMPTS_BATCH_WAIT_MS: '50',
-    OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
-  });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env)]);
-  await startService(t, 'gateway', env);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
+  const { api } = await startStack(
+    t,
+    {
+      KAFKA_PARTITIONS: '1',
+      ROUTER_BATCH_WAIT_MS: '1',
+      RETRY_SCHEDULE: '1',
+      ATTEMPTS_BATCH_WAIT_MS: '50',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
+    },
+    { gatewayLast: true },
+  );
 
   const tenant = `trace-tenant-${Date.now().toString(36)}`;
   t.equal((await api('PUT', `/api/v1/tenants/${tenant}`)).status, 201);

@@ -5,33 +5,19 @@
 // with the other suites), stopped and started again with infra/kafka/kafka.sh.
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
-import {
-  createTestDatabase,
-  duplicatesAt,
-  freePort,
-  startOwnBroker,
-  startReceiver,
-  startService,
-  testEnv,
-  unfinished,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { duplicatesAt, startOwnBroker, startReceiver, startStack, unfinished, waitFor } from '@switchyard/shared/testing/index.ts';
 
 t.test('Kafka broker restart during a run', async (t) => {
   const { brokers, kafka } = await startOwnBroker(t, 'kafka-fault');
-  const port = await freePort();
-  const env = testEnv({
+  const { env, base, attempts, router, sender, gateway } = await startStack(t, {
     KAFKA_BROKERS: brokers,
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
     TOPICS: 'order.paid',
     KAFKA_PARTITIONS: '2',
     RETRY_SCHEDULE: '1,1,1',
   });
-  const services = [await startService(t, 'attempts', env)];
-  services.push(...(await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)])));
+  const services = [attempts, router, sender, gateway];
   const call = (method: string, path: string, body?: unknown) =>
-    fetch(`http://127.0.0.1:${port}${path}`, {
+    fetch(`${base}${path}`, {
       method,
       headers: { authorization: `Bearer ${env.API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,

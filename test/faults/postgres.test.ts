@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { createDb } from '@switchyard/shared/db/index.ts';
-import { apiClient, freePort, ROOT, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import { freePort, ROOT, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 t.test('Postgres restart during a run', async (t) => {
   const pgPort = await freePort();
@@ -24,19 +24,14 @@ t.test('Postgres restart during a run', async (t) => {
     pg('stop');
     rmSync(pgDir, { recursive: true, force: true });
   });
-  const port = await freePort();
-  const env = testEnv({
+  const { env, base, api } = await startStack(t, {
     DATABASE_URL: `postgres://postgres@127.0.0.1:${pgPort}/switchyard`,
-    API_PORT: String(port),
     TOPICS: 'order.paid',
     KAFKA_PARTITIONS: '2',
     RETRY_SCHEDULE: '1,1,1',
     // The routing view is read again every 200 ms, so publishes meet the outage too.
     ROUTING_CACHE_TTL_MS: '200',
   });
-  await startService(t, 'attempts', env);
-  await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   const rx = await startReceiver(t);
   await api('PUT', '/api/v1/tenants/pg');
   await api('POST', '/api/v1/tenants/pg/destinations', { type: 'webhook', topics: '*', config: { url: `${rx.url}/pg` } });
@@ -48,7 +43,7 @@ t.test('Postgres restart during a run', async (t) => {
   const publish = async () => {
     const id = `p-${n++}`;
     for (;;) {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/publish`, {
+      const res = await fetch(`${base}/api/v1/publish`, {
         method: 'POST',
         headers: { authorization: `Bearer ${env.API_KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ tenant_id: 'pg', id, topic: 'order.paid', data: { id } }),
@@ -70,7 +65,7 @@ t.test('Postgres restart during a run', async (t) => {
   const down = await waitFor(
     'management answering 503 while Postgres is down',
     async () => {
-      const r = await fetch(`http://127.0.0.1:${port}/api/v1/tenants/pg`, { headers: { authorization: `Bearer ${env.API_KEY}` } });
+      const r = await fetch(`${base}/api/v1/tenants/pg`, { headers: { authorization: `Bearer ${env.API_KEY}` } });
       return r.status === 503 ? { status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.json() } : undefined;
     },
     20_000,

@@ -3,24 +3,14 @@
 // RATE_LIMITED with Retry-After and nothing is written; once a consumer in the router's group
 // commits past them, publishing is admitted again. The events topic holds exactly the accepted events.
 // Only the deliveries of types a sender runs for count, on Kafka and on the embedded log.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { Bus, InRecord } from '@switchyard/shared/bus/index.ts';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
-import { createCipher } from '@switchyard/shared/crypto.ts';
-import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
-import { migrateLatest } from '@switchyard/shared/db/index.ts';
 import { SenderPresenceStore } from '@switchyard/shared/db/stores/sender-presence.ts';
-import { createEmbeddedBus } from '@switchyard/shared/embedded/bus.ts';
-import { createLogger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { EventRecord } from '@switchyard/shared/model/index.ts';
-import { testConfig, waitFor } from '@switchyard/shared/testing/index.ts';
-import { copyMigratedEmbeddedDb } from '@switchyard/shared/testing/embedded-template.ts';
-import { build } from '../src/app.ts';
-import { buildTestApp, type TestApp } from './helpers.ts';
+import { waitFor } from '@switchyard/shared/testing/index.ts';
+import { buildEmbeddedTestApp, buildTestApp, type TestApp } from './helpers.ts';
 
 const BOUND = 5;
 
@@ -154,26 +144,6 @@ t.test('only the types a sender runs for count: Kafka', async (t) => {
 });
 
 t.test('only the types a sender runs for count: embedded log and database', async (t) => {
-  const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'admission-embedded-'));
-  const config = testConfig({ DATABASE_URL: '', KAFKA_BROKERS: '', PUBLISH_MAX_BACKLOG: String(TYPES_BOUND) });
-  const logger = createLogger('gateway-test', 'silent');
-  await copyMigratedEmbeddedDb(join(dir, 'pg'));
-  const embedded = await openEmbeddedDb(join(dir, 'pg'));
-  await migrateLatest(embedded.db);
-  const bus = await createEmbeddedBus({ dir: join(dir, 'log'), topicPrefix: config.KAFKA_TOPIC_PREFIX, partitions: 1, log: logger });
-  await bus.ensureTopics();
-  const app = await build(config, {
-    db: embedded.db,
-    producer: await bus.producer(),
-    logger,
-    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
-    readLag: bus.lag?.bind(bus),
-  });
-  t.teardown(async () => {
-    await app.close();
-    await bus.close();
-    await embedded.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await onlyRunningTypesCount(t, { app, config, db: embedded.db, bus });
+  const built = await buildEmbeddedTestApp(t, { PUBLISH_MAX_BACKLOG: String(TYPES_BOUND) }, { log: true });
+  await onlyRunningTypesCount(t, { ...built, bus: built.bus as Bus });
 });

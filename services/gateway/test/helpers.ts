@@ -7,6 +7,7 @@ import { createCipher } from '@switchyard/shared/crypto.ts';
 import { openEmbeddedDb } from '@switchyard/shared/db/embedded.ts';
 import { createDb, type Knex, migrateLatest } from '@switchyard/shared/db/index.ts';
 import type { Bus, BusProducer } from '@switchyard/shared/bus/index.ts';
+import { createEmbeddedBus } from '@switchyard/shared/embedded/bus.ts';
 import { createKafkaBus } from '@switchyard/shared/kafka/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
 import type { Config } from '@switchyard/shared/config/index.ts';
@@ -33,7 +34,7 @@ export interface TestApp {
   app: FastifyInstance;
   config: Config;
   db: Knex;
-  /** The Kafka bus the gateway's producer belongs to (buildTestApp only), for a test to read its topics. */
+  /** The bus the gateway's producer belongs to (Kafka, or the embedded log when asked for), for a test to read its topics. */
   bus?: Bus;
   /** inject with the admin key unless another token is given. */
   call(
@@ -82,28 +83,40 @@ export async function buildTestApp(
 
 /**
  * A gateway over a fresh embedded database (PGlite, as embedded mode runs it; a copy of a migrated
- * one, testing/embedded-template.ts) and no Kafka: its
- * producer refuses every send, so this is for tests that only read and manage.
+ * one, testing/embedded-template.ts). With `log`, it publishes to an embedded log of its own (`bus`,
+ * whose lag the admission bound reads); without, its producer refuses every send, for tests that
+ * only read and manage.
  */
-export async function buildEmbeddedTestApp(t: T, overrides: Record<string, string> = {}): Promise<TestApp> {
+export async function buildEmbeddedTestApp(t: T, overrides: Record<string, string> = {}, opts: { log?: boolean } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(process.env.SWITCHYARD_TEST_RUN ?? tmpdir(), 'gateway-pglite-'));
-  const config = testConfig({ DATABASE_URL: '', ...overrides });
+  const config = testConfig({ DATABASE_URL: '', ...(opts.log ? { KAFKA_BROKERS: '' } : {}), ...overrides });
   const logger = createLogger('gateway-test', 'silent');
-  await copyMigratedEmbeddedDb(dir);
-  const embedded = await openEmbeddedDb(dir);
+  await copyMigratedEmbeddedDb(join(dir, 'pg'));
+  const embedded = await openEmbeddedDb(join(dir, 'pg'));
   // A no-op on the copy, as at every start of embedded mode.
   await migrateLatest(embedded.db);
+  const bus = opts.log
+    ? await createEmbeddedBus({ dir: join(dir, 'log'), topicPrefix: config.KAFKA_TOPIC_PREFIX, partitions: 1, log: logger })
+    : undefined;
+  await bus?.ensureTopics();
   const refuse = async () => {
-    throw new Error('buildEmbeddedTestApp: no Kafka here');
+    throw new Error('buildEmbeddedTestApp: no log here');
   };
-  const producer: BusProducer = { send: refuse, sendMany: refuse, close: async () => {} };
-  const app = await build(config, { db: embedded.db, producer, logger, cipher: createCipher(config.AES_ENCRYPTION_SECRET) });
+  const producer: BusProducer = bus ? await bus.producer() : { send: refuse, sendMany: refuse, close: async () => {} };
+  const app = await build(config, {
+    db: embedded.db,
+    producer,
+    logger,
+    cipher: createCipher(config.AES_ENCRYPTION_SECRET),
+    ...(bus?.lag ? { readLag: bus.lag.bind(bus) } : {}),
+  });
   t.teardown(async () => {
     await app.close();
+    await bus?.close();
     await embedded.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  return { app, config, db: embedded.db, call: caller(app, config) };
+  return { app, config, db: embedded.db, ...(bus ? { bus } : {}), call: caller(app, config) };
 }
 
 function caller(app: FastifyInstance, config: Config): TestApp['call'] {

@@ -298,6 +298,47 @@ export function apiClient(baseUrl: string, token: string) {
   };
 }
 
+export interface Stack {
+  env: Record<string, string>;
+  port: number;
+  /** The gateway: `http://127.0.0.1:<port>`. */
+  base: string;
+  /** apiClient on `base` with the admin key (env.API_KEY). */
+  api: ReturnType<typeof apiClient>;
+  attempts: ServiceProcess;
+  router: ServiceProcess;
+  sender: ServiceProcess;
+  gateway: ServiceProcess;
+}
+
+/**
+ * A deployment for an end-to-end test, stopped at teardown: testEnv with a fresh test database (none
+ * when `overrides` sets DATABASE_URL), a free API_PORT and `overrides`. The attempts service starts
+ * first, on its own: it migrates, and the others would wait on the migration lock anyway; in embedded
+ * mode its call starts the one process, which the other calls then return (started together, each
+ * would start one). Then router, sender and gateway together, or with `gatewayLast` the gateway once
+ * router and sender are up. In embedded mode the four handles are the same process.
+ */
+export async function startStack(
+  t: Teardown,
+  overrides: Record<string, string> = {},
+  { gatewayLast = false }: { gatewayLast?: boolean } = {},
+): Promise<Stack> {
+  const API_PORT = String(await freePort());
+  const env = testEnv({ DATABASE_URL: overrides.DATABASE_URL ?? (await createTestDatabase(t)), API_PORT, ...overrides });
+  const attempts = await startService(t, 'attempts', env);
+  const startGateway = () => startService(t, 'gateway', env);
+  const [router, sender, early] = await Promise.all([
+    startService(t, 'router', env),
+    startService(t, 'sender', env),
+    gatewayLast ? undefined : startGateway(),
+  ]);
+  const gateway = early ?? (await startGateway());
+  const port = Number(env.API_PORT);
+  const base = `http://127.0.0.1:${port}`;
+  return { env, port, base, api: apiClient(base, env.API_KEY as string), attempts, router, sender, gateway };
+}
+
 // Fault runs (test/faults): publishing through restarts, and what reached the end.
 
 /**
