@@ -142,7 +142,7 @@ export const metrics = {
   }),
   orderedSpill: new client.Counter({
     name: 'switchyard_ordered_spilled_deliveries_total',
-    help: "Deliveries of blocked ordered destinations, by destination type and stage: spilled (written to the destination's spill in Postgres, off its delivery partition) or drained (made from the spill, then removed). Spilled minus drained is what waits in spills.",
+    help: "Deliveries of ordered destinations that wait off their delivery partition (behind a blocked delivery, or for a rate-limit turn more than 0.5 s away), by destination type and stage: spilled (written to the destination's spill in Postgres) or drained (made from the spill, then removed). Spilled minus drained is what waits in spills.",
     labelNames: ['type', 'stage'] as const,
     registers: [registry],
   }),
@@ -392,7 +392,7 @@ function instrumentConsume<T>(o: ConsumeOptions<T>): ConsumeOptions<T> {
     out.onKeyBacklog = async (record, stalledMs) => {
       await divert(record, stalledMs);
       metrics.parked.inc({ group });
-      keys.set(record.key, Date.now());
+      keys.set(o.dispatchKey?.(record) ?? record.key, Date.now());
     };
   }
   return out;

@@ -3,7 +3,8 @@
 // written against the port only, so each behaviour they rely on is checked the same way on both:
 // per-key order with many in flight, headers and values round-trip, a failing handler retried in
 // place with nothing behind it skipped, commits that survive a consumer's restart, a new group
-// reading from the beginning, batch handling, broadcast readers, and delayed consumption.
+// reading from the beginning, batch handling, broadcast readers, delayed consumption, and dispatch
+// keys (records of one record key limited, pinned and diverted apart).
 // Implementation details (fetch sizes, segments, crash recovery) stay in kafka-bus.test.ts and
 // embedded-bus.test.ts.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -146,6 +147,81 @@ for (const [name, open] of IMPLEMENTATIONS) {
         'without keepRaw only undecodable records carry their bytes',
       );
       await producer.close();
+    });
+
+    t.test("dispatchKey: records of one record key run apart by it (an ordered one's pin, a stalled one's diversion)", async (t) => {
+      const T = topic('dispatch');
+      const bus = await open(t, [T]);
+      interface Rec {
+        tenant: string;
+        n: number;
+        ordered?: boolean;
+      }
+      const name = (r: InRecord<Rec>) => `${r.value.tenant}${r.value.n}`;
+      const started: string[] = [];
+      const handled: string[] = [];
+      const diverted: string[] = [];
+      let release = () => {};
+      const hung = new Promise<void>((r) => (release = r));
+      const consumer = await bus.consume<Rec>({
+        groupId: 'g',
+        topics: [T],
+        concurrency: 8,
+        keyConcurrency: 2,
+        keyHealth: { stallMs: 100 },
+        dispatchKey: (r) => `${r.value.tenant}\u0000${r.key}`,
+        orderedKey: (r) => r.value.ordered === true,
+        onKeyBacklog: async (r) => void diverted.push(name(r)),
+        async handle(r) {
+          started.push(name(r));
+          // a's first record and c's first two hang until the end.
+          if (['a0', 'c0', 'c1'].includes(name(r))) await hung;
+          handled.push(name(r));
+        },
+      });
+      // Bounded waits that do not throw: the hanging records are released whatever the outcome.
+      const soon = (what: string, fn: () => boolean) =>
+        until(what, fn).then(
+          () => true,
+          () => false,
+        );
+      const producer = await bus.producer();
+      try {
+        // Tenant a's ordered destination and tenant b's, both under the record key `default`.
+        await producer.send(T, [
+          { key: 'default', value: { tenant: 'a', n: 0, ordered: true } },
+          { key: 'default', value: { tenant: 'a', n: 1, ordered: true } },
+          { key: 'default', value: { tenant: 'b', n: 0 } },
+          { key: 'default', value: { tenant: 'b', n: 1 } },
+          { key: 'default', value: { tenant: 'b', n: 2 } },
+        ]);
+        t.ok(
+          await soon("b's records", () => ['b0', 'b1', 'b2'].every((id) => handled.includes(id))),
+          "b's records ran while a's ordered first one hangs",
+        );
+        t.notOk(started.includes('a1'), "a's second waits for its first");
+        // Tenant c's destination fills its slots and stalls; tenant d's, same record key, keeps up.
+        await producer.send(T, [
+          { key: 'other', value: { tenant: 'c', n: 0 } },
+          { key: 'other', value: { tenant: 'c', n: 1 } },
+        ]);
+        await soon("c's first two", () => started.includes('c0') && started.includes('c1'));
+        await sleep(300);
+        t.ok(consumer.divertsNow('c\u0000other') >= 100, "c's key is stalled, by its dispatch key");
+        t.equal(consumer.divertsNow('d\u0000other'), 0, "d's is not");
+        await producer.send(T, [
+          { key: 'other', value: { tenant: 'c', n: 2 } },
+          { key: 'other', value: { tenant: 'd', n: 0 } },
+        ]);
+        t.ok(await soon("d's record", () => handled.includes('d0')), "d's record ran");
+        await soon("c's third diverted", () => diverted.includes('c2'));
+        t.same(diverted, ['c2'], "only c's record was diverted");
+      } finally {
+        release();
+        await producer.close();
+      }
+      t.ok(await soon('every record handled or diverted', () => handled.length + diverted.length >= 9));
+      t.ok(handled.indexOf('a0') < handled.indexOf('a1'), "a's in order");
     });
 
     t.test('a failing handler is retried in place; nothing behind it is skipped', async (t) => {

@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { createCipher } from '../src/crypto.ts';
 import { createDb, migrateLatest } from '../src/db/index.ts';
 import { DestinationStore, OPENED_MAX } from '../src/db/stores/destinations.ts';
+import { destinationKey } from '../src/model/index.ts';
 import { createTestDatabase } from '../src/testing/index.ts';
 
 function must<T>(v: T | undefined): T {
@@ -160,24 +161,44 @@ t.test('openSnapshot keeps at most OPENED_MAX opened secrets, dropping the oldes
   t.equal(n.decrypt, OPENED_MAX + 2, 'the oldest was dropped, so it is opened again');
 });
 
-t.test('deliverableOf: the ids that still exist and are enabled (a sender closes the others’ clients)', async (t) => {
-  const { db, store } = await setup(t);
-  await db('tenants').insert([{ id: 'acme' }]);
-  for (const id of ['live', 'off', 'gone']) {
-    await store.create({
-      id,
-      tenant_id: 'acme',
-      type: 'sqs',
-      topics: ['*'],
-      config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
-      credentials: { key: 'k', secret: 's' },
-      delivery_metadata: null,
-      metadata: null,
-      filter: null,
-      ...(id === 'off' ? { disabled_at: new Date().toISOString() } : {}),
-    });
-  }
-  await store.delete('acme', 'gone');
-  t.same([...(await store.deliverableOf(['live', 'off', 'gone', 'never']))], ['live']);
-  t.same([...(await store.deliverableOf([]))], [], 'no ids, no query');
-});
+t.test(
+  'deliverableOf: the destinations that still exist and are enabled, each its tenant’s (a sender closes the others’ clients)',
+  async (t) => {
+    const { db, store } = await setup(t);
+    await db('tenants').insert([{ id: 'acme' }, { id: 'other' }]);
+    for (const [tenant, id] of [
+      ['acme', 'live'],
+      ['acme', 'off'],
+      ['acme', 'gone'],
+      ['other', 'off'],
+      ['other', 'gone'],
+    ]) {
+      await store.create({
+        id: id as string,
+        tenant_id: tenant as string,
+        type: 'sqs',
+        topics: ['*'],
+        config: { queue_url: 'https://sqs.us-east-1.amazonaws.com/1/q' },
+        credentials: { key: 'k', secret: 's' },
+        delivery_metadata: null,
+        metadata: null,
+        filter: null,
+        ...(tenant === 'acme' && id === 'off' ? { disabled_at: new Date().toISOString() } : {}),
+      });
+    }
+    await store.delete('acme', 'gone');
+    const of = (tenant_id: string, ...ids: string[]) => ids.map((id) => ({ tenant_id, id }));
+    t.same([...(await store.deliverableOf(of('acme', 'live', 'off', 'gone', 'never')))], [destinationKey('acme', 'live')]);
+    t.same(
+      [...(await store.deliverableOf([...of('acme', 'off', 'gone'), ...of('other', 'live')]))],
+      [],
+      'another tenant’s enabled or existing destination of the same id keeps none of acme’s',
+    );
+    t.same(
+      [...(await store.deliverableOf(of('other', 'off', 'gone')))].sort(),
+      [destinationKey('other', 'gone'), destinationKey('other', 'off')],
+      'nor does acme’s disabled or deleted one drop another tenant’s',
+    );
+    t.same([...(await store.deliverableOf([]))], [], 'none asked, no query');
+  },
+);

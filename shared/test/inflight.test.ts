@@ -243,6 +243,80 @@ t.test('keyed dispatch: an ordered key runs one record at a time, in order, and 
   t.same(diverted, [], 'nothing diverted');
 });
 
+/** Two tenants' records under one record key (a destination id both chose), told apart by their dispatch key. */
+interface TenantRecord {
+  key: string;
+  tenant: string;
+  id: string;
+  ordered?: boolean;
+}
+const byTenant = (r: TenantRecord) => `${r.tenant}\u0000${r.key}`;
+
+t.test("keyed dispatch: one tenant's ordered key does not make another's of the same record key wait", async (t) => {
+  const started: string[] = [];
+  const releases = new Map<string, () => void>();
+  const dispatch = testDispatch<TenantRecord>(t, {
+    keyConcurrency: 4,
+    health: { stallMs: 20 },
+    ordered: (r) => r.ordered === true,
+    dispatchKey: byTenant,
+    async handle(r) {
+      started.push(r.id);
+      if (r.tenant === 'a') await new Promise<void>((res) => releases.set(r.id, res));
+    },
+    async divert() {},
+  });
+  const finished: Promise<void>[] = [];
+  for (const id of ['a1', 'a2'])
+    finished.push((await dispatch.start({ key: 'default', tenant: 'a', id, ordered: true }, () => {})).finished);
+  const bDone = [];
+  for (const id of ['b1', 'b2', 'b3']) bDone.push((await dispatch.start({ key: 'default', tenant: 'b', id }, () => {})).finished);
+  await Promise.race([Promise.all(bDone), sleep(1000)]);
+  t.same(started, ['a1', 'b1', 'b2', 'b3'], "b's records ran at once, a's second waits for its first");
+  t.ok(dispatch.limiter.pinned('a\u0000default'), "a's key is pinned");
+  t.notOk(dispatch.limiter.pinned('b\u0000default'), "b's is not");
+  for (const id of ['a1', 'a2']) {
+    await waitUntil(() => releases.has(id));
+    (releases.get(id) as () => void)();
+  }
+  await Promise.all([...finished, ...bDone]);
+  t.same(started, ['a1', 'b1', 'b2', 'b3', 'a2'], "a's in order, one at a time");
+});
+
+t.test("keyed dispatch: one tenant's stalled key diverts none of another's of the same record key", async (t) => {
+  const handled: string[] = [];
+  const diverted: string[] = [];
+  let release = () => {};
+  const dispatch = testDispatch<TenantRecord>(t, {
+    keyConcurrency: 1,
+    health: { stallMs: 20 },
+    dispatchKey: byTenant,
+    async handle(r) {
+      if (r.id === 'a1') await new Promise<void>((res) => (release = res));
+      handled.push(r.id);
+    },
+    async divert(r) {
+      diverted.push(r.id);
+    },
+  });
+  const finished: Promise<void>[] = [];
+  const start = async (tenant: string, id: string) =>
+    finished.push((await dispatch.start({ key: 'default', tenant, id }, () => {})).finished);
+  await start('a', 'a1');
+  await sleep(40); // a's key stalls
+  t.ok(dispatch.divertsNow('a\u0000default') >= 20, "a's key is stalled, by its dispatch key");
+  t.equal(dispatch.divertsNow('b\u0000default'), 0, "b's is not");
+  t.equal(dispatch.divertsNow('default'), 0, 'nor is the record key a dispatch key');
+  await start('a', 'a2'); // diverted at once
+  await start('b', 'b1');
+  await start('b', 'b2');
+  await waitUntil(() => handled.length >= 2, 1000);
+  t.same(handled, ['b1', 'b2'], "b's records ran, one after another, while a's first hangs");
+  release();
+  await Promise.all(finished);
+  t.same(diverted, ['a2'], "only a's record was diverted");
+});
+
 t.test("keyed dispatch: a handler's AfterKey runs with the key's slot free, and the record is done only after it", async (t) => {
   const handled: string[] = [];
   const afterRuns: string[] = [];
@@ -425,6 +499,12 @@ t.test('retryInPlace retries with growing waits until it passes, and stops when 
   t.notOk(stopped, 'false once closing interrupts it');
 });
 
-async function waitUntil(ok: () => boolean): Promise<void> {
-  while (!ok()) await sleep(5);
+/** Waits until `ok`; false when it is still not after `ms`. */
+async function waitUntil(ok: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) return false;
+    await sleep(5);
+  }
+  return true;
 }

@@ -223,3 +223,16 @@ t.test('017 drops the block count the spill replaced; down brings it back', asyn
   await db.migrate.down({ name: '017_ordered_blocks_waiting' });
   t.same(await db('ordered_blocks').pluck('waiting'), [0], 'back after down, 0 on the rows there');
 });
+
+t.test('018 indexes each spill in the order it was spilled; down drops it', async (t) => {
+  const db = await emptyDb(t);
+  await migrateLatest(db);
+  const index = async () =>
+    ((await db.raw(`SELECT indexdef FROM pg_indexes WHERE indexname = 'ordered_spill_arrival'`)).rows as { indexdef: string }[]).map(
+      (r) => r.indexdef,
+    );
+  const [def] = await index();
+  t.match(def, /\(tenant_id, destination_id, spilled_at, topic, partition, "offset"\)/);
+  await db.migrate.down({ name: '018_ordered_spill_arrival' });
+  t.same(await index(), [], 'gone after down');
+});

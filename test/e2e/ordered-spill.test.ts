@@ -2,17 +2,30 @@
 // partition and four sender slots, an ordered destination whose receiver keeps failing gets ten
 // times that many events while an unordered one of the same tenant (same partition) receives every
 // one of them meanwhile; the ordered ones wait in the destination's spill, across a kill -9 of the
-// sender, and arrive in publish order once the receiver recovers, none lost. Every service its own
-// process on the real broker and Postgres; with SWITCHYARD_E2E_MODE=embedded
+// sender, and arrive in publish order once the receiver recovers, none lost. Then an ordered
+// destination with a rate limit: a backlog waits for its turns in the spill too, not in the
+// partition's slots, and arrives in order at the limit. Every
+// service its own process on the real broker and Postgres; with SWITCHYARD_E2E_MODE=embedded
 // (test/embedded/e2e-ordered-spill.test.ts), one embedded process instead (killed and started again).
 import t from 'tap';
 import { untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
-import { orderedPipeline } from './ordered-pipeline.ts';
+import { type Order, orderedPipeline } from './ordered-pipeline.ts';
 
 const SLOTS = 4;
 
+/** The most of `times` (ms, any order) in one window of `ms`. */
+function maxInWindow(times: number[], ms: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, from = 0; i < sorted.length; i++) {
+    while ((sorted[i] as number) - (sorted[from] as number) >= ms) from++;
+    best = Math.max(best, i - from + 1);
+  }
+  return best;
+}
+
 t.test('a blocked ordered destination spills its deliveries; its partition keeps delivering', async (t) => {
-  const { rx, ids, arrivals, distinct, order, publish, killSender } = await orderedPipeline(t, 'spill', {
+  const { api, rx, ids, arrivals, distinct, order, publish, killSender } = await orderedPipeline(t, 'spill', {
     // One delivery partition: both destinations share it, and its slots.
     KAFKA_PARTITIONS: '1',
     SENDER_CONCURRENCY: String(SLOTS),
@@ -73,4 +86,38 @@ t.test('a blocked ordered destination spills its deliveries; its partition keeps
   await publish(more, more + 1);
   await waitFor('the next event delivered', () => arrivals('/ordered').includes(more));
   t.equal(arrivals('/ordered').at(-1), more, 'delivered last');
+
+  // An ordered destination limited to two a second: a backlog's turns stretch over seconds. Held in
+  // the partition for them, its records would take the partition's slots, and the unordered
+  // destination would get its last event only once all but about SLOTS of the limited one's were
+  // made (12 of 16, measured); waiting in the spill, they leave the slots to the unordered one.
+  const LIMIT = 2;
+  const limited = await api<{ id: string }>('POST', '/api/v1/tenants/spill/destinations', {
+    type: 'webhook',
+    topics: '*',
+    config: { url: `${rx.url}/limited` },
+    ordered: true,
+    rate_limit: { per_second: LIMIT },
+  });
+  t.equal(limited.status, 201, 'an ordered destination with a rate limit');
+  const from = more + 1;
+  const to = from + 16;
+  await publish(from, to);
+  await untilCount('the unordered destination, the backlog', () => distinct('/free'), to);
+  const meanwhile = distinct('/limited');
+  t.ok(
+    meanwhile <= (to - from) / 2,
+    `the unordered destination got all ${to - from} while the limited one had ${meanwhile}: no slot held for a turn`,
+  );
+  const waiting = (await api<Order>('GET', `/api/v1/tenants/spill/destinations/${limited.body.id}/order`)).body;
+  t.ok(waiting.blocked === null && waiting.waiting > 0, `the backlog waits in the spill for its turns (${waiting.waiting})`);
+  await untilCount('the limited destination, the backlog', () => distinct('/limited'), to - from);
+  const backlog = arrivals('/limited');
+  t.same(
+    backlog.filter((n, i) => backlog.indexOf(n) === i),
+    Array.from({ length: to - from }, (_, i) => from + i),
+    `in publish order (${backlog.join(',')})`,
+  );
+  const times = rx.requests.filter((r) => r.url === '/limited').map((r) => r.at);
+  t.ok(maxInWindow(times, 1000) <= LIMIT + 1, `at most ${LIMIT} + 1 in any second (saw ${maxInWindow(times, 1000)})`);
 });

@@ -71,7 +71,7 @@ const publishResultProps = {
   id: { type: 'string' },
   duplicate: { type: 'boolean', description: 'The id was accepted before; nothing new was published.' },
   destination_ids: { ...strings, description: 'The enabled destinations it routes to.' },
-  deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due.' },
+  deliver_at: { ...dateTime, description: 'A scheduled event: when its deliveries are due (not on a repeat, `duplicate`).' },
 } as const;
 
 /** Every named model of the API, by component name. */

@@ -236,3 +236,16 @@ t.test('repeats racing their original learn its outcome: one new, the others dup
   const again = await publish();
   t.same([again.statusCode, again.json().duplicate], [202, true], 'a repeat right after the 202 is a duplicate');
 });
+
+t.test("a scheduled event's repeat is a duplicate without a due time: this request's is not the event's", async (t) => {
+  const { call } = await buildTestApp(t);
+  await call('PUT', '/api/v1/tenants/later');
+  const body = { id: 'reminder-1', tenant_id: 'later', topic: 'user.created', data: {}, delay_seconds: 600 };
+  const first = await call('POST', '/api/v1/publish', body);
+  t.same([first.status, first.body.duplicate, typeof first.body.deliver_at], [202, false, 'string'], 'the first: its due time');
+  const again = await call('POST', '/api/v1/publish', { ...body, delay_seconds: 900 });
+  t.same([again.status, again.body.duplicate], [202, true]);
+  t.notOk('deliver_at' in again.body, 'the repeat names no due time');
+  const batch = await call('POST', '/api/v1/publish/batch', { events: [{ ...body, delay_seconds: 60 }] });
+  t.same(batch.body.results, [{ status: 202, id: 'reminder-1', duplicate: true, destination_ids: [] }], 'nor in a batch');
+});

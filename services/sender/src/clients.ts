@@ -1,16 +1,25 @@
 /**
- * One client per destination, shared by its deliveries. A delivery whose destination's config or
- * credentials differ from the cached client's gets a new client (the old one closes once its
+ * One client per destination, shared by its deliveries; a destination is its tenant's (`destinationKey`:
+ * tenants choose ids, so two tenants' `default` are two clients). A delivery whose destination's config
+ * or credentials differ from the cached client's gets a new client (the old one closes once its
  * deliveries in flight are done), so rotated credentials take effect on the next delivery. Clients of
  * destinations that were deleted or disabled (`retain`), or that had no delivery for `idleMs`, are
  * closed by `sweep`, which the service runs periodically.
  */
+import { destinationKey } from '@switchyard/shared/model/index.ts';
 import type { Client, DeliveryInput, Outcome, Sender, TypeSender } from './sender.ts';
 
 /** Unused this long, a client is closed (it is opened again on the next delivery). */
 export const CLIENT_IDLE_MS = 10 * 60_000;
 
+/** A destination as the cache names it: an id is unique only within its tenant. */
+export interface DestinationRef {
+  tenant_id: string;
+  id: string;
+}
+
 interface Entry {
+  ref: DestinationRef;
   client: Client;
   configJson: string;
   credentials: Readonly<Record<string, unknown>>;
@@ -23,12 +32,12 @@ interface Entry {
 
 export interface ClientCache extends Sender {
   /** Closes the client of a destination that was deleted or disabled (after its deliveries in flight). */
-  forget(destinationId: string): void;
+  forget(destination: DestinationRef): void;
   /**
    * Closes idle clients, and those of destinations `retain` does not keep (deleted or disabled ones).
-   * `retain` gets the cached destination ids and answers those still deliverable.
+   * `retain` gets the cached destinations and answers the `destinationKey`s of those still deliverable.
    */
-  sweep(retain?: (ids: string[]) => Promise<ReadonlySet<string>>): Promise<void>;
+  sweep(retain?: (destinations: DestinationRef[]) => Promise<ReadonlySet<string>>): Promise<void>;
   /** Destinations with a client now. */
   readonly size: number;
 }
@@ -59,8 +68,8 @@ export function createClientCache(sender: TypeSender, opts: ClientCacheOptions =
       .finally(() => closing.delete(e.closed as Promise<void>));
     closing.add(e.closed);
   };
-  const retire = (id: string, e: Entry) => {
-    if (entries.get(id) === e) entries.delete(id);
+  const retire = (key: string, e: Entry) => {
+    if (entries.get(key) === e) entries.delete(key);
     e.retired = true;
     if (e.inflight === 0) closeEntry(e);
   };
@@ -68,10 +77,12 @@ export function createClientCache(sender: TypeSender, opts: ClientCacheOptions =
   const clientFor = (input: DeliveryInput): Entry => {
     const { destination, credentials } = input;
     const configJson = JSON.stringify(destination.config);
-    const cached = entries.get(destination.id);
+    const key = destinationKey(destination.tenant_id, destination.id);
+    const cached = entries.get(key);
     if (cached && cached.configJson === configJson && sameCredentials(cached.credentials, credentials)) return cached;
-    if (cached) retire(destination.id, cached);
+    if (cached) retire(key, cached);
     const entry: Entry = {
+      ref: { tenant_id: destination.tenant_id, id: destination.id },
       client: sender.open({
         id: destination.id,
         tenant_id: destination.tenant_id,
@@ -86,7 +97,7 @@ export function createClientCache(sender: TypeSender, opts: ClientCacheOptions =
       closed: null,
       usedAt: now(),
     };
-    entries.set(destination.id, entry);
+    entries.set(key, entry);
     return entry;
   };
 
@@ -102,16 +113,17 @@ export function createClientCache(sender: TypeSender, opts: ClientCacheOptions =
         if (e.retired && e.inflight === 0) closeEntry(e);
       }
     },
-    forget(id) {
-      const e = entries.get(id);
-      if (e) retire(id, e);
+    forget(destination) {
+      const key = destinationKey(destination.tenant_id, destination.id);
+      const e = entries.get(key);
+      if (e) retire(key, e);
     },
     async sweep(retain) {
       const idleBefore = now() - idleMs;
-      for (const [id, e] of entries) if (e.inflight === 0 && e.usedAt < idleBefore) retire(id, e);
+      for (const [key, e] of entries) if (e.inflight === 0 && e.usedAt < idleBefore) retire(key, e);
       if (retain && entries.size > 0) {
-        const keep = await retain([...entries.keys()]);
-        for (const [id, e] of entries) if (!keep.has(id)) retire(id, e);
+        const keep = await retain([...entries.values()].map((e) => e.ref));
+        for (const [key, e] of entries) if (!keep.has(key)) retire(key, e);
       }
       await Promise.all(closing);
     },

@@ -1,17 +1,18 @@
 /**
  * What the attempts service has stored of a delivery (its `deliveries` row), read before a retry is
- * made: an automatic retry (attempt 2 and on), a manual one, or a parked delivery back from its
- * retry tier. Two things follow from it:
+ * made: an automatic retry (attempt 2 and on), a manual one, a parked delivery back from its retry
+ * tier, or a scheduled event's delivery come due. Two things follow from it:
  * - an automatic retry of a delivery that has succeeded since (a manual retry did, or the delivery
  *   was made again from its own record after a crash) is not made: no request, no attempt, as when
- *   the other service cancels the retry it scheduled;
+ *   the other service cancels the retry it scheduled; so is a scheduled event's delivery that a
+ *   manual retry made before it was due;
  * - the attempt is numbered after the last one stored, or handed out here and not stored yet, so a
  *   manual retry made while an automatic one waits does not share its number (1, 2 manual, 3; not
  *   1, 2 manual, 2), nor do two manual retries a moment apart. The retry schedule still counts the
  *   automatic attempts only: a manual retry does not use up the delivery's retries.
  *
- * A first attempt is never read for (one read per delivery would cost the database a query per
- * event): only retries and parked deliveries, which are few. A success is seen once the attempts service has stored it
+ * A first attempt is not read for (one read per delivery would cost the database a query per
+ * event), but for a scheduled event's: only retries, parked and scheduled deliveries, which are few. A success is seen once the attempts service has stored it
  * (well under a second in the ordinary case). A read that fails changes nothing: the retry is made
  * as it would have been, since a database away must not hold up deliveries.
  */
@@ -21,12 +22,12 @@ import type { Logger } from '@switchyard/shared/log.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { RecentKeys } from '@switchyard/shared/recent-keys.ts';
 
-/** What a retry is to do, from what is stored of its delivery. */
-export interface Progress {
+/** What is stored of a retry's delivery. */
+export interface Stored {
   /** An automatic retry of a delivery that has succeeded since: not made. */
   superseded: boolean;
-  /** The delivery's last attempt number, stored or handed out here lately (0: none). */
-  after: number;
+  /** The delivery's last attempt number stored (0: none). */
+  attempts: number;
 }
 
 // The delivery's primary key: created_at is its event's received_at (the partition key).
@@ -45,9 +46,11 @@ const REMEMBERED = 10_000;
  * and a parked delivery (a stalled or rate-limited destination's), which comes back from a retry tier.
  * A sender killed after parking it reads its record again from the deliveries topic (the committed
  * offset is held back by the deliveries in flight) and makes it from there: the parked copy must
- * then see that success, or the delivery is made twice.
+ * then see that success, or the delivery is made twice. And a scheduled event's delivery: a manual
+ * retry may have made it before it was due, in another process or before a restart.
  */
-export const isRetry = (d: DeliveryRecord): boolean => d.manual || d.attempt_number > 1 || (d.parked ?? 0) > 0 || d.turn_at !== undefined;
+export const isRetry = (d: DeliveryRecord): boolean =>
+  d.manual || d.attempt_number > 1 || (d.parked ?? 0) > 0 || d.turn_at !== undefined || Boolean(d.event.deliver_at);
 
 /** The number `d`'s attempt takes, `after` the delivery's last one: its retries still count from its own. */
 export const attemptNumber = (d: DeliveryRecord, after: number): number => Math.max(d.attempt_number, after + 1);
@@ -119,14 +122,25 @@ export function createDeliveryProgress(db: Knex, log: Logger) {
     }
   }
 
-  /** What retry `d` is to do. A delivery not stored yet, or a read that failed: made, numbered as far as known. */
-  return async function progress(d: DeliveryRecord): Promise<Progress> {
-    const stored = await read(d);
-    if (stored?.succeeded && !d.manual) return { superseded: true, after: stored.attempts };
-    const key = madeKey(d);
-    // No await between this read of the numbers handed out and the remembering of this one.
-    const after = Math.max(stored?.attempts ?? 0, handedOut.get(key) ?? 0);
-    remember(key, attemptNumber(d, after));
-    return { superseded: false, after };
+  return {
+    /**
+     * What is stored of `d`'s delivery, read before its turn (no read between a rate limit's turn and
+     * the request): an automatic retry of a delivery that has succeeded since is superseded. A
+     * delivery not stored yet, or a read that failed: made, numbered as far as known.
+     */
+    async read(d: DeliveryRecord): Promise<Stored> {
+      const stored = await read(d);
+      return { superseded: Boolean(stored?.succeeded && !d.manual), attempts: stored?.attempts ?? 0 };
+    },
+    /** The number `d`'s attempt comes after, handed out now (its turn came): kept, so the next one counts past it. */
+    after(d: DeliveryRecord, stored: Stored): number {
+      const key = madeKey(d);
+      // No await between this read of the numbers handed out and the remembering of this one.
+      const after = Math.max(stored.attempts, handedOut.get(key) ?? 0);
+      remember(key, attemptNumber(d, after));
+      return after;
+    },
   };
 }
+
+export type DeliveryProgress = ReturnType<typeof createDeliveryProgress>;

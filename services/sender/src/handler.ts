@@ -56,19 +56,20 @@ export function createDeliveryHandler(deps: HandlerDeps) {
   return async function handle(delivery: DeliveryRecord, trace?: Record<string, string>, inPlace = false, after = 0): Promise<Handled> {
     const sender = deps.senders[delivery.destination.type];
     if (!sender) throw new Error(`no sender for type ${delivery.destination.type} in this process`);
-    const started = performance.now();
     const number = attemptNumber(delivery, after);
     const state = deps.current ? await deps.current(delivery.destination, delivery) : { destination: delivery.destination };
     let outcome: Outcome;
     if ('canceled' in state) {
       // Final: nothing was sent, and nothing will be unless someone retries it once it is back.
       outcome = { status: 'failed', code: 'CANCELED', response_data: { reason: state.canceled }, retryable: false };
-      const attempt = attemptOf(delivery, number, outcome, now(), started, null);
+      const attempt = attemptOf(delivery, number, outcome, now(), performance.now(), null);
       attempt.status = 'canceled';
       return { attempt, outcome, write: () => deps.emitAttempt(attempt) };
     }
     const destination = state.destination;
     const { credentials, delivery_metadata } = deps.open(destination);
+    // The attempt's duration is the destination's answer time: the reads before it are not in it.
+    const started = performance.now();
     // Not AbortSignal.timeout: its timer cannot be cleared and lives until the signal is collected.
     const deadline = new AbortController();
     const timer = setTimeout(

@@ -18,11 +18,12 @@ import type {
   DestinationSnapshot,
   DestinationType,
 } from '@switchyard/shared/model/index.ts';
+import { destinationKey } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
 import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
-import { createDeliveryProgress, createMadeHere, isRetry, type MadeHere, madeKey, type Progress } from './delivery-progress.ts';
+import { createDeliveryProgress, createMadeHere, type DeliveryProgress, isRetry, type MadeHere, madeKey } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
 import { createRetryScheduler } from './retry-scheduler.ts';
 import { type ClientCache, createClientCache } from './clients.ts';
@@ -80,7 +81,7 @@ function startSweep(senders: Senders, store: DestinationStore, logger: Logger): 
   const sweep = setInterval(() => {
     for (const cache of Object.values(senders)) {
       cache
-        .sweep((ids) => store.deliverableOf(ids))
+        .sweep((destinations) => store.deliverableOf(destinations))
         .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'client sweep failed'));
     }
   }, SWEEP_MS);
@@ -159,8 +160,8 @@ function createOutput(producer: BusProducer, tracing: boolean) {
 interface DeliveryDeps {
   rt: Runtime;
   handle: (delivery: DeliveryRecord, trace?: Record<string, string>, inPlace?: boolean, after?: number) => Promise<Handled>;
-  /** What a retry is to do, from what is stored of its delivery (delivery-progress.ts). */
-  progress: (delivery: DeliveryRecord) => Promise<Progress>;
+  /** What is stored of a retry's delivery, and the number its attempt takes (delivery-progress.ts). */
+  progress: DeliveryProgress;
   /** Deliveries this process made successfully lately (delivery-progress.ts). */
   madeHere: MadeHere;
   scheduler: RetryScheduler;
@@ -168,6 +169,8 @@ interface DeliveryDeps {
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
   /** Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts). */
   rateGate: RateGate;
+  /** Whether a scheduled event's delivery was canceled, read before its turn (controls/scheduled.ts). */
+  canceledAhead: (delivery: DeliveryRecord) => Promise<boolean>;
   /** Ordered destinations: one delivery at a time; a blocked one's deliveries spilled and drained (controls/ordered.ts). */
   inOrder: OrderedDelivery;
 }
@@ -293,6 +296,9 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     // destination still stalled (scheduler.park), so a dead destination's deliveries do not circle.
     onKeyBacklog: (record, stalledMs) => deps.scheduler.park(record.value, stalledMs, tracing ? record.headers : undefined),
     orderedKey: (record) => isOrdered(record.value),
+    // Its destination is its tenant's: slots, stall parking and the ordered pin are per tenant and id
+    // (the record key, the id alone, only decides the partition).
+    dispatchKey: ({ key, value }) => (value?.destination ? destinationKey(value.destination.tenant_id, value.destination.id) : key),
     async handle(record) {
       if (isOrdered(record.value)) {
         // An ordered destination's delivery that already ended before a crash: not made again (the
@@ -309,12 +315,11 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
       const once = made !== undefined && !d.manual;
       if (once) await deps.madeHere.whenDone(made);
       const madeHere = once && deps.madeHere.has(made);
-      // Not its destination's turn yet: parked until about then, no attempt made.
-      if (!madeHere && (await deps.rateGate.parked(d, tracing ? record.headers : undefined))) return async () => {};
-      // A retry: an automatic one whose delivery has succeeded since is not made (no attempt); either
-      // kind is numbered after the last attempt stored. An ordered destination retries in place.
-      const progress = !madeHere && isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.progress(d) : null;
-      if (madeHere || progress?.superseded) {
+      // A retry: an automatic one whose delivery has succeeded since is not made (no attempt) and
+      // takes no turn; either kind is numbered after the last attempt stored, once its turn came.
+      // An ordered destination retries in place.
+      const stored = !madeHere && isRetry(d) && (d.manual || !isOrdered(d)) ? await deps.progress.read(d) : null;
+      if (madeHere || stored?.superseded) {
         metrics.retriesSuperseded.inc({ type });
         deps.rt.logger.debug(
           { event_id: d.event.id, destination_id: d.destination.id, attempt_number: d.attempt_number },
@@ -322,7 +327,12 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
         );
         return async () => {};
       }
-      return deliverOne(deps, type, record, progress?.after ?? 0, made);
+      // A scheduled event canceled before it was due takes no turn either: nothing is sent for it
+      // (it ends in a canceled attempt).
+      const canceled = d.event.deliver_at && !d.manual ? await deps.canceledAhead(d) : false;
+      // Not its destination's turn yet: parked until about then, no attempt made.
+      if (!canceled && (await deps.rateGate.parked(d, tracing ? record.headers : undefined))) return async () => {};
+      return deliverOne(deps, type, record, stored ? deps.progress.after(d, stored) : 0, made);
     },
   });
 }
@@ -364,7 +374,8 @@ export async function start(rt: Runtime): Promise<Service> {
   const scheduler = createRetryScheduler({
     deliver: (d, headers) => output.send(TOPIC.deliveries[d.destination.type], d, headers),
     park: (d, tier, headers) => output.send(TOPIC.retries[tier] as (typeof TOPIC.retries)[number], d, headers),
-    stalledHere: (d) => deliveryConsumers.get(d.destination.type)?.divertsNow(d.destination.id) ?? 0,
+    stalledHere: (d) =>
+      deliveryConsumers.get(d.destination.type)?.divertsNow(destinationKey(d.destination.tenant_id, d.destination.id)) ?? 0,
     // A destination that cannot be read now (the database away) keeps its deliveries' turns: the
     // tiers never wait on the database.
     turnLifted: (d) =>
@@ -377,6 +388,8 @@ export async function start(rt: Runtime): Promise<Service> {
   const rateGate = createRateGate({
     current: (s) => destinations.current(s),
     park: (d, dueAt, headers) => scheduler.parkUntil(d, dueAt, headers),
+    // An ordered destination's delivery whose turn is far waits in its spill, not in a partition slot.
+    spill: (d) => inOrder.spillUntilTurn(d),
   });
   const cancellations = createCancellations(rt.db);
   // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
@@ -400,7 +413,7 @@ export async function start(rt: Runtime): Promise<Service> {
   });
   const inOrder = createOrderedDelivery({
     handle,
-    turn: (d) => rateGate.parked(d),
+    turn: (d, signal) => rateGate.turn(d, signal),
     written: (d, h) => recordAttempt(deliveryDeps, d, h),
     emit: output.emitAttempt,
     canceled: async (d) => 'canceled' in (await current(d.destination, d)),
@@ -418,6 +431,7 @@ export async function start(rt: Runtime): Promise<Service> {
     attemptHeaders: output.attemptHeaders,
     summary,
     rateGate,
+    canceledAhead: (d) => cancellations.ahead(d),
     inOrder,
   };
   for (const type of types) {

@@ -90,3 +90,30 @@ t.test('an attempt is numbered after the last one stored; its retry counts on fr
   const own = await handle({ ...delivery, attempt_number: 4 }, undefined, false, 2);
   t.equal(own.attempt.attempt_number, 4, 'never below its own number');
 });
+
+t.test("an attempt's duration is the destination's answer time, not the reads before it", async (t) => {
+  const handle = createDeliveryHandler({
+    senders: {
+      webhook: {
+        deliver: async () => {
+          await new Promise((r) => setTimeout(r, 50));
+          return { status: 'success', code: '200', response_data: null, retryable: false };
+        },
+        close: async () => {},
+      },
+    },
+    open: () => ({ credentials: {}, delivery_metadata: {} }),
+    // The destination's state read slowly (a scheduled event's wait for its due time is such a read).
+    current: async (s) => {
+      await new Promise((r) => setTimeout(r, 1500));
+      return { destination: s };
+    },
+    emitAttempt: async () => {},
+    scheduleRetry: async () => {},
+    retry: { schedule: [], intervalSeconds: 5, maxRetries: 3, maxRetryAfterMs: 3_600_000 },
+    timeoutMs: 5000,
+  });
+  const { attempt } = await handle(delivery);
+  t.ok(attempt.duration_ms >= 45, `${attempt.duration_ms} ms: the answer's time is in it`);
+  t.ok(attempt.duration_ms < 1000, `${attempt.duration_ms} ms: the 1.5 s read before it is not`);
+});

@@ -5,6 +5,10 @@
 // which comes from the retry tiers after later events, is not.
 // And a sender killed after a delivery's position was written, before its attempt was: the skipped
 // delivery's attempt is written after the restart, stored once (Postgres and the embedded PGlite).
+// And a blocked destination's spill drains in the order it was spilled, also when its later records
+// came from a lower-numbered partition after deliveries.<type> gained partitions.
+// And under a rate limit: deliveries whose turn is far wait in the spill, not in the partition; every
+// try from the spill, a retry too, waits for a turn; closing the sender ends a drain's wait for one.
 import t from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
@@ -13,6 +17,7 @@ import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/ind
 import { openTestDb } from '@switchyard/shared/testing/databases.ts';
 import { waitFor } from '@switchyard/shared/testing/index.ts';
 import { createOrderedDelivery, type OrderedDelivery, type OrderedDeps } from '../src/controls/ordered.ts';
+import { CATCH_UP, createRateGate, gapOf, RateLimiter } from '../src/controls/rate-limit.ts';
 import { createOrderedStore } from '../src/controls/ordered-store.ts';
 import { createDeliveryHandler, type Handled, type HandlerDeps } from '../src/handler.ts';
 import type { Sender } from '../src/sender.ts';
@@ -47,16 +52,64 @@ const deliveryOf = (n: number, extra: Partial<DeliveryRecord['event']> = {}): De
 });
 
 /**
- * What the delivery consumer does with one record of the partition (`d` at `offset`): skipped (its
+ * What the delivery consumer does with one record of a partition (`d` at `offset`): skipped (its
  * step, writing attempts again, run), spilled, or handled and its attempt written.
  */
-async function consumeOne(inOrder: OrderedDelivery, offset: number, d: DeliveryRecord): Promise<void> {
-  const record = { topic: TOPIC, partition: 0, offset: String(offset), value: d };
+async function consumeOne(inOrder: OrderedDelivery, offset: number, d: DeliveryRecord, partition = 0): Promise<void> {
+  const record = { topic: TOPIC, partition, offset: String(offset), value: d };
   const skipped = await inOrder.skip(d, record);
   if (skipped) return skipped();
   if (await inOrder.spills(record)) return;
   await (await inOrder.deliver(d, undefined, record)).write();
 }
+
+/**
+ * As consumeOne, with the rate gate between the spill's look and the delivery, as the delivery
+ * consumer has it (service.ts): a record whose turn is far goes to the spill there.
+ */
+async function consumeGated(inOrder: OrderedDelivery, gate: ReturnType<typeof createRateGate>, offset: number, d: DeliveryRecord) {
+  const record = { topic: TOPIC, partition: 0, offset: String(offset), value: d };
+  const skipped = await inOrder.skip(d, record);
+  if (skipped) return skipped();
+  if (await inOrder.spills(record)) return;
+  if (await gate.parked(d)) return;
+  await (await inOrder.deliver(d, undefined, record)).write();
+}
+
+/** A drain's turn from `limiter` under `limit` (the gate's `turn`, on a limiter of the test's). */
+const turnFrom =
+  (limiter: RateLimiter, limit: { per_second?: number; per_minute?: number }) =>
+  async (_d: DeliveryRecord, signal?: AbortSignal): Promise<void> => {
+    const a = limiter.admit('t\u0000d1', limit, true, undefined, signal);
+    if (a && 'go' in a) await a.go;
+  };
+
+/** A clock for a limiter that moves only when the test moves it: `tick` wakes the earliest sleeper, at its time. */
+function testClock() {
+  let now = 0;
+  const sleepers: Array<{ at: number; wake: () => void }> = [];
+  return {
+    now: () => now,
+    sleep: (ms: number, signal?: AbortSignal) =>
+      new Promise<void>((wake, fail) => {
+        const sleeper = { at: now + ms, wake };
+        sleepers.push(sleeper);
+        signal?.addEventListener('abort', () => {
+          sleepers.splice(sleepers.indexOf(sleeper), 1);
+          fail(signal.reason);
+        });
+      }),
+    tick(): void {
+      sleepers.sort((a, b) => a.at - b.at);
+      const next = sleepers.shift();
+      if (!next) return;
+      now = Math.max(now, next.at);
+      next.wake();
+    },
+  };
+}
+
+const spillSize = async (db: Knex) => Number((await db('ordered_spill').count<{ count: string }[]>('* as count'))[0]?.count);
 
 /** A handler over a webhook sender that answers with `deliver`; `deps` replaces the defaults. */
 function handlerOver(deliver: Sender['deliver'], deps: Partial<HandlerDeps> = {}) {
@@ -306,6 +359,162 @@ for (const name of ['Postgres', 'PGlite'] as const) {
       t.same(await db('ordered_spill').count<{ count: string }[]>('* as count'), [{ count: '0' }], 'the spill is empty');
     },
   );
+
+  t.test(`${name}: after deliveries.<type> grew, a blocked destination's spill drains in the order it was spilled`, async (t) => {
+    const db = await openTestDb(t, name);
+    // 5 fails its first try in partition 3 and its retry is held: 6 is spilled behind it. The topic
+    // then gains partitions and the destination's key lands in partition 1: 7 and 8 come from there.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const p = senderOver(db, (n, attempt) => {
+      if (n !== 5 || attempt !== 1) return false;
+      p.io.gate = held;
+      return true;
+    });
+    const inOrder = p.start();
+    t.teardown(() => inOrder.close());
+    await consumeOne(inOrder, 500, deliveryOf(5), 3);
+    await consumeOne(inOrder, 501, deliveryOf(6), 3);
+    await consumeOne(inOrder, 40, deliveryOf(7), 1);
+    await consumeOne(inOrder, 41, deliveryOf(8), 1);
+    t.same(p.sent, [5], 'all behind the blocked 5');
+    release();
+    await waitFor('the attempt of 8', async () => (await storedOf(db, 8)).length === 1);
+    t.same(p.sent, [5, 5, 6, 7, 8], 'the retry of 5, then 6, then the ones from the lower partition');
+    for (const n of [6, 7, 8])
+      t.same(
+        (await storedOf(db, n)).map((a) => a.status),
+        ['success'],
+        `${n} delivered once`,
+      );
+    t.same(await db('ordered_spill').count<{ count: string }[]>('* as count'), [{ count: '0' }], 'the spill is empty');
+  });
+
+  t.test(
+    `${name}: deliveries whose rate-limit turn is far wait in the spill, not in the partition; made in order at the limit`,
+    async (t) => {
+      const db = await openTestDb(t, name);
+      const limit = { per_second: 2 };
+      const limited = { ...destination, rate_limit: limit };
+      // The limiter's clock moves only when the test moves it: however long the database takes, the
+      // turns after the first are 550 ms (of that clock) away, beyond the hold.
+      const clock = testClock();
+      const limiter = new RateLimiter({ now: clock.now, sleep: clock.sleep });
+      const starts: Array<{ n: number; at: number }> = [];
+      const handle = handlerOver(async ({ event }) => {
+        starts.push({ n: (event.data as { n: number }).n, at: clock.now() });
+        return { status: 'success', code: '200', response_data: null, retryable: false };
+      });
+      const gate = createRateGate({
+        limiter,
+        current: (s) => ({ destination: s }),
+        park: async () => {
+          throw new Error("an ordered destination's delivery is never parked");
+        },
+        spill: (d) => inOrder.spillUntilTurn(d),
+      });
+      const inOrder: OrderedDelivery = orderedOver(db, handle, { turn: turnFrom(limiter, limit) });
+      t.teardown(() => {
+        gate.close();
+        return inOrder.close();
+      });
+      const dOf = (n: number): DeliveryRecord => ({ ...deliveryOf(n), destination: limited });
+
+      // The clock standing still, a record that waited for its turn in the partition would never be done.
+      const consumed = (async () => {
+        for (let n = 1; n <= 4; n++) await consumeGated(inOrder, gate, 600 + n, dOf(n));
+        return true;
+      })();
+      let timer: NodeJS.Timeout | undefined;
+      const done = await Promise.race([consumed, new Promise<false>((resolve) => (timer = setTimeout(resolve, 20_000, false)))]);
+      clearTimeout(timer);
+      t.ok(done, 'the four records done with, none waiting for its turn in the partition');
+      if (!done) return;
+      t.same(
+        starts.map((s) => s.n),
+        [1],
+        'the first made at once; the others wait for their turns',
+      );
+      t.equal(await spillSize(db), 3, 'in the spill');
+      // The drain waits for their turns: the clock moved to each.
+      await waitFor('all four made', () => {
+        clock.tick();
+        return starts.length === 4;
+      });
+      t.same(
+        starts.map((s) => s.n),
+        [1, 2, 3, 4],
+        'in order',
+      );
+      for (let i = 1; i < starts.length; i++)
+        t.ok(
+          (starts[i] as { at: number }).at - (starts[i - 1] as { at: number }).at >= gapOf(limit) * CATCH_UP,
+          `${i + 1} started a turn after ${i}`,
+        );
+      await waitFor('the spill emptied', async () => (await spillSize(db)) === 0);
+      // Read again after a crash: skipped, as delivered already.
+      await consumeGated(inOrder, gate, 602, dOf(2));
+      t.equal(starts.length, 4, 'a record made from the spill is not made again');
+    },
+  );
+
+  t.test(`${name}: a retry from the spill waits for a turn, and the next delivery for the one after`, async (t) => {
+    const db = await openTestDb(t, name);
+    const limit = { per_second: 1 };
+    const starts: Array<{ n: number; at: number }> = [];
+    const handle = handlerOver(
+      async ({ event }) => {
+        const n = (event.data as { n: number }).n;
+        const first = !starts.some((s) => s.n === n);
+        starts.push({ n, at: performance.now() });
+        return n === 1 && first
+          ? { status: 'failed', code: '503', response_data: null, retryable: true }
+          : { status: 'success', code: '200', response_data: null, retryable: false };
+      },
+      // The retry of 1 more than a turn after its first try: no wait for its own turn.
+      { retry: { schedule: [1.5], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 } },
+    );
+    const inOrder = orderedOver(db, handle, { turn: turnFrom(new RateLimiter(), limit) });
+    t.teardown(() => inOrder.close());
+    await consumeOne(inOrder, 700, deliveryOf(1));
+    await consumeOne(inOrder, 701, deliveryOf(2));
+    await waitFor('2 made after the retry of 1', () => starts.length === 3, 30_000);
+    t.same(
+      starts.map((s) => s.n),
+      [1, 1, 2],
+    );
+    const [retry, next] = [starts[1] as { at: number }, starts[2] as { at: number }];
+    t.ok(next.at - retry.at >= gapOf(limit) * CATCH_UP, `2 started a turn after the retry of 1 (${Math.round(next.at - retry.at)} ms)`);
+  });
+
+  t.test(`${name}: closing the sender ends a drain's wait for a turn; the delivery stays in the spill`, async (t) => {
+    const db = await openTestDb(t, name);
+    // One a minute, the turn just taken: the retry of 1 waits a minute for the next.
+    const limit = { per_minute: 1 };
+    const limiter = new RateLimiter();
+    const taken = limiter.admit('t\u0000d1', limit, true);
+    if (taken && 'go' in taken) await taken.go;
+    const sent: number[] = [];
+    const handle = handlerOver(
+      async ({ event }) => {
+        sent.push((event.data as { n: number }).n);
+        return { status: 'failed', code: '503', response_data: null, retryable: true };
+      },
+      { retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 } },
+    );
+    const inOrder = orderedOver(db, handle, { turn: turnFrom(limiter, limit) });
+    t.teardown(() => inOrder.close());
+    await consumeOne(inOrder, 800, deliveryOf(1));
+    await waitFor("the drain waiting for the retry's turn", () => limiter.waiting() === 1);
+    const closing = performance.now();
+    await inOrder.close();
+    t.ok(performance.now() - closing < 30_000, `closed without waiting for the turn (${Math.round(performance.now() - closing)} ms)`);
+    t.equal(limiter.waiting(), 0, 'the turn given up');
+    t.same(sent, [1], 'the retry not made');
+    t.equal(await spillSize(db), 1, 'the delivery stays in the spill');
+  });
 }
 
 t.test('a blocked delivery whose destination is deleted is canceled at once, not at its next try', async (t) => {

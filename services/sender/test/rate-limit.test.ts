@@ -1,5 +1,8 @@
 import t from 'tap';
-import { CATCH_UP, gapOf, HOLD_MS, MIN_PARK_MS, RateLimiter, SLACK_MS, TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
+import { metrics } from '@switchyard/shared/metrics.ts';
+import type { DeliveryRecord, DestinationSnapshot } from '@switchyard/shared/model/index.ts';
+import { waitFor } from '@switchyard/shared/testing/index.ts';
+import { CATCH_UP, createRateGate, gapOf, HOLD_MS, MIN_PARK_MS, RateLimiter, SLACK_MS, TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
 
 /** A limiter on a clock the test moves: `run` fires the sleepers in time order until none is left. */
 function onClock() {
@@ -257,4 +260,98 @@ t.test('a parked delivery back early is parked again for its turn; one back far 
   for (let i = 0; i < 5; i++) limiter.admit('a', limit);
   const late = limiter.admit('a', limit, false, -3000);
   t.ok(late && 'parkMs' in late && late.parkMs >= MIN_PARK_MS, 'too far behind: parked for a new turn');
+});
+
+// The gate the sender runs before each delivery (service.ts), on the real clock: limits of a few a
+// second, so that a turn is either due at once, within the hold or beyond it.
+
+/** A delivery to `destination` (webhook `d` of tenant `t` with `extra`), as the router made it. */
+const deliveryTo = (extra: Partial<DestinationSnapshot> = {}): DeliveryRecord => ({
+  event: { id: 'e1', tenant_id: 't', topic: 'x', time: '2026-01-01T00:00:00Z', eligible_for_retry: true, metadata: null, data: {} },
+  destination: { id: 'd', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null, ...extra },
+  attempt_number: 1,
+  manual: false,
+});
+
+/** A gate over the destination as it is now (`now`: the snapshot changed by it), recording what it parks and spills. */
+function gateOver(t: { teardown(fn: () => unknown): void }, now: Partial<DestinationSnapshot> = {}, spills = true) {
+  const parked: DeliveryRecord[] = [];
+  const spilled: DeliveryRecord[] = [];
+  const gate = createRateGate({
+    current: (s) => ({ destination: { ...s, ...now } }),
+    park: async (d) => {
+      parked.push(d);
+    },
+    spill: async (d) => {
+      if (!spills) return false;
+      spilled.push(d);
+      return true;
+    },
+  });
+  t.teardown(() => gate.close());
+  return { gate, parked, spilled };
+}
+
+const waitedCount = async () =>
+  (await metrics.rateLimited.get()).values.find((v) => v.labels.type === 'webhook' && v.labels.outcome === 'waited')?.value ?? 0;
+
+t.test('a limit set after a delivery was routed applies to it: the current limit is read', async (t) => {
+  // Routed before the PATCH: its snapshot has no limit (a backlog, a retry in the tiers, a scheduled event).
+  const { gate, parked } = gateOver(t, { rate_limit: { per_second: 1 } });
+  const routed = deliveryTo();
+  t.equal(await gate.parked(routed), false, 'the first goes at once');
+  t.equal(await gate.parked(routed), true, 'the next, its turn 1.1 s on, is parked for it');
+  t.equal(await gate.parked(routed), true, 'and the one after');
+  t.equal(parked.length, 2);
+  const turns = parked.map((d) => Date.parse(d.turn_at as string));
+  t.ok((turns[1] as number) - (turns[0] as number) >= gapOf({ per_second: 1 }) - 1, 'a gap apart');
+});
+
+t.test('only a delivery that waited for its turn is counted as waited', async (t) => {
+  const { gate } = gateOver(t);
+  // 220 ms apart: within the hold.
+  const limited = deliveryTo({ rate_limit: { per_second: 5 } });
+  const before = await waitedCount();
+  t.equal(await gate.parked(limited), false);
+  t.equal(await waitedCount(), before, 'its turn had come: not counted');
+  t.equal(await gate.parked(limited), false, 'the next waits for its turn');
+  t.equal(await waitedCount(), before + 1, 'counted');
+  t.equal(await gate.parked(deliveryTo({ id: 'free' })), false);
+  t.equal(await waitedCount(), before + 1, 'a destination without a limit is not counted');
+});
+
+t.test("an ordered destination's delivery: a near turn waited for, a far one in its spill with no turn taken", async (t) => {
+  const limit = { per_second: 1 };
+  const { gate, parked, spilled } = gateOver(t);
+  const ordered = deliveryTo({ ordered: true, rate_limit: limit });
+  t.equal(await gate.parked(ordered), false, 'the first goes at once');
+  t.equal(await gate.parked(ordered), true, 'the next, its turn 1.1 s away, is done with: in its spill');
+  t.equal(await gate.parked(ordered), true, 'and the one after');
+  t.same(spilled.length, 2, 'both spilled');
+  t.same(parked, [], 'never parked in the tiers');
+  const next = gate.limiter.near('t\u0000d', limit);
+  t.ok(next && 'laterMs' in next && next.laterMs <= gapOf(limit), 'the spilled ones took no turn: the next is still a gap after the first');
+  t.equal(gate.limiter.waiting(), 0, 'none waits here');
+});
+
+t.test("an ordered destination's delivery that cannot go to a spill waits for its turn", async (t) => {
+  const { gate, spilled } = gateOver(t, {}, false);
+  const ordered = deliveryTo({ ordered: true, rate_limit: { per_second: 1 } });
+  t.equal(await gate.parked(ordered), false);
+  const started = performance.now();
+  t.equal(await gate.parked(ordered), false, 'made after its wait');
+  t.ok(performance.now() - started >= gapOf({ per_second: 1 }) * CATCH_UP, 'at its turn');
+  t.same(spilled.length, 0);
+});
+
+t.test("a drain's turn waits however far, and ends when told to", async (t) => {
+  const { gate } = gateOver(t);
+  const ordered = deliveryTo({ ordered: true, rate_limit: { per_minute: 1 } });
+  await gate.turn(ordered);
+  const stop = new AbortController();
+  const next = gate.turn(ordered, stop.signal);
+  await waitFor('the next waiting for its turn a minute on', () => gate.limiter.waiting() === 1);
+  stop.abort(new Error('the sender is closing'));
+  await t.rejects(next, 'ends when told to');
+  t.equal(gate.limiter.waiting(), 0, 'its turn given up');
 });

@@ -112,5 +112,6 @@ export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispat
     untilDone: retry.untilDone,
     ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),
     ...(o.orderedKey ? { ordered: o.orderedKey } : {}),
+    ...(o.dispatchKey ? { dispatchKey: o.dispatchKey } : {}),
   });
 }

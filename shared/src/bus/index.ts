@@ -64,8 +64,17 @@ export interface ConsumeOptions<T> {
   handleBatch?(records: InRecord<T>[]): Promise<void>;
   /** Records in flight at once per partition (default 1: one after another). */
   concurrency?: number;
-  /** Records in flight at once per record key (default: concurrency). */
+  /** Records in flight at once per dispatch key (default: concurrency). */
   keyConcurrency?: number;
+  /**
+   * The key a record is dispatched by in this process (default: its record key): keyConcurrency,
+   * keyHealth, keyBacklog, orderedKey and divertsNow all count per dispatch key. A record key only
+   * decides the partition; a consumer whose records name what they belong to more narrowly than
+   * their key (a delivery: its destination's tenant and id, keyed by the id alone) dispatches by
+   * that. Only the order within a partition is kept, so records of one dispatch key should share a
+   * record key. Must not throw: a record whose value did not decode comes too (`value` undefined).
+   */
+  dispatchKey?(record: InRecord<T>): string;
   /**
    * Keys that stop keeping up: a key is stalled while its oldest record in flight has run
    * `stallMs`, and slow (one slot instead of keyConcurrency) after a record took `slowMs`, until one
@@ -143,8 +152,9 @@ export interface BusConsumer {
 /** A consumer of records one at a time (`handle`), which knows which keys it diverts. */
 export interface KeyedConsumer extends BusConsumer {
   /**
-   * How long `key` has been stalled when a record of it arriving now would go to `onKeyBacklog`
-   * rather than `handle`; 0 otherwise, and for keys of partitions another instance consumes.
+   * How long dispatch key `key` (ConsumeOptions.dispatchKey; else the record key) has been stalled
+   * when a record of it arriving now would go to `onKeyBacklog` rather than `handle`; 0 otherwise,
+   * and for keys of partitions another instance consumes.
    */
   divertsNow(key: string): number;
 }

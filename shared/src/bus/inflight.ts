@@ -204,15 +204,19 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
    * order, and is never diverted (KeyedLimiter.pin).
    */
   ordered?(record: R): boolean;
+  /** The key a record runs under in the limiter (its slots, health, pin and diversion); default: `record.key`. */
+  dispatchKey?(record: R): string;
 }
 
 /**
  * The per-record part of a consumer with many records in flight, shared by the Kafka and the
  * embedded bus: each record runs under its key's limit, or is diverted when its key is stalled. The
- * record counts as done (its offset may be committed) only once handled or diverted.
+ * record counts as done (its offset may be committed) only once handled or diverted. "Key" here is
+ * the record's dispatch key (`dispatchKey`, by default the record key).
  */
 export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchOptions<R>) {
   const limiter = new KeyedLimiter(o.keyConcurrency, o.health);
+  const keyOf = o.dispatchKey ?? ((record: R) => record.key);
   const divert = o.divert;
   // Waiting records of a key that stalls after they queued are taken off in a sweep, which runs only
   // while some record waits for its key's slot: an idle consumer keeps no timer waking it.
@@ -229,8 +233,8 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
     }, sweepEveryMs);
     sweep.unref();
   };
-  const diverted = (record: R) =>
-    o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(record.key))), record);
+  const diverted = (record: R, key: string) =>
+    o.untilDone(() => (divert as NonNullable<typeof divert>)(record, Math.max(1, limiter.stalledFor(key))), record);
   const budget = new ByteBudget(o.maxInFlightBytes ?? Number.POSITIVE_INFINITY);
   // An idle slow key is not full: its next record is let through to find out whether it recovered.
   const divertsNow = (key: string): number =>
@@ -249,22 +253,23 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
      * `settled(false)` when closing interrupted it.
      */
     async start(record: R, settled: (done: boolean) => void): Promise<{ finished: Promise<void> }> {
-      if (o.ordered?.(record)) limiter.pin(record.key);
-      else if (divertsNow(record.key)) {
+      const key = keyOf(record);
+      if (o.ordered?.(record)) limiter.pin(key);
+      else if (divertsNow(key)) {
         // Done only once handed off (written): nothing is lost if we crash meanwhile. The records
         // behind it do not wait for the write, which may linger to share a produce request; it
         // keeps its partition slot until then, as a delivery waiting for its attempt's write does.
-        return { finished: diverted(record).then(settled) };
+        return { finished: diverted(record, key).then(settled) };
       }
       let after: AfterKey | null = null;
-      if (limiter.full(record.key)) armSweep();
-      const handled = limiter.run(record.key, () =>
+      if (limiter.full(key)) armSweep();
+      const handled = limiter.run(key, () =>
         o.untilDone(async () => {
           after = (await o.handle(record)) ?? null;
         }, record),
       );
       const finished = handled.then(async (r) => {
-        if (r === DIVERTED) settled(await diverted(record));
+        if (r === DIVERTED) settled(await diverted(record, key));
         else settled(r && after ? await o.untilDone(after, record) : r);
       });
       return { finished };

@@ -34,6 +34,12 @@ export interface Destination {
   updated_at: string;
 }
 
+/**
+ * One destination, as a process keeps state of it in memory (a sender's dispatch, its clients): an
+ * id is unique only within its tenant, and tenants choose ids. Ids hold no NUL (ID_PATTERN).
+ */
+export const destinationKey = (tenantId: string, id: string): string => `${tenantId}\u0000${id}`;
+
 /** A destination's rate limit (at least one of the two): deliveries started per second, per minute. */
 export interface RateLimit {
   per_second?: number;

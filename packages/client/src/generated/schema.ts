@@ -1009,7 +1009,7 @@ export interface components {
             destination_ids: string[];
             /**
              * Format: date-time
-             * @description A scheduled event: when its deliveries are due.
+             * @description A scheduled event: when its deliveries are due (not on a repeat, `duplicate`).
              */
             deliver_at?: string;
         };
@@ -1025,7 +1025,7 @@ export interface components {
                 destination_ids: string[];
                 /**
                  * Format: date-time
-                 * @description A scheduled event: when its deliveries are due.
+                 * @description A scheduled event: when its deliveries are due (not on a repeat, `duplicate`).
                  */
                 deliver_at?: string;
             } | components["schemas"]["Error"])[];

@@ -78,6 +78,14 @@ export interface PublishRouteDeps {
   publish: (event: EventRecord, callerId: boolean) => Promise<PublishResult>;
 }
 
+/**
+ * A publish's answer: a scheduled event's carries when its deliveries are due. A repeat (`duplicate`)
+ * publishes nothing, so it carries none: the time this request asked for is not the event's.
+ */
+function scheduledAnswer(published: PublishResult, deliverAt: string | undefined) {
+  return deliverAt && !published.duplicate ? { ...published, deliver_at: deliverAt } : published;
+}
+
 export function publishRoutes(deps: PublishRouteDeps) {
   const toEvent = (body: PublishBody, deliverAt?: string): EventRecord => ({
     id: body.id ?? newId(),
@@ -112,12 +120,9 @@ export function publishRoutes(deps: PublishRouteDeps) {
         const schedule = deliverAtOf(req.body, 'body');
         const problems = [...checkTopic(req.body.topic, 'body.topic'), ...schedule.problems];
         if (problems.length) throw AppError.validation(problems);
-        const result = {
-          ...(await deps.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined)),
-          ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
-        };
+        const published = await deps.publish(toEvent(req.body, schedule.deliver_at), req.body.id !== undefined);
         reply.status(202);
-        return result;
+        return scheduledAnswer(published, schedule.deliver_at);
       },
     );
 
@@ -154,11 +159,8 @@ export function publishRoutes(deps: PublishRouteDeps) {
               const schedule = deliverAtOf(body, `body.events[${i}]`);
               const problems = [...checkTopic(body.topic, `body.events[${i}].topic`), ...schedule.problems];
               if (problems.length) throw AppError.validation(problems);
-              return {
-                status: 202,
-                ...(await deps.publish(toEvent(body, schedule.deliver_at), body.id !== undefined)),
-                ...(schedule.deliver_at ? { deliver_at: schedule.deliver_at } : {}),
-              };
+              const published = await deps.publish(toEvent(body, schedule.deliver_at), body.id !== undefined);
+              return { status: 202, ...scheduledAnswer(published, schedule.deliver_at) };
             } catch (err) {
               const e = toAppError(err as Error);
               if (e.code === 'INTERNAL') req.log.error({ err }, 'batch publish item failed');

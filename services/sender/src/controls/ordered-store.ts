@@ -1,7 +1,8 @@
 /**
- * What ordered delivery (ordered.ts) keeps in Postgres, migrations 013, 014 and 015: a destination's
- * block (`ordered_blocks`: the failed delivery its later ones wait behind, and its next try), its spill
- * (`ordered_spill`: the deliveries that came meanwhile, by their place in the delivery partition), the
+ * What ordered delivery (ordered.ts) keeps in Postgres, migrations 013, 014, 015 and 018: a
+ * destination's block (`ordered_blocks`: the failed delivery its later ones wait behind, and its next
+ * try), its spill (`ordered_spill`: the deliveries that came meanwhile, keyed by their place in the
+ * delivery partition, drained in the order they were spilled), the
  * drain's lease (`ordered_drains`), and the position of its last ended delivery
  * (`ordered_positions`, with the attempts not yet known to be written).
  */
@@ -53,7 +54,7 @@ export interface Spilled {
   at: Position;
 }
 
-/** What ordered delivery keeps in Postgres (migrations 013, 014 and 015). */
+/** What ordered delivery keeps in Postgres (migrations 013, 014, 015 and 018). */
 export interface OrderedStore {
   /** Whether `d`'s destination has a spill, and what blocks it, if anything. */
   state(d: DeliveryRecord): Promise<{ spilled: boolean; block: Block | null }>;
@@ -73,7 +74,12 @@ export interface OrderedStore {
   spill(d: DeliveryRecord, at: Position): Promise<boolean>;
   /** Appends `d` and records that its try `attemptNumber` failed (set), in one transaction. */
   spillBlocked(d: DeliveryRecord, at: Position, attemptNumber: number, next: Date): Promise<boolean>;
-  /** The first `n` spilled deliveries of the destination, in partition order. */
+  /**
+   * The first `n` spilled deliveries of the destination, in the order they were spilled: its
+   * deliveries are read one at a time, so that is the order its sender read them, also when they
+   * came from another partition since `deliveries.<type>` grew (partition order would put a
+   * lower-numbered partition's later deliveries first).
+   */
   head(dest: Dest, n: number): Promise<Spilled[]>;
   /** Removes the spilled delivery at `at`. */
   drop(dest: Dest, at: Position): Promise<void>;
@@ -219,7 +225,7 @@ export function createOrderedStore(db: Knex): OrderedStore {
     async head(dest, n) {
       const rows = (await db('ordered_spill')
         .where(dest)
-        .orderBy([{ column: 'topic' }, { column: 'partition' }, { column: 'offset' }])
+        .orderBy([{ column: 'spilled_at' }, { column: 'topic' }, { column: 'partition' }, { column: 'offset' }])
         .limit(n)
         .select('topic', 'partition', 'offset', 'delivery')) as Array<{
         topic: string;

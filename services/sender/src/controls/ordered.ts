@@ -3,7 +3,10 @@
  * order of its delivery partition, which is the order of the events topic (the router writes one
  * destination's deliveries, keyed by its id, in the order it reads the events). The delivery consumer
  * runs such a key one record at a time and never parks its records (orderedKey; KeyedLimiter.pin in
- * shared/src/bus/inflight.ts), and the rate gate never parks them either.
+ * shared/src/bus/inflight.ts), and the rate gate never parks them either: a record whose rate-limit
+ * turn is more than HOLD_MS away (controls/rate-limit.ts) goes to its destination's spill (below),
+ * whose drain waits for the turn, rather than wait in the partition, where the records of its key
+ * queued behind it would take the slots of every destination there for as long as the turns last.
  *
  * A delivery that fails and is due a retry is not handed to the retry tiers (the next delivery would
  * pass it), nor retried where it is (its later records would wait in the partition, taking the slots
@@ -11,11 +14,14 @@
  * (`ordered_blocks`: the event, its failed attempt, its next try), in one transaction, and its record
  * is done. While a destination has a spill, every later record of it is appended there too (by its
  * position in the partition, so appending one again after a crash is a no-op) and done at once: a
- * blocked destination holds none of its partition's slots. A drain takes the spill in partition order,
- * one delivery at a time: a failed try is retried after the usual backoff (one attempt recorded per
- * try), the destination's next delivery waiting, until it succeeds, its retries are exhausted or it
- * is not retryable (the failed attempt is final), or it is canceled; then the next. Once the spill is
- * empty, records are delivered straight from the partition again.
+ * blocked destination holds none of its partition's slots. A drain takes the spill in the order it
+ * was spilled (the order the records were read, also across a change of partition count), one
+ * delivery at a time: each try waits for its destination's rate-limit turn first (a retry too), and a
+ * failed try is retried after the usual backoff (one attempt recorded per try), the destination's
+ * next delivery waiting, until it succeeds, its retries are exhausted or it is not retryable (the
+ * failed attempt is final), or it is canceled; then the next. Once the spill is empty, records are
+ * delivered straight from the partition again. Closing the sender ends a drain's waits (for a retry
+ * or a turn); what it was to deliver stays in the spill.
  *
  * One drain per destination at a time, across senders: a lease (`ordered_drains`), renewed while it
  * drains. A sender starts one when it spills, when a record finds a spill, and for spills no drain
@@ -70,8 +76,11 @@ export type Rewrite = () => Promise<void>;
 export interface OrderedDeps {
   /** The delivery handler (handler.ts); `inPlace`: a due retry is answered as `next` instead of scheduled. */
   handle(delivery: DeliveryRecord, trace: Record<string, string> | undefined, inPlace: boolean): Promise<Handled>;
-  /** Before a drained delivery's try: waits for its destination's rate limit (controls/rate-limit.ts). */
-  turn(delivery: DeliveryRecord): Promise<unknown>;
+  /**
+   * Before each try of a drained delivery: waits for its destination's rate-limit turn however far
+   * (controls/rate-limit.ts); rejects once `signal` aborts (the sender closing, the drain stopped).
+   */
+  turn(delivery: DeliveryRecord, signal: AbortSignal): Promise<unknown>;
   /** After a drained delivery's attempt was written: its metrics and log line. */
   written(delivery: DeliveryRecord, h: Handled): void;
   /** Writes an attempt to the attempts topic (again: an ended delivery's, skipped after a crash). */
@@ -119,6 +128,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
   // Drains waiting for a blocked delivery's next try, by destination: woken when it changes.
   const waiting = new Map<string, AbortController>();
+  // Where the records are that `spills` left to be delivered from their partition (the rate gate
+  // may still put one in its spill: spillUntilTurn), by their delivery.
+  const direct = new WeakMap<DeliveryRecord, Position>();
 
   const forget = (k: string, ids: Set<string>) => {
     const rest = (unwritten.get(k) ?? []).filter((a) => !ids.has(a.id));
@@ -245,9 +257,25 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       const d = record.value;
       if (!drains.has(keyOf(destOf(d)))) {
         const { spilled, block } = await store.state(d);
-        if (!spilled && !(block && block.event_id === d.event.id && !d.manual)) return false;
+        if (!spilled && !(block && block.event_id === d.event.id && !d.manual)) {
+          direct.set(d, { topic: record.topic, partition: record.partition, offset: record.offset });
+          return false;
+        }
       }
       await appending(d, () => store.spill(d, record));
+      return true;
+    },
+    /**
+     * True when `d`, a record `spills` left to be delivered from its partition, went to its
+     * destination's spill after all: its rate-limit turn is more than the hold away (the rate gate
+     * asks), and its drain waits for it, holding no slot of the partition; the destination's later
+     * records follow it there, in order. False for any other delivery (it waits for its turn where it is).
+     */
+    async spillUntilTurn(d: DeliveryRecord): Promise<boolean> {
+      const at = direct.get(d);
+      if (!at) return false;
+      await appending(d, () => store.spill(d, at));
+      direct.delete(d);
       return true;
     },
     /**
@@ -400,12 +428,17 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       await store.drop(dest, at);
       return;
     }
-    await deps.turn(d);
-    const h = d.manual ? await deps.handle(d, undefined, false) : await untilEnded(d, at, signal);
+    const h = d.manual ? await manually(d, signal) : await untilEnded(d, at, signal);
     await h.write();
     deps.written(d, h);
     await store.drop(dest, at);
     metrics.orderedSpill.inc({ type: d.destination.type, stage: 'drained' });
+  }
+
+  /** A manual retry from the spill: one try, at its destination's turn. */
+  async function manually(d: DeliveryRecord, signal: AbortSignal): Promise<Handled> {
+    await deps.turn(d, signal);
+    return deps.handle(d, undefined, false);
   }
 
   /** A spilled delivery tried until it ends; resolves to its final try, not yet written. Throws when stopped. */
@@ -421,6 +454,10 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
     for (;;) {
       if (signal.aborted) throw signal.reason;
+      // Each try at a turn of its destination's rate limit: a retry is a start like any other. A
+      // scheduled event canceled before it was due takes none (nothing is sent for it).
+      const canceled = d.event.deliver_at && !d.manual && (await deps.canceled(d).catch(() => false));
+      if (!canceled) await deps.turn(d, signal);
       const h = await deps.handle(d, undefined, true);
       if (!h.next) {
         const final = await ended(d, at, h);

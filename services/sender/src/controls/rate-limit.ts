@@ -21,6 +21,12 @@
  * slowed. A turn sooner than MIN_PARK_MS is not given to a parked delivery: the shortest tier would
  * bring it back late, into the turns of others.
  *
+ * An ordered destination's delivery is never parked (it would lose its place). One whose turn is at
+ * most HOLD_MS away waits for it here; a later one takes no turn here and goes to its destination's
+ * spill instead (controls/ordered.ts), whose drain waits for its turn off the partition: the records
+ * queued behind it for its key would otherwise take the partition's slots, which other destinations
+ * need, for as long as the turns ahead of them last.
+ *
  * A limit lowered while deliveries are parked stretches the turns given before it (a `Stretch`, from
  * the moment it was seen): a parked delivery back for its turn is mapped to its place at the new
  * spacing and parked again until then, keeping the turn it was given (the mapping is of that one),
@@ -28,6 +34,7 @@
  * A limit raised gives no earlier turns to deliveries already parked (they cannot be called back
  * sooner): the backlog drains at the old spacing, new deliveries after it.
  */
+import { setTimeout } from 'node:timers/promises';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord, RateLimit } from '@switchyard/shared/model/index.ts';
 import type { CurrentState } from '../destination-state.ts';
@@ -105,24 +112,34 @@ function stretched(s: KeyState, turn: number): number {
 }
 
 /**
- * Go once `go` resolves; or park until `parkMs` from now, its turn then. `turnKept`: a parked delivery
- * back early, parked again; it keeps the turn it carries (which a stretch maps to `parkMs`).
+ * Go once `go` resolves (to true when it had to wait for its turn); or park until `parkMs` from now,
+ * its turn then. `turnKept`: a parked delivery back early, parked again; it keeps the turn it carries
+ * (which a stretch maps to `parkMs`).
  */
-export type Admission = { go: Promise<void> } | { parkMs: number; turnKept?: true };
+export type Admission = { go: Promise<boolean> } | { parkMs: number; turnKept?: true };
+
+/** A delivery whose turn is more than the hold away, given no turn: it is to wait elsewhere and ask again. */
+export interface Later {
+  laterMs: number;
+}
 
 export interface RateLimiterOptions {
   now?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Waits `ms`; rejects once `signal` aborts. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   holdMs?: number;
   minParkMs?: number;
 }
 
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const sleepFor = (ms: number, signal?: AbortSignal) => setTimeout(ms, undefined, signal ? { signal } : undefined);
+
+/** How a delivery beyond the hold is admitted: parked, waited for however long, or left to wait elsewhere. */
+type Mode = 'park' | 'hold' | 'near';
 
 export class RateLimiter {
   private readonly keys = new Map<string, KeyState>();
   private readonly now: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly holdMs: number;
   private readonly minParkMs: number;
 
@@ -136,12 +153,32 @@ export class RateLimiter {
   /**
    * A delivery of destination `key` under `limit`: `go` resolves when it may start (at once without
    * a limit), or `parkMs` says how long to park it for, when its turn is more than HOLD_MS away.
-   * `hold`: never parked, whenever its turn (an ordered destination's: parking would reorder it).
+   * `hold`: never parked, whenever its turn (an ordered destination's drain: it waits off the
+   * partition); `signal` ends the wait (`go` rejects, the turn is given up).
    * `turnInMs`: a parked delivery back for the turn it was given (ms from now; negative when late):
    * it starts then, or as soon after as the spacing allows; one back early is parked again until
    * then, and one so late that others fill the hold takes the next turn, as a new one would.
    */
-  admit(key: string, limit: RateLimit | undefined | null, hold = false, turnInMs?: number): Admission | null {
+  admit(key: string, limit: RateLimit | undefined | null, hold = false, turnInMs?: number, signal?: AbortSignal): Admission | null {
+    return this.take(key, limit, hold ? 'hold' : 'park', turnInMs, signal) as Admission | null;
+  }
+
+  /**
+   * An ordered destination's delivery from its partition, which is never parked: `go` as `admit`
+   * when its turn is at most HOLD_MS away; else `laterMs` (how far its turn is) and no turn taken: it
+   * waits elsewhere (its destination's spill) and asks again from there, with `admit` and `hold`.
+   */
+  near(key: string, limit: RateLimit | undefined | null, turnInMs?: number): { go: Promise<boolean> } | Later | null {
+    return this.take(key, limit, 'near', turnInMs) as { go: Promise<boolean> } | Later | null;
+  }
+
+  private take(
+    key: string,
+    limit: RateLimit | undefined | null,
+    mode: Mode,
+    turnInMs?: number,
+    signal?: AbortSignal,
+  ): Admission | Later | null {
     const gap = gapOf(limit);
     if (!limit || !gap) {
       this.keys.delete(key);
@@ -174,18 +211,19 @@ export class RateLimiter {
     s.minGap = minGap;
     if (turnInMs !== undefined && Number.isFinite(turnInMs)) {
       turnInMs = stretched(s, now + turnInMs) - now;
-      if (!hold && turnInMs > this.holdMs) return { parkMs: Math.ceil(turnInMs), turnKept: true };
+      if (mode === 'park' && turnInMs > this.holdMs) return { parkMs: Math.ceil(turnInMs), turnKept: true };
       // Back late: after every delivery waiting here (their turns are due too, or about to be).
       const turn = this.soonest(s, now + Math.max(0, turnInMs), turnInMs > 0 ? now + turnInMs : Number.POSITIVE_INFINITY);
-      if (hold || turn - now <= this.holdMs) return this.wait(s, turn);
+      if (mode === 'hold' || turn - now <= this.holdMs) return this.wait(s, turn, signal);
     }
     const turn = this.soonest(s, Math.max(now, s.next));
-    if (!hold && turn - now > this.holdMs) {
+    if (mode !== 'hold' && turn - now > this.holdMs) {
+      if (mode === 'near') return { laterMs: Math.ceil(turn - now) };
       const parked = Math.max(turn, now + this.minParkMs);
       s.next = parked + gap;
       return { parkMs: Math.ceil(parked - now) };
     }
-    return this.wait(s, turn);
+    return this.wait(s, turn, signal);
   }
 
   /**
@@ -198,11 +236,11 @@ export class RateLimiter {
     return Math.max(turn, at + s.gap);
   }
 
-  private wait(s: KeyState, turn: number): Admission {
+  private wait(s: KeyState, turn: number, signal?: AbortSignal): { go: Promise<boolean> } {
     s.next = Math.max(s.next, turn + s.gap);
     s.turns.push(turn);
     s.turns.sort((a, b) => a - b);
-    return { go: this.waitTurn(s, turn) };
+    return { go: this.waitTurn(s, turn, signal) };
   }
 
   /** The soonest the next delivery may start, by the real starts before it. */
@@ -212,21 +250,29 @@ export class RateLimiter {
     return s.starts.length ? Math.max(spaced, (s.starts[s.head] as number) + 1000 + SLACK_MS) : spaced;
   }
 
-  private async waitTurn(s: KeyState, turn: number): Promise<void> {
+  /** Resolves once the delivery may start: true when it had to wait. Rejects, starting nothing, once `signal` aborts. */
+  private async waitTurn(s: KeyState, turn: number, signal?: AbortSignal): Promise<boolean> {
     try {
+      let waited = false;
       let wait = turn - this.now();
       // Timers due together after a pause fire together: each start is checked against the real ones before it.
       for (;;) {
-        if (wait > 0) await this.sleep(wait);
+        signal?.throwIfAborted();
+        if (wait > 0) {
+          waited = true;
+          await this.sleep(wait, signal);
+        }
         wait = this.allowedAt(s) - this.now();
         if (wait <= 0) break;
       }
+      signal?.throwIfAborted();
       const now = this.now();
       s.lastStart = now;
       if (s.starts.length) {
         s.starts[s.head] = now;
         s.head = (s.head + 1) % s.starts.length;
       }
+      return waited;
     } finally {
       s.turns.splice(s.turns.indexOf(turn), 1);
     }
@@ -261,6 +307,12 @@ export interface RateGateDeps {
    * `dueAt` (not an attempt); it comes back to its delivery topic then, not a tier hop later.
    */
   park(delivery: DeliveryRecord, dueAt: Date, headers?: Record<string, string>): Promise<void>;
+  /**
+   * An ordered destination's delivery, read from its partition, whose turn is more than HOLD_MS away:
+   * appended to its destination's spill, whose drain makes it at its turn (controls/ordered.ts), so
+   * its record is done. False when it cannot be (it then waits for its turn here).
+   */
+  spill?(delivery: DeliveryRecord): Promise<boolean>;
   limiter?: RateLimiter;
 }
 
@@ -275,33 +327,59 @@ export function createRateGate(deps: RateGateDeps) {
   const limiter = deps.limiter ?? new RateLimiter();
   const sweep = setInterval(() => limiter.sweep(120_000), 60_000);
   sweep.unref();
+  // The limit read is the current one, also for a delivery routed without one (a limit set since
+  // applies to it): an in-memory look-up of the destination state, which the handler makes next anyway.
+  const limitOf = async (delivery: DeliveryRecord) => {
+    const state = await deps.current(delivery.destination);
+    return 'destination' in state ? state.destination.rate_limit : undefined;
+  };
+  // Back from being parked: the turn it was given, from now.
+  const turnInMsOf = (delivery: DeliveryRecord) => (delivery.turn_at ? Date.parse(delivery.turn_at) - Date.now() : undefined);
+  const waited = async (delivery: DeliveryRecord, go: Promise<boolean>) => {
+    if (await go) metrics.rateLimited.inc({ type: delivery.destination.type, outcome: 'waited' });
+  };
   return {
     limiter,
     async parked(delivery: DeliveryRecord, headers?: Record<string, string>): Promise<boolean> {
-      const limit = delivery.destination.rate_limit;
-      // A destination that never had a limit costs nothing here; one set since is seen at its next change.
-      const state = limit || limiter.knows(keyOf(delivery)) ? await deps.current(delivery.destination) : null;
-      // Back from being parked: the turn it was given, from now.
-      const turnInMs = delivery.turn_at ? Date.parse(delivery.turn_at) - Date.now() : undefined;
-      // An ordered destination's delivery waits for its turn here however long: parked, it would lose its place.
-      const admission = limiter.admit(
-        keyOf(delivery),
-        state && 'destination' in state ? state.destination.rate_limit : undefined,
-        delivery.destination.ordered === true,
-        turnInMs,
-      );
+      const limit = await limitOf(delivery);
+      const key = keyOf(delivery);
+      const turnInMs = turnInMsOf(delivery);
+      if (delivery.destination.ordered === true) {
+        // An ordered destination's delivery is never parked (it would lose its place): its turn
+        // within the hold, it waits here; further, it waits in its destination's spill, off the partition.
+        const near = limiter.near(key, limit, turnInMs);
+        if (!near) return false;
+        if ('go' in near) {
+          await waited(delivery, near.go);
+          return false;
+        }
+        if (deps.spill && (await deps.spill(delivery))) return true;
+        const held = limiter.admit(key, limit, true, turnInMs);
+        if (held && 'go' in held) await waited(delivery, held.go);
+        return false;
+      }
+      const admission = limiter.admit(key, limit, false, turnInMs);
       if (!admission) return false;
-      const type = delivery.destination.type;
       if ('go' in admission) {
-        await admission.go;
-        metrics.rateLimited.inc({ type, outcome: 'waited' });
+        await waited(delivery, admission.go);
         return false;
       }
       const dueAt = new Date(Date.now() + admission.parkMs);
       const turnAt = admission.turnKept ? (delivery.turn_at as string) : dueAt.toISOString();
       await deps.park({ ...delivery, turn_at: turnAt }, dueAt, headers);
-      metrics.rateLimited.inc({ type, outcome: 'parked' });
+      metrics.rateLimited.inc({ type: delivery.destination.type, outcome: 'parked' });
       return true;
+    },
+    /**
+     * Before a try made from an ordered destination's spill (its drain, which holds no slot of the
+     * partition): waits for the destination's turn however far; rejects once `signal` aborts (the
+     * sender closing, the drain stopped), the turn given up.
+     */
+    async turn(delivery: DeliveryRecord, signal?: AbortSignal): Promise<void> {
+      const limit = await limitOf(delivery);
+      signal?.throwIfAborted();
+      const admission = limiter.admit(keyOf(delivery), limit, true, turnInMsOf(delivery), signal);
+      if (admission && 'go' in admission) await waited(delivery, admission.go);
     },
     close(): void {
       clearInterval(sweep);

@@ -11,19 +11,41 @@ import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 
 export function createCancellations(db: Knex) {
+  // An answer read before the delivery's turn (service.ts: a canceled one takes no turn), kept for
+  // its attempt to take once: one read a delivery, and a later try of it (an ordered destination's
+  // drain) reads again.
+  const readAhead = new WeakMap<DeliveryRecord, boolean>();
+  // Deliveries counted due: one read more of the same delivery (its turn, then its try) counts none.
+  const counted = new WeakSet<DeliveryRecord>();
+  const read = async (delivery: DeliveryRecord): Promise<boolean> => {
+    if (!delivery.event.deliver_at || delivery.manual) return false;
+    // Once per delivery (its first attempt, not again when it comes back from waiting for its
+    // turn), as the router counts it waiting once.
+    if (delivery.attempt_number === 1 && !delivery.turn_at && !counted.has(delivery)) {
+      counted.add(delivery);
+      metrics.scheduledDeliveries.inc({ type: delivery.destination.type, stage: 'due' });
+    }
+    // The router sends one due within 250 ms at once, and clocks differ: never deliver a scheduled event early.
+    const early = Date.parse(delivery.event.deliver_at) - Date.now();
+    if (early > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(early, 1000)));
+    const row = await db('event_cancellations')
+      .where({ tenant_id: delivery.event.tenant_id, event_id: delivery.event.id })
+      .first('event_id');
+    return row !== undefined;
+  };
   return {
     /** True when `delivery` is of a scheduled event that was canceled. Throws when the database cannot be read (our fault: retried). */
-    async canceled(delivery: DeliveryRecord): Promise<boolean> {
-      if (!delivery.event.deliver_at || delivery.manual) return false;
-      // Once per delivery (its first attempt), as the router counts it waiting once.
-      if (delivery.attempt_number === 1) metrics.scheduledDeliveries.inc({ type: delivery.destination.type, stage: 'due' });
-      // The router sends one due within 250 ms at once, and clocks differ: never deliver a scheduled event early.
-      const early = Date.parse(delivery.event.deliver_at) - Date.now();
-      if (early > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(early, 1000)));
-      const row = await db('event_cancellations')
-        .where({ tenant_id: delivery.event.tenant_id, event_id: delivery.event.id })
-        .first('event_id');
-      return row !== undefined;
+    canceled(delivery: DeliveryRecord): Promise<boolean> {
+      const known = readAhead.get(delivery);
+      if (known === undefined) return read(delivery);
+      readAhead.delete(delivery);
+      return Promise.resolve(known);
+    },
+    /** As `canceled`, read before the delivery's turn; its attempt's `canceled` then takes this answer. */
+    async ahead(delivery: DeliveryRecord): Promise<boolean> {
+      const gone = await read(delivery);
+      readAhead.set(delivery, gone);
+      return gone;
     },
   };
 }

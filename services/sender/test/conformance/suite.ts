@@ -239,7 +239,7 @@ export function conformance(fixture: Fixture): void {
       );
       t.equal(counts.opened - before.opened, 1, 'overlapping deliveries share the client');
       t.equal((await peer.received(target)).length, 6, 'all six arrived');
-      cache.forget(target.id);
+      cache.forget(target);
       await cache.sweep();
       t.equal(counts.closed - before.closed, 1, 'forgetting a deleted or disabled destination closes its client');
       t.match(await cache.deliver(input(target, sampleEvent())), { status: 'success' }, 'delivers again after');

@@ -16,6 +16,7 @@ import * as m014 from './014_ordered_spill.ts';
 import * as m015 from './015_ordered_attempts.ts';
 import * as m016 from './016_scheduled_events_index.ts';
 import * as m017 from './017_ordered_blocks_waiting.ts';
+import * as m018 from './018_ordered_spill_arrival.ts';
 
 export interface Migration {
   name: string;
@@ -42,4 +43,5 @@ export const MIGRATIONS: Migration[] = [
   { name: '015_ordered_attempts', ...m015 },
   { name: '016_scheduled_events_index', ...m016 },
   { name: '017_ordered_blocks_waiting', ...m017 },
+  { name: '018_ordered_spill_arrival', ...m018 },
 ];

@@ -1,7 +1,15 @@
 import type { Knex } from 'knex';
 import { ConfigError } from '../../config/index.ts';
 import type { Cipher } from '../../crypto.ts';
-import type { Destination, DestinationRoute, DestinationSnapshot, DestinationType, JsonObject, RateLimit } from '../../model/index.ts';
+import {
+  type Destination,
+  type DestinationRoute,
+  type DestinationSnapshot,
+  type DestinationType,
+  destinationKey,
+  type JsonObject,
+  type RateLimit,
+} from '../../model/index.ts';
 import { type Statement, statement } from '../statement.ts';
 
 interface DestinationRow {
@@ -288,17 +296,22 @@ export class DestinationStore {
     });
   }
 
-  /** Which of these destination ids still exist and are enabled: a sender closes the clients of the others. */
-  async deliverableOf(ids: readonly string[]): Promise<Set<string>> {
+  /**
+   * Which of these destinations still exist and are enabled, as `destinationKey`s: a sender closes the
+   * clients of the others. Each is matched with its tenant: another tenant's destination of the same
+   * id keeps none open. One statement, the pairs as two arrays.
+   */
+  async deliverableOf(destinations: ReadonlyArray<{ tenant_id: string; id: string }>): Promise<Set<string>> {
     const out = new Set<string>();
-    // In chunks: a statement takes at most 65,535 parameters.
-    for (let i = 0; i < ids.length; i += 10_000) {
-      const rows = (await this.db('destinations')
-        .whereIn('id', ids.slice(i, i + 10_000))
-        .whereNull('disabled_at')
-        .select('id')) as Array<{ id: string }>;
-      for (const r of rows) out.add(r.id);
-    }
+    if (!destinations.length) return out;
+    const rows = (await this.db('destinations')
+      .whereRaw('(tenant_id, id) IN (SELECT x.tenant_id, x.id FROM unnest(?::text[], ?::text[]) AS x(tenant_id, id))', [
+        destinations.map((d) => d.tenant_id),
+        destinations.map((d) => d.id),
+      ])
+      .whereNull('disabled_at')
+      .select('tenant_id', 'id')) as Array<{ tenant_id: string; id: string }>;
+    for (const r of rows) out.add(destinationKey(r.tenant_id, r.id));
     return out;
   }
 }
