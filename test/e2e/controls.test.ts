@@ -2,19 +2,7 @@
 // service its own process on the real broker and Postgres; with SWITCHYARD_E2E_MODE=embedded
 // (test/embedded/e2e-controls.test.ts), one embedded process instead.
 import t from 'tap';
-import { metricsUrl, startReceiver, startStack, untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
-
-/** The most requests of `times` (ms, any order) that fall in one window of `windowMs` (half-open). */
-export function maxInWindow(times: number[], windowMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  let from = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    while ((sorted[i] as number) - (sorted[from] as number) >= windowMs) from++;
-    best = Math.max(best, i - from + 1);
-  }
-  return best;
-}
+import { maxInWindow, metricsUrl, startReceiver, startStack, untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
 
 /** Arrivals per one-second window, counted from the first of `times` (ms, sorted): only windows with one. */
 function perWindow(times: number[]): Map<number, number> {

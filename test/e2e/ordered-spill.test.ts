@@ -8,21 +8,10 @@
 // service its own process on the real broker and Postgres; with SWITCHYARD_E2E_MODE=embedded
 // (test/embedded/e2e-ordered-spill.test.ts), one embedded process instead (killed and started again).
 import t from 'tap';
-import { untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
+import { maxInWindow, untilCount, waitFor } from '@switchyard/shared/testing/index.ts';
 import { type Order, orderedPipeline } from './ordered-pipeline.ts';
 
 const SLOTS = 4;
-
-/** The most of `times` (ms, any order) in one window of `ms`. */
-function maxInWindow(times: number[], ms: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  for (let i = 0, from = 0; i < sorted.length; i++) {
-    while ((sorted[i] as number) - (sorted[from] as number) >= ms) from++;
-    best = Math.max(best, i - from + 1);
-  }
-  return best;
-}
 
 t.test('a blocked ordered destination spills its deliveries; its partition keeps delivering', async (t) => {
   const { api, rx, ids, arrivals, distinct, order, publish, killSender } = await orderedPipeline(t, 'spill', {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { DeliveryRecord, DestinationSnapshot } from '@switchyard/shared/model/index.ts';
-import { waitFor } from '@switchyard/shared/testing/index.ts';
+import { maxInWindow, waitFor } from '@switchyard/shared/testing/index.ts';
 import { CATCH_UP, createRateGate, gapOf, HOLD_MS, MIN_PARK_MS, RateLimiter, SLACK_MS, TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
 
 /** A limiter on a clock the test moves: `run` fires the sleepers in time order until none is left. */
@@ -120,20 +120,9 @@ t.test('made-up turns never put more than the limit in a window of a second and 
     await new Promise((r) => setImmediate(r));
   }
   t.ok(starts.length >= 0.9 * 272, `${starts.length} started in 30 s (the limit allows 272 a gap apart): late timers made up`);
-  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, `at most 10 in any 1.1 s (saw ${maxIn(starts, 1000 + SLACK_MS)})`);
+  t.ok(maxInWindow(starts, 1000 + SLACK_MS) <= 10, `at most 10 in any 1.1 s (saw ${maxInWindow(starts, 1000 + SLACK_MS)})`);
   t.ok(minSpacing(starts) >= gapOf(limit) * CATCH_UP - 1e-9, `never closer than ${CATCH_UP} of a gap (${minSpacing(starts)})`);
 });
-
-/** The most of `times` in one window of `ms`. */
-function maxIn(times: number[], ms: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let best = 0;
-  for (let i = 0, from = 0; i < sorted.length; i++) {
-    while ((sorted[i] as number) - (sorted[from] as number) >= ms) from++;
-    best = Math.max(best, i - from + 1);
-  }
-  return best;
-}
 
 const minSpacing = (times: number[]) => {
   const sorted = [...times].sort((a, b) => a - b);
@@ -189,7 +178,7 @@ t.test('a parked backlog drains at the limit: each delivery keeps its turn and i
     (i) => (i * 37) % 380,
   );
   t.equal(starts.length, 150, 'every delivery started');
-  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
+  t.ok(maxInWindow(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
   t.ok(minSpacing(starts) >= gap * CATCH_UP - 1e-9, 'never closer than the catch-up spacing');
   const span = (starts.at(-1) as number) - (starts[0] as number);
   // The turns between the hold and the soonest park go unused once: the rest run a gap apart.
@@ -208,7 +197,7 @@ t.test('offered five times the limit for three seconds, some back late: drained 
     (i) => (i % 40 < 5 ? 800 : (i * 53) % 300),
   );
   t.equal(starts.length, 150);
-  t.ok(maxIn(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
+  t.ok(maxInWindow(starts, 1000 + SLACK_MS) <= 10, 'at most the limit in any second and the slack');
   t.ok(minSpacing(starts) >= gap * CATCH_UP - 1e-9, 'never closer than the catch-up spacing');
   const span = (starts.at(-1) as number) - (starts[0] as number);
   t.ok(span <= 149 * gap + MIN_PARK_MS + 1000, `drained in ${span} ms (a gap apart: ${149 * gap})`);
@@ -234,7 +223,7 @@ t.test('a limit lowered while a backlog is parked: drained in the order it came,
   );
   const after = starts.filter((s) => s >= lowered + HOLD_MS);
   t.ok(after.length > 50, `${after.length} started after the change took hold`);
-  t.ok(maxIn(after, 1000 + SLACK_MS) <= 2, `at most 2 in any 1.1 s once lowered (saw ${maxIn(after, 1000 + SLACK_MS)})`);
+  t.ok(maxInWindow(after, 1000 + SLACK_MS) <= 2, `at most 2 in any 1.1 s once lowered (saw ${maxInWindow(after, 1000 + SLACK_MS)})`);
 });
 
 t.test('a limit raised while a backlog is parked: the backlog keeps its turns, later deliveries come after it', async (t) => {

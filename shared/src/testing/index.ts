@@ -407,6 +407,17 @@ export async function startOwnBroker(t: Teardown, name: string): Promise<{ broke
   return { brokers: `127.0.0.1:${kafkaPort}`, kafka };
 }
 
+/** The most of `times` (ms, any order) that fall in one window of `windowMs` (half-open): a rate limit's check. */
+export function maxInWindow(times: number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, from = 0; i < sorted.length; i++) {
+    while ((sorted[i] as number) - (sorted[from] as number) >= windowMs) from++;
+    best = Math.max(best, i - from + 1);
+  }
+  return best;
+}
+
 /** Waits until every accepted event has a final attempt; returns those still without one at the deadline. */
 export async function unfinished(db: Knex, tenant: string, accepted: Set<string>, timeoutMs: number): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
