@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 // A drain takes an ordered destination's spill in the order its deliveries were spilled
-// (`spilled_at`, then their place in the partition), no longer by (topic, partition, offset): once
+// (`spilled_at`, then their place in the partition), not in partition order: once
 // `deliveries.<type>` gains partitions, a destination's later deliveries may come from a
 // lower-numbered partition than the ones spilled before them. A destination's spills are written one
 // at a time, in the order its sender reads them, so `spilled_at` (Postgres's clock) keeps that order.
