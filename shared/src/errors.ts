@@ -24,7 +24,11 @@ export const ERRORS = {
   DESTINATION_EXISTS: { status: 409, retryable: false, message: 'A destination with this id already exists.' },
   DESTINATION_DISABLED: { status: 422, retryable: false, message: 'The destination is disabled.' },
   EVENT_CONFLICT: { status: 409, retryable: true, message: 'An event with this id is being published; retry to learn its outcome.' },
-  EVENT_NOT_SCHEDULED: { status: 409, retryable: false, message: 'The event is not scheduled for later: it was due already.' },
+  EVENT_NOT_SCHEDULED: {
+    status: 409,
+    retryable: false,
+    message: 'The event is not scheduled for later: it is due already, or within a second.',
+  },
   RATE_LIMITED: { status: 429, retryable: true, message: 'Too many requests.' },
   SERVICE_UNAVAILABLE: { status: 503, retryable: true, message: 'The service is temporarily unavailable.' },
   INTERNAL: { status: 500, retryable: true, message: 'Internal server error.' },

@@ -12,7 +12,17 @@
  */
 import client from 'prom-client';
 import type { Knex } from './db/index.ts';
-import type { AfterKey, Bus, BusProducer, ConsumeOptions, DelayedConsumeOptions, InRecord, LagRow, OutRecord } from './bus/index.ts';
+import type {
+  AfterKey,
+  Bus,
+  BusProducer,
+  ConsumeOptions,
+  KeyClock,
+  DelayedConsumeOptions,
+  InRecord,
+  LagRow,
+  OutRecord,
+} from './bus/index.ts';
 import { RETRY_TIERS_SECONDS, type TopicDef } from './bus/topics.ts';
 import type { AttemptRecord } from './model/index.ts';
 
@@ -357,12 +367,12 @@ function instrumentConsume<T>(o: ConsumeOptions<T>): ConsumeOptions<T> {
     };
   }
   if (o.handle) {
-    const handle = o.handle.bind(o) as (r: InRecord<T>) => Promise<undefined | AfterKey>;
-    out.handle = (async (record: InRecord<T>) => {
+    const handle = o.handle.bind(o) as (r: InRecord<T>, clock: KeyClock) => Promise<undefined | AfterKey>;
+    out.handle = (async (record: InRecord<T>, clock: KeyClock) => {
       metrics.inflight.inc({ group });
       let after: undefined | AfterKey;
       try {
-        after = await handle(record);
+        after = await handle(record, clock);
       } catch (err) {
         metrics.inflight.dec({ group });
         throw err;

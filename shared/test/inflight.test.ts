@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ByteBudget } from '../src/bus/byte-budget.ts';
 import { createKeyedDispatch, DIVERTED, type KeyedDispatchOptions, KeyedLimiter, retryInPlace } from '../src/bus/inflight.ts';
-import type { Teardown } from '../src/testing/index.ts';
+import { type Teardown, waitFor } from '../src/testing/index.ts';
 import { OffsetTracker } from '../src/bus/offset-tracker.ts';
 
 /**
@@ -110,6 +110,30 @@ t.test('a key is stalled once its oldest running task reaches stallMs, not while
   t.equal(lim.stalledFor('hang'), 0, 'no longer stalled once it finished (no slowMs set)');
 });
 
+t.test("a task's clock restarted after a wait counts toward stallMs and slowMs from then on", async (t) => {
+  const lim = new KeyedLimiter(2, { stallMs: 40, slowMs: 40 });
+  let release = () => {};
+  let restarted = () => {};
+  const ran = lim.run('k', async (clock) => {
+    await sleep(60); // waiting for something else than its key (a rate-limit turn)
+    clock.restart();
+    restarted();
+    await new Promise<void>((r) => (release = r));
+  });
+  await new Promise<void>((r) => (restarted = r));
+  t.equal(lim.stalledFor('k'), 0, 'not stalled right after the restart, though it started 60 ms ago');
+  await sleep(60);
+  t.ok(lim.stalledFor('k') >= 40, 'stalled once it ran stallMs after the restart');
+  release();
+  await ran;
+  t.ok(lim.stalledFor('k') > 0, 'slow: it ran slowMs after the restart');
+  await lim.run('k', async (clock) => {
+    await sleep(60);
+    clock.restart();
+  });
+  t.equal(lim.stalledFor('k'), 0, 'a task that waited 60 ms and then finished at once is in time: the key recovers');
+});
+
 t.test('a task that ran into slowMs leaves its key one slot until a task finishes in time', async (t) => {
   const lim = new KeyedLimiter(4, { slowMs: 40 });
   await lim.run('k', () => sleep(50));
@@ -157,9 +181,11 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   const diverted: Array<{ id: string; stalledMs: number }> = [];
   const settled = new Map<string, boolean[]>();
   let release = () => {};
+  // Long enough that the steps before the stall check take less on a busy machine.
+  const stallMs = 300;
   const dispatch = testDispatch<{ key: string; id: string }>(t, {
     keyConcurrency: 1,
-    health: { stallMs: 30 },
+    health: { stallMs },
     async handle(r) {
       if (r.id === 'h0') await new Promise<void>((res) => (release = res));
       handled.push(r.id);
@@ -177,9 +203,10 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   t.ok(dispatch.sweeping, 'the sweep runs once a record waits');
   await start('ok', 'o1');
   t.equal(dispatch.divertsNow('hang'), 0, 'a busy key that has not stalled is not diverted');
-  await sleep(60); // stalled; the sweep takes h1 off the queue
-  t.notOk(dispatch.sweeping, 'and stops once none waits, though h0 still hangs');
-  t.ok(dispatch.divertsNow('hang') >= 30, 'a stalled key with no free slot is diverted, and says for how long');
+  // Stalled once h0 has run stallMs: the sweep takes h1 off the queue, and stops once none waits.
+  await waitFor('the sweep to divert h1', () => diverted.some((d) => d.id === 'h1'));
+  await waitFor('the sweep to stop, though h0 still hangs', () => !dispatch.sweeping);
+  t.ok(dispatch.divertsNow('hang') >= stallMs, 'a stalled key with no free slot is diverted, and says for how long');
   t.equal(dispatch.divertsNow('ok'), 0, 'a healthy key is not');
   t.equal(dispatch.divertsNow('unknown'), 0, 'nor a key the consumer holds nothing of');
   await start('hang', 'h2'); // diverted at once
@@ -193,7 +220,7 @@ t.test('keyed dispatch: a stalled key diverts at once and from its queue; every 
   t.same(handled.sort(), ['h0', 'h3', 'o1', 'o2'], 'the stalled key ran only what had a free slot; the healthy key ran everything');
   t.same(diverted.map((d) => d.id).sort(), ['h1', 'h2'], 'queued and new records of the stalled key were diverted');
   t.ok(
-    diverted.every((d) => d.stalledMs >= 30),
+    diverted.every((d) => d.stalledMs >= stallMs),
     'divert is told how long the key has been stalled',
   );
   t.same(

@@ -161,8 +161,9 @@ t.test('rate limit: five times the limit offered, the limit held, the other dest
     t.equal(r.status, 202);
     return r.body;
   };
-  const canceledIds = await Promise.all(Array.from({ length: 10 }, (_, i) => schedule(i, 4)));
-  const live = await schedule(10, 5);
+  // Cancelable until a second before they are due: time for the events to be stored and canceled.
+  const canceledIds = await Promise.all(Array.from({ length: 10 }, (_, i) => schedule(i, 6)));
+  const live = await schedule(10, 7);
   for (const { id } of canceledIds)
     await waitFor(`${id} canceled`, async () => (await api('POST', `/api/v1/tenants/rl3/events/${id}/cancel`)).status === 200);
   await untilCount('the live reminder', () => at('/reminders').length, 1);

@@ -21,7 +21,7 @@ import type {
 import { destinationKey } from '@switchyard/shared/model/index.ts';
 import type { Runtime, Service } from '@switchyard/shared/runtime.ts';
 import type { TraceSpan } from '@switchyard/shared/tracing.ts';
-import { DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
+import { type CurrentState, DESTINATION_STATE_TTL_MS, DestinationState } from './destination-state.ts';
 import { createDeliveryHandler, type Handled } from './handler.ts';
 import { createDeliveryProgress, createMadeHere, type DeliveryProgress, isRetry, type MadeHere, madeKey } from './delivery-progress.ts';
 import { tierFor } from './backoff.ts';
@@ -167,10 +167,11 @@ interface DeliveryDeps {
   scheduler: RetryScheduler;
   attemptHeaders: WeakMap<AttemptRecord, Record<string, string>>;
   summary: LogSummary<'attempts' | 'succeeded' | 'failed' | 'canceled'>;
-  /** Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts). */
+  /**
+   * Rate limits: parks a delivery that is not yet its destination's turn (controls/rate-limit.ts);
+   * a canceled one (a scheduled event canceled before it was due) takes no turn.
+   */
   rateGate: RateGate;
-  /** Whether a scheduled event's delivery was canceled, read before its turn (controls/scheduled.ts). */
-  canceledAhead: (delivery: DeliveryRecord) => Promise<boolean>;
   /** Ordered destinations: one delivery at a time; a blocked one's deliveries spilled and drained (controls/ordered.ts). */
   inOrder: OrderedDelivery;
 }
@@ -299,7 +300,7 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
     // Its destination is its tenant's: slots, stall parking and the ordered pin are per tenant and id
     // (the record key, the id alone, only decides the partition).
     dispatchKey: ({ key, value }) => (value?.destination ? destinationKey(value.destination.tenant_id, value.destination.id) : key),
-    async handle(record) {
+    async handle(record, clock) {
       if (isOrdered(record.value)) {
         // An ordered destination's delivery that already ended before a crash: not made again (the
         // step returned writes again the attempts that may not have been written).
@@ -327,11 +328,11 @@ function consumeDeliveries(deps: DeliveryDeps, type: DestinationType): Promise<K
         );
         return async () => {};
       }
-      // A scheduled event canceled before it was due takes no turn either: nothing is sent for it
-      // (it ends in a canceled attempt).
-      const canceled = d.event.deliver_at && !d.manual ? await deps.canceledAhead(d) : false;
       // Not its destination's turn yet: parked until about then, no attempt made.
-      if (!canceled && (await deps.rateGate.parked(d, tracing ? record.headers : undefined))) return async () => {};
+      if (await deps.rateGate.parked(d, tracing ? record.headers : undefined)) return async () => {};
+      // Waiting for its turn (or its scheduled time) was not its destination failing to keep up:
+      // the stall clock counts the delivery from its request on.
+      clock.restart();
       return deliverOne(deps, type, record, stored ? deps.progress.after(d, stored) : 0, made);
     },
   });
@@ -384,19 +385,23 @@ export async function start(rt: Runtime): Promise<Service> {
         () => false,
       ),
   });
+  const cancellations = createCancellations(rt.db);
+  // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
+  // Read once a delivery: before its turn (the rate gate, `ahead`), and its attempt takes that answer.
+  const currentBy =
+    (canceled: (d: DeliveryRecord) => Promise<boolean>) =>
+    (s: DestinationSnapshot, d: DeliveryRecord): CurrentState | Promise<CurrentState> =>
+      d.event.deliver_at
+        ? canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
+        : destinations.current(s);
+  const current = currentBy((d) => cancellations.canceled(d));
   // Rate limits: a delivery waits for its destination's turn, or is parked until about then (not an attempt).
   const rateGate = createRateGate({
-    current: (s) => destinations.current(s),
+    current: currentBy((d) => cancellations.ahead(d)),
     park: (d, dueAt, headers) => scheduler.parkUntil(d, dueAt, headers),
     // An ordered destination's delivery whose turn is far waits in its spill, not in a partition slot.
     spill: (d) => inOrder.spillUntilTurn(d),
   });
-  const cancellations = createCancellations(rt.db);
-  // A scheduled event canceled before it was due is canceled here, whatever its destination's state.
-  const current = (s: DestinationSnapshot, d: DeliveryRecord) =>
-    d.event.deliver_at
-      ? cancellations.canceled(d).then((gone) => (gone ? { canceled: 'event_canceled' as const } : destinations.current(s)))
-      : destinations.current(s);
   const handle = createDeliveryHandler({
     senders,
     open: (s) => store.openSnapshot(s),
@@ -431,7 +436,6 @@ export async function start(rt: Runtime): Promise<Service> {
     attemptHeaders: output.attemptHeaders,
     summary,
     rateGate,
-    canceledAhead: (d) => cancellations.ahead(d),
     inOrder,
   };
   for (const type of types) {

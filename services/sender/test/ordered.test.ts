@@ -8,14 +8,15 @@
 // And a blocked destination's spill drains in the order it was spilled, also when its later records
 // came from a lower-numbered partition after deliveries.<type> gained partitions.
 // And under a rate limit: deliveries whose turn is far wait in the spill, not in the partition; every
-// try from the spill, a retry too, waits for a turn; closing the sender ends a drain's wait for one.
+// try from the spill, a retry too, waits for a turn; closing the sender ends a drain's wait for one,
+// and a change of the destination (its limit removed) makes it ask again.
 import t from 'tap';
 import type { Knex } from '@switchyard/shared/db/index.ts';
 import { PipelineStore } from '@switchyard/shared/db/stores/pipeline.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { openTestDb } from '@switchyard/shared/testing/databases.ts';
-import { waitFor } from '@switchyard/shared/testing/index.ts';
+import type { AttemptRecord, DeliveryRecord, RateLimit } from '@switchyard/shared/model/index.ts';
+import { type DatabaseKind, openTestDb } from '@switchyard/shared/testing/databases.ts';
+import { type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
 import { createOrderedDelivery, type OrderedDelivery, type OrderedDeps } from '../src/controls/ordered.ts';
 import { CATCH_UP, createRateGate, gapOf, RateLimiter } from '../src/controls/rate-limit.ts';
 import { createOrderedStore } from '../src/controls/ordered-store.ts';
@@ -490,24 +491,7 @@ for (const name of ['Postgres', 'PGlite'] as const) {
   });
 
   t.test(`${name}: closing the sender ends a drain's wait for a turn; the delivery stays in the spill`, async (t) => {
-    const db = await openTestDb(t, name);
-    // One a minute, the turn just taken: the retry of 1 waits a minute for the next.
-    const limit = { per_minute: 1 };
-    const limiter = new RateLimiter();
-    const taken = limiter.admit('t\u0000d1', limit, true);
-    if (taken && 'go' in taken) await taken.go;
-    const sent: number[] = [];
-    const handle = handlerOver(
-      async ({ event }) => {
-        sent.push((event.data as { n: number }).n);
-        return { status: 'failed', code: '503', response_data: null, retryable: true };
-      },
-      { retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 } },
-    );
-    const inOrder = orderedOver(db, handle, { turn: turnFrom(limiter, limit) });
-    t.teardown(() => inOrder.close());
-    await consumeOne(inOrder, 800, deliveryOf(1));
-    await waitFor("the drain waiting for the retry's turn", () => limiter.waiting() === 1);
+    const { db, limiter, inOrder, sent } = await drainAwaitingTurn(t, name, 800, () => ({ per_minute: 1 }));
     const closing = performance.now();
     await inOrder.close();
     t.ok(performance.now() - closing < 30_000, `closed without waiting for the turn (${Math.round(performance.now() - closing)} ms)`);
@@ -515,6 +499,48 @@ for (const name of ['Postgres', 'PGlite'] as const) {
     t.same(sent, [1], 'the retry not made');
     t.equal(await spillSize(db), 1, 'the delivery stays in the spill');
   });
+
+  t.test(`${name}: a limit removed while a drain waits for a turn: the wait ends, the retry is made`, async (t) => {
+    let limit: RateLimit | null = { per_minute: 1 };
+    const { db, inOrder, sent } = await drainAwaitingTurn(t, name, 900, () => limit);
+    const removed = performance.now();
+    limit = null;
+    inOrder.changed({ tenant_id: 't', destination_id: 'd1' });
+    await waitFor('the retry made', () => sent.length === 2, 30_000);
+    t.ok(performance.now() - removed < 30_000, `made ${Math.round(performance.now() - removed)} ms after, not at the turn a minute on`);
+    await waitFor('the spill drained', async () => (await spillSize(db)) === 0);
+  });
+}
+
+/**
+ * A drain waiting for a rate-limit turn a minute away: delivery 1 (at `offset`) failed and its
+ * retry waits for the destination's next turn under `limitNow()` (read at each turn, as the gate
+ * reads the current limit), the turn before just taken. The retry, once made, succeeds.
+ */
+async function drainAwaitingTurn(t: Teardown, name: DatabaseKind, offset: number, limitNow: () => RateLimit | null) {
+  const db = await openTestDb(t, name);
+  const limiter = new RateLimiter();
+  const taken = limiter.admit('t\u0000d1', limitNow(), true);
+  if (taken && 'go' in taken) await taken.go;
+  const sent: number[] = [];
+  const handle = handlerOver(
+    async ({ event }) => {
+      sent.push((event.data as { n: number }).n);
+      return sent.length === 1
+        ? { status: 'failed', code: '503', response_data: null, retryable: true }
+        : { status: 'success', code: '200', response_data: null, retryable: false };
+    },
+    { retry: { schedule: [0.05], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 } },
+  );
+  const turn = async (_d: DeliveryRecord, signal?: AbortSignal) => {
+    const a = limiter.admit('t\u0000d1', limitNow(), true, undefined, signal);
+    if (a && 'go' in a) await a.go;
+  };
+  const inOrder = orderedOver(db, handle, { turn });
+  t.teardown(() => inOrder.close());
+  await consumeOne(inOrder, offset, deliveryOf(1));
+  await waitFor("the drain waiting for the retry's turn", () => limiter.waiting() === 1);
+  return { db, limiter, inOrder, sent };
 }
 
 t.test('a blocked delivery whose destination is deleted is canceled at once, not at its next try', async (t) => {

@@ -296,6 +296,31 @@ t.test('a limit set after a delivery was routed applies to it: the current limit
   t.ok((turns[1] as number) - (turns[0] as number) >= gapOf({ per_second: 1 }) - 1, 'a gap apart');
 });
 
+t.test("a canceled delivery takes no turn, and leaves its destination's turns as they were", async (t) => {
+  // Canceled: the scheduled event of `gone` (its state read through the delivery), or a deleted destination.
+  const limit = { per_second: 1 };
+  const gone = new Set<DeliveryRecord>();
+  const parked: DeliveryRecord[] = [];
+  const gate = createRateGate({
+    current: (s, d) => (gone.has(d) ? { canceled: 'event_canceled' } : { destination: { ...s, rate_limit: limit } }),
+    park: async (d) => {
+      parked.push(d);
+    },
+  });
+  t.teardown(() => gate.close());
+  t.equal(await gate.parked(deliveryTo()), false, 'the first goes at once');
+  const canceled = Array.from({ length: 5 }, () => deliveryTo());
+  for (const d of canceled) gone.add(d);
+  for (const d of canceled) t.equal(await gate.parked(d), false, 'a canceled one passes at once (the handler records it canceled)');
+  const started = performance.now();
+  await gate.turn(canceled[0] as DeliveryRecord);
+  t.ok(performance.now() - started < 500, "nor does it wait for a turn in an ordered destination's drain");
+  t.same(parked, [], 'none parked');
+  t.equal(await gate.parked(deliveryTo()), true, 'the next live one is parked for the turn after the first');
+  const turnIn = Date.parse(parked[0]?.turn_at as string) - Date.now();
+  t.ok(turnIn <= MIN_PARK_MS, `its turn the soonest a parked one gets (${turnIn} ms), not behind five canceled ones`);
+});
+
 t.test('only a delivery that waited for its turn is counted as waited', async (t) => {
   const { gate } = gateOver(t);
   // 220 ms apart: within the hold.

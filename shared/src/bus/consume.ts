@@ -107,7 +107,7 @@ export function keyedDispatchOf<T>(o: ConsumeOptions<T>, retry: Pick<KeyedDispat
     keyConcurrency: Math.max(1, o.keyConcurrency ?? o.concurrency ?? 1),
     health: o.keyHealth ?? {},
     keyBacklog: o.keyBacklog ?? 0,
-    handle: (record) => (o.handle as NonNullable<typeof o.handle>)(record),
+    handle: (record, clock) => (o.handle as NonNullable<typeof o.handle>)(record, clock),
     ...(o.onKeyBacklog ? { divert: o.onKeyBacklog } : {}),
     untilDone: retry.untilDone,
     ...(o.maxInFlightBytes ? { maxInFlightBytes: o.maxInFlightBytes } : {}),

@@ -6,10 +6,10 @@
 // This folder is transport-neutral and imports neither adapter (shared/test/bus-boundaries.test.ts):
 // the port (here), the topic catalogue and retry tiers (topics.ts), record values (record-codec.ts)
 // and the consumer code both adapters share (consume.ts, coalesce.ts, inflight.ts, offset-tracker.ts, byte-budget.ts).
-import type { AfterKey, KeyHealth } from './inflight.ts';
+import type { AfterKey, KeyClock, KeyHealth } from './inflight.ts';
 import type { TopicDef } from './topics.ts';
 
-export type { AfterKey } from './inflight.ts';
+export type { AfterKey, KeyClock } from './inflight.ts';
 
 export interface OutRecord {
   key: string;
@@ -51,8 +51,10 @@ export interface ConsumeOptions<T> {
    * Handles one record. Throwing means our own fault: the record is retried in place and its
    * offset not committed until it passes. A destination's failure is data, not an exception.
    * It may resolve to the rest of the record's work, run once the key's slot is free (AfterKey).
+   * A handler that first waits for something other than its key (a rate-limit turn) calls
+   * `clock.restart()` when that wait ends: only the time after counts toward keyHealth.
    */
-  handle?(record: InRecord<T>): Promise<void> | Promise<AfterKey>;
+  handle?(record: InRecord<T>, clock: KeyClock): Promise<void> | Promise<AfterKey>;
   /**
    * Alternative to handle, for batched writes: one call per fetched batch, its offsets committed only
    * after it. The Kafka bus merges the batches of the partitions fetched together into one call (up

@@ -18,6 +18,15 @@ export interface KeyHealth {
   slowMs?: number;
 }
 
+/**
+ * Given to a running task: `restart()` makes the key's stall and slow clocks count the task from
+ * now, for a task that first waited for something other than its key (a rate-limit turn, a
+ * scheduled time). Such a wait is not the key failing to keep up.
+ */
+export interface KeyClock {
+  restart(): void;
+}
+
 interface KeyState {
   running: number;
   /** performance.now() at the start of each running task, oldest first. */
@@ -71,7 +80,7 @@ export class KeyedLimiter {
     this.stateOf(key).pinned = true;
   }
 
-  async run<T>(key: string, task: () => Promise<T>): Promise<T | typeof DIVERTED> {
+  async run<T>(key: string, task: (clock: KeyClock) => Promise<T>): Promise<T | typeof DIVERTED> {
     const s = this.stateOf(key);
     if (s.running >= this.limit(s)) {
       // The finishing task hands its slot over (running stays counted), or divertStalled says no.
@@ -82,10 +91,18 @@ export class KeyedLimiter {
     } else {
       s.running++;
     }
-    const started = performance.now();
+    let started = performance.now();
     s.starts.push(started);
+    const clock: KeyClock = {
+      restart() {
+        // Its start moves to the end: `starts` stays oldest first.
+        s.starts.splice(s.starts.indexOf(started), 1);
+        started = performance.now();
+        s.starts.push(started);
+      },
+    };
     try {
-      return await task();
+      return await task(clock);
     } finally {
       const now = performance.now();
       s.starts.splice(s.starts.indexOf(started), 1);
@@ -192,7 +209,8 @@ export interface KeyedDispatchOptions<R extends { key: string }> {
   health: KeyHealth;
   /** Tasks a stalled key may keep waiting for a slot; beyond that they go to `divert`. */
   keyBacklog: number;
-  handle(record: R): Promise<void> | Promise<AfterKey>;
+  /** `clock`: the record's time on its key's stall and slow clocks (KeyClock). */
+  handle(record: R, clock: KeyClock): Promise<void> | Promise<AfterKey>;
   /** Takes a record of a stalled key instead of handling it (parks it); told how long the key has been stalled. */
   divert?(record: R, stalledMs: number): Promise<void>;
   /** Runs `what` until it passes (our own faults are retried in place); false when closing interrupted it. */
@@ -263,9 +281,9 @@ export function createKeyedDispatch<R extends { key: string }>(o: KeyedDispatchO
       }
       let after: AfterKey | null = null;
       if (limiter.full(key)) armSweep();
-      const handled = limiter.run(key, () =>
+      const handled = limiter.run(key, (clock) =>
         o.untilDone(async () => {
-          after = (await o.handle(record)) ?? null;
+          after = (await o.handle(record, clock)) ?? null;
         }, record),
       );
       const finished = handled.then(async (r) => {

@@ -73,7 +73,7 @@ export const SENDER_SETTINGS = {
     minimum: 1,
     maximum: 3600000,
     description:
-      'A destination is stalled while its oldest delivery in flight has run this long, or after a delivery ran into the delivery timeout (it then gets one slot until a delivery finishes in time). Deliveries of a stalled destination that would wait for a slot are parked instead, so it cannot fill the partition; a destination that keeps up is never parked.',
+      'A destination is stalled while its oldest delivery in flight has run this long (counted from its request: waiting for a rate-limit turn or a scheduled time does not count), or after a delivery ran into the delivery timeout (it then gets one slot until a delivery finishes in time). Deliveries of a stalled destination that would wait for a slot are parked instead, so it cannot fill the partition; a destination that keeps up is never parked.',
   },
   DESTINATION_BACKLOG: {
     kind: 'integer',

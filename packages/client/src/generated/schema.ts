@@ -581,7 +581,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a scheduled event before it is due
-         * @description Each delivery of the event ends as one final attempt with status canceled (response_data.reason "event_canceled") when it comes due, instead of a request. 409 EVENT_NOT_SCHEDULED once the event is due (or was never scheduled). Canceling again is a no-op.
+         * @description Each delivery of the event ends as one final attempt with status canceled (response_data.reason "event_canceled") when it comes due, instead of a request. 409 EVENT_NOT_SCHEDULED once the event is due within a second (or was never scheduled). Canceling again is a no-op (200), also once it is due.
          *
          *     Also served at `/api/v1/{tenant_id}/events/{event_id}/cancel`, `/api/v1/events/{event_id}/cancel` with a tenant token (the tenant is the token's).
          */

@@ -78,7 +78,8 @@ export interface OrderedDeps {
   handle(delivery: DeliveryRecord, trace: Record<string, string> | undefined, inPlace: boolean): Promise<Handled>;
   /**
    * Before each try of a drained delivery: waits for its destination's rate-limit turn however far
-   * (controls/rate-limit.ts); rejects once `signal` aborts (the sender closing, the drain stopped).
+   * (controls/rate-limit.ts; a delivery to be canceled takes none); rejects once `signal` aborts
+   * (the sender closing, the drain stopped).
    */
   turn(delivery: DeliveryRecord, signal: AbortSignal): Promise<unknown>;
   /** After a drained delivery's attempt was written: its metrics and log line. */
@@ -126,7 +127,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   // A drain that ended here gives up its lease before the next one of its destination claims it.
   const releasing = new Map<string, Promise<void>>();
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
-  // Drains waiting for a blocked delivery's next try, by destination: woken when it changes.
+  // Drains waiting for a blocked delivery's next try or for a rate-limit turn, by destination: woken when it changes.
   const waiting = new Map<string, AbortController>();
   // Where the records are that `spills` left to be delivered from their partition (the rate gate
   // may still put one in its spill: spillUntilTurn), by their delivery.
@@ -301,7 +302,8 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     },
     /**
      * A destination changed (destination_id null: every one of the tenant; null: any): a drain waiting
-     * for its blocked delivery's next try looks whether the delivery is now to be canceled.
+     * for its blocked delivery's next try looks whether the delivery is now to be canceled, and one
+     * waiting for a rate-limit turn asks for it again.
      */
     changed(c: Changed | null): void {
       for (const [k, wake] of waiting) {
@@ -417,6 +419,27 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
   }
 
+  /**
+   * Waits for a drained delivery's rate-limit turn. A change of its destination (its limit removed,
+   * it deleted or disabled) gives the turn up and asks again, so a delivery that need not wait any
+   * longer does not wait out a turn given under the old limit.
+   */
+  async function atTurn(d: DeliveryRecord, signal: AbortSignal): Promise<void> {
+    const k = keyOf(destOf(d));
+    for (;;) {
+      const wake = new AbortController();
+      waiting.set(k, wake);
+      try {
+        await deps.turn(d, AbortSignal.any([signal, wake.signal]));
+        return;
+      } catch (err) {
+        if (signal.aborted || !wake.signal.aborted) throw err;
+      } finally {
+        if (waiting.get(k) === wake) waiting.delete(k);
+      }
+    }
+  }
+
   /** One spilled delivery, tried until it ends; then off the spill. */
   async function drainOne({ delivery: d, at }: Spilled, signal: AbortSignal): Promise<void> {
     const dest = destOf(d);
@@ -437,7 +460,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
 
   /** A manual retry from the spill: one try, at its destination's turn. */
   async function manually(d: DeliveryRecord, signal: AbortSignal): Promise<Handled> {
-    await deps.turn(d, signal);
+    await atTurn(d, signal);
     return deps.handle(d, undefined, false);
   }
 
@@ -454,10 +477,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
     }
     for (;;) {
       if (signal.aborted) throw signal.reason;
-      // Each try at a turn of its destination's rate limit: a retry is a start like any other. A
-      // scheduled event canceled before it was due takes none (nothing is sent for it).
-      const canceled = d.event.deliver_at && !d.manual && (await deps.canceled(d).catch(() => false));
-      if (!canceled) await deps.turn(d, signal);
+      // Each try at a turn of its destination's rate limit: a retry is a start like any other (one
+      // to be canceled takes none).
+      await atTurn(d, signal);
       const h = await deps.handle(d, undefined, true);
       if (!h.next) {
         const final = await ended(d, at, h);

@@ -300,8 +300,11 @@ export class RateLimiter {
 }
 
 export interface RateGateDeps {
-  /** The destination as it is now (destination-state.ts): its current limit applies. */
-  current(snapshot: DeliveryRecord['destination']): CurrentState | Promise<CurrentState>;
+  /**
+   * The delivery's destination as it is now (destination-state.ts): its current limit applies. A
+   * canceled state (the destination deleted or disabled, the scheduled event canceled) takes no turn.
+   */
+  current(snapshot: DeliveryRecord['destination'], delivery: DeliveryRecord): CurrentState | Promise<CurrentState>;
   /**
    * Parks a delivery, unchanged but for its due time and `turn_at`, in the retry tiers until
    * `dueAt` (not an attempt); it comes back to its delivery topic then, not a tier hop later.
@@ -319,7 +322,8 @@ export interface RateGateDeps {
 /**
  * The sender's hook before a delivery: resolves false once the delivery may be made (at once for a
  * destination without a limit), or true once it was parked for later instead (then nothing else
- * is done with the record). A deleted or disabled destination passes: the handler records it canceled.
+ * is done with the record). A canceled delivery (its destination deleted or disabled, its scheduled
+ * event canceled) passes at once, taking no turn: the handler records it canceled, sending nothing.
  */
 export type RateGate = ReturnType<typeof createRateGate>;
 
@@ -328,10 +332,11 @@ export function createRateGate(deps: RateGateDeps) {
   const sweep = setInterval(() => limiter.sweep(120_000), 60_000);
   sweep.unref();
   // The limit read is the current one, also for a delivery routed without one (a limit set since
-  // applies to it): an in-memory look-up of the destination state, which the handler makes next anyway.
-  const limitOf = async (delivery: DeliveryRecord) => {
-    const state = await deps.current(delivery.destination);
-    return 'destination' in state ? state.destination.rate_limit : undefined;
+  // applies to it): an in-memory look-up of the destination state, which the handler makes next
+  // anyway. Null for a canceled delivery: it leaves the limiter alone (its destination's turns stand).
+  const limitOf = async (delivery: DeliveryRecord): Promise<RateLimit | undefined | null> => {
+    const state = await deps.current(delivery.destination, delivery);
+    return 'destination' in state ? state.destination.rate_limit : null;
   };
   // Back from being parked: the turn it was given, from now.
   const turnInMsOf = (delivery: DeliveryRecord) => (delivery.turn_at ? Date.parse(delivery.turn_at) - Date.now() : undefined);
@@ -342,6 +347,7 @@ export function createRateGate(deps: RateGateDeps) {
     limiter,
     async parked(delivery: DeliveryRecord, headers?: Record<string, string>): Promise<boolean> {
       const limit = await limitOf(delivery);
+      if (limit === null) return false;
       const key = keyOf(delivery);
       const turnInMs = turnInMsOf(delivery);
       if (delivery.destination.ordered === true) {
@@ -378,6 +384,7 @@ export function createRateGate(deps: RateGateDeps) {
     async turn(delivery: DeliveryRecord, signal?: AbortSignal): Promise<void> {
       const limit = await limitOf(delivery);
       signal?.throwIfAborted();
+      if (limit === null) return;
       const admission = limiter.admit(keyOf(delivery), limit, true, turnInMsOf(delivery), signal);
       if (admission && 'go' in admission) await waited(delivery, admission.go);
     },
