@@ -9,15 +9,11 @@ const DELAY_SECONDS = 10;
 
 t.test('scheduled deliveries: latency from when due; a canceled one counted, not timed', async (t) => {
   const rx = await startReceiver(t);
-  const { base, api, sender } = await startStack(
-    t,
-    {
-      KAFKA_PARTITIONS: '1',
-      SENDER_TYPES: 'webhook',
-      ROUTER_BATCH_WAIT_MS: '1',
-    },
-    { gatewayLast: true },
-  );
+  const { base, api, sender } = await startStack(t, {
+    KAFKA_PARTITIONS: '1',
+    SENDER_TYPES: 'webhook',
+    ROUTER_BATCH_WAIT_MS: '1',
+  });
   const url = await metricsUrl(sender, base);
   const scrape = async () => (await fetch(url)).text();
 

@@ -30,20 +30,16 @@ t.test('metrics move with traffic', async (t) => {
   const embedded = e2eMode() === 'embedded';
   const rx = await startReceiver(t);
   rx.respond((r) => (r.url === '/fail' ? { status: 500 } : r.url === '/hang' ? { status: 200, delayMs: 5_000 } : { status: 200 }));
-  const { env, base, api, attempts, router, sender, gateway } = await startStack(
-    t,
-    {
-      KAFKA_PARTITIONS: '1',
-      RETRY_SCHEDULE: '1,1',
-      DELIVERY_TIMEOUT_SECONDS: '2',
-      DESTINATION_CONCURRENCY: '1',
-      ALERT_CONSECUTIVE_FAILURE_COUNT: '2',
-      ALERT_AUTO_DISABLE_DESTINATION: 'true',
-      ROUTER_BATCH_WAIT_MS: '1',
-      ATTEMPTS_BATCH_WAIT_MS: '50',
-    },
-    { gatewayLast: true },
-  );
+  const { env, base, api, attempts, router, sender, gateway } = await startStack(t, {
+    KAFKA_PARTITIONS: '1',
+    RETRY_SCHEDULE: '1,1',
+    DELIVERY_TIMEOUT_SECONDS: '2',
+    DESTINATION_CONCURRENCY: '1',
+    ALERT_CONSECUTIVE_FAILURE_COUNT: '2',
+    ALERT_AUTO_DISABLE_DESTINATION: 'true',
+    ROUTER_BATCH_WAIT_MS: '1',
+    ATTEMPTS_BATCH_WAIT_MS: '50',
+  });
   // Every series of the deployment: embedded mode serves them all once, through the gateway.
   const urls = {
     gateway: `${base}/metrics`,

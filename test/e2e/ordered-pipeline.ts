@@ -12,15 +12,11 @@ export interface Order {
 }
 
 export async function orderedPipeline(t: Teardown, tenant: string, settings: Record<string, string>) {
-  const stack = await startStack(
-    t,
-    {
-      TOPICS: 'user.created',
-      SENDER_TYPES: 'webhook',
-      ...settings,
-    },
-    { gatewayLast: true },
-  );
+  const stack = await startStack(t, {
+    TOPICS: 'user.created',
+    SENDER_TYPES: 'webhook',
+    ...settings,
+  });
   const { env, api } = stack;
   let sender = stack.sender;
   const rx: Receiver = await startReceiver(t);

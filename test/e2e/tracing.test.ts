@@ -78,17 +78,13 @@ t.test('one event is one trace: publish -> route -> deliver -> store attempt', a
   const embedded = e2eMode() === 'embedded';
   const collector = await startCollector(t);
   const rx = await startReceiver(t);
-  const { api } = await startStack(
-    t,
-    {
-      KAFKA_PARTITIONS: '1',
-      ROUTER_BATCH_WAIT_MS: '1',
-      RETRY_SCHEDULE: '1',
-      ATTEMPTS_BATCH_WAIT_MS: '50',
-      OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
-    },
-    { gatewayLast: true },
-  );
+  const { api } = await startStack(t, {
+    KAFKA_PARTITIONS: '1',
+    ROUTER_BATCH_WAIT_MS: '1',
+    RETRY_SCHEDULE: '1',
+    ATTEMPTS_BATCH_WAIT_MS: '50',
+    OTEL_EXPORTER_OTLP_ENDPOINT: `${collector.url}/`,
+  });
 
   const tenant = `trace-tenant-${Date.now().toString(36)}`;
   t.equal((await api('PUT', `/api/v1/tenants/${tenant}`)).status, 201);

@@ -316,24 +316,18 @@ export interface Stack {
  * when `overrides` sets DATABASE_URL), a free API_PORT and `overrides`. The attempts service starts
  * first, on its own: it migrates, and the others would wait on the migration lock anyway; in embedded
  * mode its call starts the one process, which the other calls then return (started together, each
- * would start one). Then router, sender and gateway together, or with `gatewayLast` the gateway once
- * router and sender are up. In embedded mode the four handles are the same process.
+ * would start one). Then router, sender and gateway together. In embedded mode the four handles are
+ * the same process.
  */
-export async function startStack(
-  t: Teardown,
-  overrides: Record<string, string> = {},
-  { gatewayLast = false }: { gatewayLast?: boolean } = {},
-): Promise<Stack> {
+export async function startStack(t: Teardown, overrides: Record<string, string> = {}): Promise<Stack> {
   const API_PORT = String(await freePort());
   const env = testEnv({ DATABASE_URL: overrides.DATABASE_URL ?? (await createTestDatabase(t)), API_PORT, ...overrides });
   const attempts = await startService(t, 'attempts', env);
-  const startGateway = () => startService(t, 'gateway', env);
-  const [router, sender, early] = await Promise.all([
+  const [router, sender, gateway] = await Promise.all([
     startService(t, 'router', env),
     startService(t, 'sender', env),
-    gatewayLast ? undefined : startGateway(),
+    startService(t, 'gateway', env),
   ]);
-  const gateway = early ?? (await startGateway());
   const port = Number(env.API_PORT);
   const base = `http://127.0.0.1:${port}`;
   return { env, port, base, api: apiClient(base, env.API_KEY as string), attempts, router, sender, gateway };
