@@ -416,8 +416,10 @@ export async function start(rt: Runtime): Promise<Service> {
     },
     timeoutMs: config.DELIVERY_TIMEOUT_SECONDS * 1000,
   });
+  const progress = createDeliveryProgress(rt.db, logger);
   const inOrder = createOrderedDelivery({
     handle,
+    progress,
     turn: (d, signal) => rateGate.turn(d, signal),
     written: (d, h) => recordAttempt(deliveryDeps, d, h),
     emit: output.emitAttempt,
@@ -430,7 +432,7 @@ export async function start(rt: Runtime): Promise<Service> {
   const deliveryDeps: DeliveryDeps = {
     rt,
     handle,
-    progress: createDeliveryProgress(rt.db, logger),
+    progress,
     madeHere: createMadeHere(),
     scheduler,
     attemptHeaders: output.attemptHeaders,

@@ -543,6 +543,41 @@ async function drainAwaitingTurn(t: Teardown, name: DatabaseKind, offset: number
   return { db, limiter, inOrder, sent };
 }
 
+t.test('a manual retry of the blocked event, made from the spill, is numbered after its tries there', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  const attempts: AttemptRecord[] = [];
+  let tries = 0;
+  const handle = handlerOver(
+    // 1 fails twice, then succeeds; every other try succeeds.
+    async ({ event }) =>
+      (event.data as { n: number }).n === 1 && ++tries <= 2
+        ? { status: 'failed', code: '503', response_data: null, retryable: true }
+        : { status: 'success', code: '200', response_data: null, retryable: false },
+    {
+      emitAttempt: async (a) => {
+        attempts.push(a);
+      },
+      retry: { schedule: [0.2, 0.2], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
+    },
+  );
+  const inOrder = orderedOver(db, handle);
+  t.teardown(() => inOrder.close());
+  await consumeOne(inOrder, 400, deliveryOf(1));
+  // Asked for while 1 blocks, numbered as the gateway numbers it then: after the one attempt stored.
+  await consumeOne(inOrder, 401, { ...deliveryOf(1), attempt_number: 2, manual: true });
+  await waitFor('the manual retry made', () => attempts.filter((a) => a.status === 'success').length === 2);
+  t.same(
+    attempts.map((a) => [a.event_id, a.attempt_number, a.manual, a.status]),
+    [
+      ['e1', 1, false, 'failed'],
+      ['e1', 2, false, 'failed'],
+      ['e1', 3, false, 'success'],
+      ['e1', 4, true, 'success'],
+    ],
+    'the manual one after the tries made in the drain before it, not a second 2',
+  );
+});
+
 t.test('a blocked delivery whose destination is deleted is canceled at once, not at its next try', async (t) => {
   const db = await openTestDb(t, 'Postgres');
   const sent: number[] = [];
