@@ -66,7 +66,7 @@ else
   faults_status=$?
   cat "$run/faults.tap"
   [ "$status" -ne 0 ] || status=$faults_status
-  cat "$run/faults.tap" "$run/tap.out" | node infra/tap-summary.ts | tail -n 2
+  cat "$run/faults.tap" "$run/tap.out" | node infra/tap-summary.ts --quiet
 fi
 set -e
 exit "$status"
