@@ -140,6 +140,15 @@ export function createDeliveryProgress(db: Knex, log: Logger) {
       remember(key, attemptNumber(d, after));
       return after;
     },
+    /**
+     * `d`'s delivery was tried as number `n` without `after` (an ordered drain numbers its tries
+     * from the blocked delivery's own): kept, so a manual retry of it, from the spill or from its
+     * partition, is numbered past it before that attempt is stored.
+     */
+    tried(d: DeliveryRecord, n: number): void {
+      const key = madeKey(d);
+      remember(key, Math.max(n, handedOut.get(key) ?? 0));
+    },
   };
 }
 

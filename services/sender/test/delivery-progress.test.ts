@@ -8,25 +8,12 @@ import { createLogger } from '@switchyard/shared/log.ts';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { openTestDb } from '@switchyard/shared/testing/databases.ts';
 import { createDeliveryProgress, isRetry } from '../src/delivery-progress.ts';
+import { deliveryRecord } from './records.ts';
 
 const RECEIVED = '2026-01-01T00:00:00.000Z';
 
-const scheduled = (id: string): DeliveryRecord => ({
-  event: {
-    id,
-    tenant_id: 't',
-    topic: 'x',
-    time: RECEIVED,
-    received_at: RECEIVED,
-    deliver_at: '2026-01-02T00:00:00.000Z',
-    eligible_for_retry: true,
-    metadata: null,
-    data: {},
-  },
-  destination: { id: 'd1', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null },
-  attempt_number: 1,
-  manual: false,
-});
+const scheduled = (id: string): DeliveryRecord =>
+  deliveryRecord({ event: { id, time: RECEIVED, received_at: RECEIVED, deliver_at: '2026-01-02T00:00:00.000Z' } });
 
 t.test("a scheduled event's delivery that a manual retry made before it was due is not made again", async (t) => {
   const db = await openTestDb(t, 'Postgres');
@@ -62,4 +49,15 @@ t.test("a scheduled event's delivery that a manual retry made before it was due 
   t.equal(progress.after(fresh, stored), 0, 'numbered 1');
   // Its number is handed out once its turn came: one more attempt a moment later counts past it.
   t.equal(progress.after(fresh, stored), 1, 'the next one numbered 2');
+});
+
+t.test('tries numbered elsewhere (an ordered drain) are counted past before they are stored', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  const progress = createDeliveryProgress(db, createLogger('test', 'silent'));
+  const blocked = { ...scheduled('e-drained'), manual: true, attempt_number: 2 };
+  const stored = await progress.read(blocked);
+  t.same(stored, { superseded: false, attempts: 0 }, 'none of its attempts stored yet');
+  progress.tried(blocked, 3);
+  progress.tried(blocked, 2);
+  t.equal(progress.after(blocked, stored), 3, 'a manual retry asked for as 2 is numbered 4, after the drain’s 3');
 });

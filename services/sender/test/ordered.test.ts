@@ -21,6 +21,7 @@ import { createOrderedDelivery, type OrderedDelivery, type OrderedDeps } from '.
 import { CATCH_UP, createRateGate, gapOf, RateLimiter } from '../src/controls/rate-limit.ts';
 import { createOrderedStore } from '../src/controls/ordered-store.ts';
 import { createDeliveryHandler, type Handled, type HandlerDeps } from '../src/handler.ts';
+import { createDeliveryProgress } from '../src/delivery-progress.ts';
 import type { Sender } from '../src/sender.ts';
 
 const destination = {
@@ -560,7 +561,8 @@ t.test('a manual retry of the blocked event, made from the spill, is numbered af
       retry: { schedule: [0.2, 0.2], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
     },
   );
-  const inOrder = orderedOver(db, handle);
+  // The drain notes its tries where a manual retry's number is handed out (delivery-progress.ts).
+  const inOrder = orderedOver(db, handle, { progress: createDeliveryProgress(db, createLogger('test', 'silent')) });
   t.teardown(() => inOrder.close());
   await consumeOne(inOrder, 400, deliveryOf(1));
   // Asked for while 1 blocks, numbered as the gateway numbers it then: after the one attempt stored.

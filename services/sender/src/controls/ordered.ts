@@ -56,7 +56,7 @@ import { newId } from '@switchyard/shared/ids.ts';
 import { failureRun, type Logger } from '@switchyard/shared/log.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
-import { type DeliveryProgress, madeKey } from '../delivery-progress.ts';
+import type { DeliveryProgress } from '../delivery-progress.ts';
 import type { Changed } from '../destination-state.ts';
 import type { Handled } from '../handler.ts';
 import { type Dest, destOf, type Ended, eventAt, LEASE_MS, type OrderedStore, type Position, type Spilled } from './ordered-store.ts';
@@ -80,8 +80,11 @@ export interface OrderedDeps {
    * scheduled; `after`: the number the attempt comes after (delivery-progress.ts).
    */
   handle(delivery: DeliveryRecord, trace: Record<string, string> | undefined, inPlace: boolean, after?: number): Promise<Handled>;
-  /** What is stored of a manual retry's delivery, and the number its attempt takes (delivery-progress.ts). */
-  progress?: Pick<DeliveryProgress, 'read' | 'after'>;
+  /**
+   * What is stored of a manual retry's delivery and the number its attempt takes; the drain's own
+   * tries are noted there too, so a manual retry is numbered past them (delivery-progress.ts).
+   */
+  progress?: Pick<DeliveryProgress, 'read' | 'after' | 'tried'>;
   /**
    * Before each try of a drained delivery: waits for its destination's rate-limit turn however far
    * (controls/rate-limit.ts; a delivery to be canceled takes none); rejects once `signal` aborts
@@ -116,9 +119,6 @@ interface Drain {
 
 export type OrderedDelivery = ReturnType<typeof createOrderedDelivery>;
 
-/** Deliveries whose last number tried in a drain is kept: a manual retry follows its blocked delivery within moments. */
-const TRIED_KEPT = 10_000;
-
 /** Ordered delivery: the direct path of a delivery record, its spill and the drains (see above). */
 export function createOrderedDelivery(deps: OrderedDeps) {
   const sleep = deps.sleep ?? sleepFor;
@@ -136,15 +136,6 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   // A drain that ended here gives up its lease before the next one of its destination claims it.
   const releasing = new Map<string, Promise<void>>();
   const keyOf = (d: Dest) => `${d.tenant_id}\u0000${d.destination_id}`;
-  // The last attempt number a drain here gave each delivery lately (madeKey): a manual retry of it
-  // made from the spill is numbered after them, stored yet or not.
-  const triedHere = new Map<string, number>();
-  const tried = (d: DeliveryRecord, n: number) => {
-    const key = madeKey(d);
-    triedHere.delete(key);
-    triedHere.set(key, Math.max(n, triedHere.get(key) ?? 0));
-    if (triedHere.size > TRIED_KEPT) triedHere.delete(triedHere.keys().next().value as string);
-  };
   // Drains waiting for a blocked delivery's next try or for a rate-limit turn, by destination: woken when it changes.
   const waiting = new Map<string, AbortController>();
   // Where the records are that `spills` left to be delivered from their partition (the rate gate
@@ -483,10 +474,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
   async function manually(d: DeliveryRecord, signal: AbortSignal): Promise<Handled> {
     const stored = (await deps.progress?.read(d)) ?? { superseded: false, attempts: 0 };
     await atTurn(d, signal);
-    const known = { ...stored, attempts: Math.max(stored.attempts, triedHere.get(madeKey(d)) ?? 0) };
-    const h = await deps.handle(d, undefined, false, deps.progress ? deps.progress.after(d, known) : known.attempts);
-    tried(d, h.attempt.attempt_number);
-    return h;
+    return deps.handle(d, undefined, false, deps.progress ? deps.progress.after(d, stored) : stored.attempts);
   }
 
   /** A spilled delivery tried until it ends; resolves to its final try, not yet written. Throws when stopped. */
@@ -506,7 +494,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       // to be canceled takes none).
       await atTurn(d, signal);
       const h = await deps.handle(d, undefined, true);
-      tried(d, h.attempt.attempt_number);
+      deps.progress?.tried(d, h.attempt.attempt_number);
       if (!h.next) {
         const final = await ended(d, at, h);
         if (blocked) await store.clear(d);
