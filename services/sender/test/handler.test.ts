@@ -3,13 +3,9 @@ import t from 'tap';
 import type { AttemptRecord, DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { createDeliveryHandler } from '../src/handler.ts';
 import { type Outcome, OwnFault, type Sender } from '../src/sender.ts';
+import { deliveryRecord } from './records.ts';
 
-const delivery: DeliveryRecord = {
-  event: { id: 'e1', tenant_id: 't', topic: 'x', time: '2026-01-01T00:00:00Z', eligible_for_retry: true, metadata: null, data: {} },
-  destination: { id: 'd1', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null },
-  attempt_number: 1,
-  manual: false,
-};
+const delivery = deliveryRecord();
 
 /** A handler over a sender that answers `outcome`; its attempts fail to go out while `kafka.down`. */
 function handlerWith(outcome: Outcome) {

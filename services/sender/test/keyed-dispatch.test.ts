@@ -10,10 +10,11 @@ import t from 'tap';
 import { TOPIC } from '@switchyard/shared/bus/topics.ts';
 import { DestinationStore } from '@switchyard/shared/db/stores/destinations.ts';
 import { metrics } from '@switchyard/shared/metrics.ts';
-import type { DeliveryRecord, RateLimit } from '@switchyard/shared/model/index.ts';
+import type { RateLimit } from '@switchyard/shared/model/index.ts';
 import { createRuntime } from '@switchyard/shared/runtime.ts';
 import { createTestDatabase, type Receiver, startReceiver, type Teardown, testConfig, waitFor } from '@switchyard/shared/testing/index.ts';
 import { start } from '../src/service.ts';
+import { deliveryRecord } from './records.ts';
 
 /** How long a hanging destination takes to answer: longer than the test waits for the other tenant's. */
 const HANG_MS = 8000;
@@ -59,22 +60,8 @@ async function startSender(t: Teardown, env: Record<string, string>, tenants: st
     if (!snapshot) throw new Error(`no destination ${tenant}/${id}`);
     const now = new Date().toISOString();
     return Array.from({ length: count }, () => {
-      const value: DeliveryRecord = {
-        event: {
-          id: `evt_${++n}`,
-          tenant_id: tenant,
-          topic: 'user.created',
-          time: now,
-          received_at: now,
-          eligible_for_retry: true,
-          metadata: null,
-          data: { n },
-        },
-        destination: snapshot,
-        attempt_number: 1,
-        manual: false,
-      };
-      return { key: id, value };
+      const event = { id: `evt_${++n}`, tenant_id: tenant, topic: 'user.created', time: now, received_at: now, data: { n } };
+      return { key: id, value: deliveryRecord({ event, destination: snapshot }) };
     });
   };
   const begin = async () => {

@@ -3,13 +3,9 @@ import t from 'tap';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { TURN_LEAD_MS } from '../src/controls/rate-limit.ts';
 import { createRetryScheduler } from '../src/retry-scheduler.ts';
+import { deliveryRecord } from './records.ts';
 
-const delivery: DeliveryRecord = {
-  event: { id: 'e1', tenant_id: 't', topic: 'x', time: '2026-01-01T00:00:00Z', eligible_for_retry: true, metadata: null, data: {} },
-  destination: { id: 'd1', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null },
-  attempt_number: 2,
-  manual: false,
-};
+const delivery = deliveryRecord({ attempt_number: 2 });
 
 function scheduler(at: { now: number }, stalledHere?: (d: DeliveryRecord) => number) {
   const parked: Array<{ tier: number; due_at?: string; record: DeliveryRecord }> = [];

@@ -5,25 +5,11 @@ import t, { type Test } from 'tap';
 import type { DeliveryRecord } from '@switchyard/shared/model/index.ts';
 import { onBothDatabases } from '@switchyard/shared/testing/databases.ts';
 import { createCancellations } from '../src/controls/scheduled.ts';
+import { deliveryRecord } from './records.ts';
 
 const dueIn = (id: string, ms: number): DeliveryRecord => {
   const now = new Date().toISOString();
-  return {
-    event: {
-      id,
-      tenant_id: 't',
-      topic: 'x',
-      time: now,
-      received_at: now,
-      deliver_at: new Date(Date.now() + ms).toISOString(),
-      eligible_for_retry: true,
-      metadata: null,
-      data: {},
-    },
-    destination: { id: 'd1', tenant_id: 't', type: 'webhook', config: {}, credentials: null, delivery_metadata: null },
-    attempt_number: 1,
-    manual: false,
-  };
+  return deliveryRecord({ event: { id, time: now, received_at: now, deliver_at: new Date(Date.now() + ms).toISOString() } });
 };
 
 onBothDatabases(t, 'an early delivery is held until deliver_at, then reads a cancel made meanwhile', async (t: Test, db) => {
