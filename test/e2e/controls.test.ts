@@ -173,5 +173,6 @@ t.test('rate limit: five times the limit offered, the limit held, the other dest
     [10],
     'only the live one is sent',
   );
-  t.ok(late < 5_000, `the live one ${(late / 1000).toFixed(1)} s after it was due, not behind ten canceled turns`);
+  // Behind ten canceled turns at one a second from 6 s, it would go at 16 s: 9 s late.
+  t.ok(late < 7_000, `the live one ${(late / 1000).toFixed(1)} s after it was due, not behind ten canceled turns`);
 });

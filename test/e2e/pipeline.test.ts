@@ -484,8 +484,9 @@ t.test('delivery pipeline', async (t) => {
     for (let i = 0; i < 20; i++) await publish({ tenant_id: 'hang', topic: 'user.created', data: { i } });
     await waitFor('healthy deliveries', () => at('/healthy').length === 20, 30_000);
     const healthyDone = Date.now() - started;
-    // Twelve hanging deliveries at two at a time would take 12 s of timeouts if they blocked the partition.
-    t.ok(healthyDone < 4000, `healthy destination served in ${healthyDone} ms while the other hangs`);
+    // Twelve hanging deliveries at two at a time would take 12 s of timeouts if they blocked the
+    // partition; the bound leaves a busy host most of that.
+    t.ok(healthyDone < 10_000, `healthy destination served in ${healthyDone} ms while the other hangs`);
     // Two time out together (DESTINATION_CONCURRENCY); from then on the destination is slow and gets
     // one probe at a time, its other deliveries parked for as long as it has been stalled.
     const timedOut = await waitFor(

@@ -111,5 +111,5 @@ t.test("an attempt's duration is the destination's answer time, not the reads be
   });
   const { attempt } = await handle(delivery);
   t.ok(attempt.duration_ms >= 45, `${attempt.duration_ms} ms: the answer's time is in it`);
-  t.ok(attempt.duration_ms < 1000, `${attempt.duration_ms} ms: the 1.5 s read before it is not`);
+  t.ok(attempt.duration_ms < 1500, `${attempt.duration_ms} ms: the 1.5 s read before it is not`);
 });
