@@ -13,7 +13,11 @@ import type { TenantCheck } from './deps.ts';
 import { answers } from '../openapi.ts';
 import { existingTenant, idParam, type TenantReq } from './common.ts';
 
-/** How long before deliver_at a scheduled event stops being cancelable. */
+/**
+ * How long before deliver_at a scheduled event stops being cancelable. The route's description
+ * below, EVENT_NOT_SCHEDULED's message (shared/src/errors.ts), docs/errors.md and
+ * docs/delivery-controls.md say "within a second": they change with it.
+ */
 export const CANCEL_GUARD_MS = 1000;
 
 export interface ScheduleRouteDeps {
