@@ -37,8 +37,9 @@ const READ_DELIVERY = statement(
    WHERE tenant_id = ? AND event_id = ? AND destination_id = ? AND created_at = ?`,
 );
 
-// Retried deliveries whose last number handed out is remembered: retries are few, and a number
-// only has to outlive the few hundred milliseconds before its attempt is stored.
+// Deliveries whose last number handed out or tried is remembered: retries, and the deliveries an
+// ordered destination's drain makes; a number only has to outlive the few hundred milliseconds
+// before its attempt is stored.
 const REMEMBERED = 10_000;
 
 /**
