@@ -37,9 +37,9 @@ const READ_DELIVERY = statement(
    WHERE tenant_id = ? AND event_id = ? AND destination_id = ? AND created_at = ?`,
 );
 
-// Deliveries whose last number handed out or tried is remembered: retries, and the deliveries an
-// ordered destination's drain makes; a number only has to outlive the few hundred milliseconds
-// before its attempt is stored.
+// Deliveries whose last number handed out or tried is remembered: retries, and the tries an ordered
+// destination's drain makes of a delivery that failed; a number only has to outlive the few hundred
+// milliseconds before its attempt is stored.
 const REMEMBERED = 10_000;
 
 /**

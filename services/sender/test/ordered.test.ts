@@ -580,6 +580,34 @@ t.test('a manual retry of the blocked event, made from the spill, is numbered af
   );
 });
 
+t.test('the drain notes the tries of a delivery that failed, not the first tries that end one', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  const attempts: AttemptRecord[] = [];
+  let tries = 0;
+  const handle = handlerOver(
+    // 1 fails once, then succeeds; 2, spilled behind it, succeeds at its first try.
+    async ({ event }) =>
+      (event.data as { n: number }).n === 1 && ++tries <= 1
+        ? { status: 'failed', code: '503', response_data: null, retryable: true }
+        : { status: 'success', code: '200', response_data: null, retryable: false },
+    {
+      emitAttempt: async (a) => {
+        attempts.push(a);
+      },
+      retry: { schedule: [0.2], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
+    },
+  );
+  const progress = createDeliveryProgress(db, createLogger('test', 'silent'));
+  const inOrder = orderedOver(db, handle, { progress });
+  t.teardown(() => inOrder.close());
+  await consumeOne(inOrder, 500, deliveryOf(1));
+  await consumeOne(inOrder, 501, deliveryOf(2));
+  await waitFor('both delivered', () => attempts.filter((a) => a.status === 'success').length === 2);
+  const none = { superseded: false, attempts: 0 };
+  t.equal(progress.after(deliveryOf(1), none), 2, "1's retry, tried in the drain, is remembered");
+  t.equal(progress.after(deliveryOf(2), none), 0, "2's first try is not: nothing counts past it");
+});
+
 t.test('a blocked delivery whose destination is deleted is canceled at once, not at its next try', async (t) => {
   const db = await openTestDb(t, 'Postgres');
   const sent: number[] = [];
