@@ -544,23 +544,29 @@ async function drainAwaitingTurn(t: Teardown, name: DatabaseKind, offset: number
   return { db, limiter, inOrder, sent };
 }
 
-t.test('a manual retry of the blocked event, made from the spill, is numbered after its tries there', async (t) => {
-  const db = await openTestDb(t, 'Postgres');
+/** A handler whose event 1 fails its first `failures` tries (each retried after 0.2 s), every other try succeeding; and the attempts it writes. */
+function oneFailsFirst(failures: number) {
   const attempts: AttemptRecord[] = [];
   let tries = 0;
   const handle = handlerOver(
-    // 1 fails twice, then succeeds; every other try succeeds.
     async ({ event }) =>
-      (event.data as { n: number }).n === 1 && ++tries <= 2
+      (event.data as { n: number }).n === 1 && ++tries <= failures
         ? { status: 'failed', code: '503', response_data: null, retryable: true }
         : { status: 'success', code: '200', response_data: null, retryable: false },
     {
       emitAttempt: async (a) => {
         attempts.push(a);
       },
-      retry: { schedule: [0.2, 0.2], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
+      retry: { schedule: Array(failures).fill(0.2), intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
     },
   );
+  return { handle, attempts };
+}
+
+t.test('a manual retry of the blocked event, made from the spill, is numbered after its tries there', async (t) => {
+  const db = await openTestDb(t, 'Postgres');
+  // 1 fails twice, then succeeds; every other try succeeds.
+  const { handle, attempts } = oneFailsFirst(2);
   // The drain notes its tries where a manual retry's number is handed out (delivery-progress.ts).
   const inOrder = orderedOver(db, handle, { progress: createDeliveryProgress(db, createLogger('test', 'silent')) });
   t.teardown(() => inOrder.close());
@@ -582,21 +588,8 @@ t.test('a manual retry of the blocked event, made from the spill, is numbered af
 
 t.test('the drain notes the tries of a delivery that failed, not the first tries that end one', async (t) => {
   const db = await openTestDb(t, 'Postgres');
-  const attempts: AttemptRecord[] = [];
-  let tries = 0;
-  const handle = handlerOver(
-    // 1 fails once, then succeeds; 2, spilled behind it, succeeds at its first try.
-    async ({ event }) =>
-      (event.data as { n: number }).n === 1 && ++tries <= 1
-        ? { status: 'failed', code: '503', response_data: null, retryable: true }
-        : { status: 'success', code: '200', response_data: null, retryable: false },
-    {
-      emitAttempt: async (a) => {
-        attempts.push(a);
-      },
-      retry: { schedule: [0.2], intervalSeconds: 1, maxRetries: 3, maxRetryAfterMs: 60_000 },
-    },
-  );
+  // 1 fails once, then succeeds; 2, spilled behind it, succeeds at its first try.
+  const { handle, attempts } = oneFailsFirst(1);
   const progress = createDeliveryProgress(db, createLogger('test', 'silent'));
   const inOrder = orderedOver(db, handle, { progress });
   t.teardown(() => inOrder.close());
