@@ -30,6 +30,7 @@ t.test('a failing look for orphaned spills: one warning, repeats at debug, one l
     store: createOrderedStore(db),
     types: ['webhook'],
     log: createLogger('sender', 'debug', stream),
+    progress: { read: unused, after: () => 0, tried: () => undefined },
   });
   t.teardown(() => ordered.close());
   const about = (msg: string) => lines.filter((l) => l.msg.startsWith(msg));

@@ -137,6 +137,7 @@ function orderedOver(db: Knex, handle: OrderedDeps['handle'], deps: Partial<Orde
     store: createOrderedStore(db),
     types: ['webhook'],
     log: createLogger('test', 'silent'),
+    progress: createDeliveryProgress(db, createLogger('test', 'silent')),
     ...deps,
   });
 }
@@ -568,7 +569,7 @@ t.test('a manual retry of the blocked event, made from the spill, is numbered af
   // 1 fails twice, then succeeds; every other try succeeds.
   const { handle, attempts } = oneFailsFirst(2);
   // The drain notes its tries where a manual retry's number is handed out (delivery-progress.ts).
-  const inOrder = orderedOver(db, handle, { progress: createDeliveryProgress(db, createLogger('test', 'silent')) });
+  const inOrder = orderedOver(db, handle);
   t.teardown(() => inOrder.close());
   await consumeOne(inOrder, 400, deliveryOf(1));
   // Asked for while 1 blocks, numbered as the gateway numbers it then: after the one attempt stored.

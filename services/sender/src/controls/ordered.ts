@@ -84,7 +84,7 @@ export interface OrderedDeps {
    * What is stored of a manual retry's delivery and the number its attempt takes; the drain's own
    * tries are noted there too, so a manual retry is numbered past them (delivery-progress.ts).
    */
-  progress?: Pick<DeliveryProgress, 'read' | 'after' | 'tried'>;
+  progress: Pick<DeliveryProgress, 'read' | 'after' | 'tried'>;
   /**
    * Before each try of a drained delivery: waits for its destination's rate-limit turn however far
    * (controls/rate-limit.ts; a delivery to be canceled takes none); rejects once `signal` aborts
@@ -472,9 +472,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
    * of its delivery stored or made here (the blocked delivery it waited behind may be the same).
    */
   async function manually(d: DeliveryRecord, signal: AbortSignal): Promise<Handled> {
-    const stored = (await deps.progress?.read(d)) ?? { superseded: false, attempts: 0 };
+    const stored = await deps.progress.read(d);
     await atTurn(d, signal);
-    return deps.handle(d, undefined, false, deps.progress ? deps.progress.after(d, stored) : stored.attempts);
+    return deps.handle(d, undefined, false, deps.progress.after(d, stored));
   }
 
   /** A spilled delivery tried until it ends; resolves to its final try, not yet written. Throws when stopped. */
@@ -496,7 +496,7 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       const h = await deps.handle(d, undefined, true);
       // Only a delivery that failed here can be retried by hand before its attempt is stored with a
       // number a manual retry must count past; a first try that ends it needs no note.
-      if (blocked || h.next) deps.progress?.tried(d, h.attempt.attempt_number);
+      if (blocked || h.next) deps.progress.tried(d, h.attempt.attempt_number);
       if (!h.next) {
         const final = await ended(d, at, h);
         if (blocked) await store.clear(d);
