@@ -164,7 +164,7 @@ export const MODELS = {
       waiting: {
         type: 'integer',
         description:
-          'Deliveries waiting in the destination’s spill for their turn, the blocking one left out: written there while it is blocked, made in order once it is not.',
+          'Deliveries waiting in the destination’s spill for their turn, the blocking one left out (a manual retry of its event counts): written there while it is blocked, made in order once it is not.',
       },
     },
   },

@@ -257,7 +257,7 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
       attempt_number: 2,
       next_attempt_at: new Date('2030-01-01T00:00:00Z'),
     });
-    const spilled = (offset: number, event_id: string) => ({
+    const spilled = (offset: number, event_id: string, delivery = '{"manual":false}') => ({
       tenant_id: 'acme',
       destination_id: 'ord',
       topic: 'deliveries.webhook',
@@ -265,24 +265,25 @@ t.test('topics, filters, list filters, patch, enable/disable, delete', async (t)
       offset,
       type: 'webhook',
       event_id,
-      delivery: '{}',
+      delivery,
     });
-    await db('ordered_spill').insert([spilled(5, 'ev1'), spilled(6, 'ev2'), spilled(9, 'ev3')]);
+    // 5 is the blocking delivery; 7, a manual retry of its event asked for meanwhile, waits behind it.
+    await db('ordered_spill').insert([spilled(5, 'ev1'), spilled(6, 'ev2'), spilled(7, 'ev1', '{"manual":true}'), spilled(9, 'ev3')]);
     const order = (await call('GET', `${url}/order`)).body;
     t.match(order, {
       ordered: true,
-      blocked: { event_id: 'ev1', attempt_number: 2, next_attempt_at: '2030-01-01T00:00:00.000Z', waiting: 2 },
-      waiting: 2,
+      blocked: { event_id: 'ev1', attempt_number: 2, next_attempt_at: '2030-01-01T00:00:00.000Z', waiting: 3 },
+      waiting: 3,
     });
     t.ok(Date.parse(order.blocked.since) > 0, 'since when');
     await db('ordered_blocks').where({ tenant_id: 'acme', destination_id: 'ord' }).delete();
-    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null, waiting: 3 }, 'unblocked, its spill draining');
+    t.same((await call('GET', `${url}/order`)).body, { ordered: true, blocked: null, waiting: 4 }, 'unblocked, its spill draining');
     r = await call('PATCH', url, { ordered: false });
     t.equal(r.status, 200);
     t.notOk('ordered' in r.body, 'false: absent from the view');
     t.same(
       (await call('GET', `${url}/order`)).body,
-      { ordered: false, blocked: null, waiting: 3 },
+      { ordered: false, blocked: null, waiting: 4 },
       'switched off: the spill still drains in order',
     );
     await db('ordered_spill').where({ tenant_id: 'acme', destination_id: 'ord' }).delete();

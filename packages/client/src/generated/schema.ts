@@ -926,7 +926,7 @@ export interface components {
                  */
                 since: string;
             } | null;
-            /** @description Deliveries waiting in the destination’s spill for their turn, the blocking one left out: written there while it is blocked, made in order once it is not. */
+            /** @description Deliveries waiting in the destination’s spill for their turn, the blocking one left out (a manual retry of its event counts): written there while it is blocked, made in order once it is not. */
             waiting: number;
         };
         Event: {

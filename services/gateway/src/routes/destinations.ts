@@ -352,10 +352,13 @@ function orderRoute(app: FastifyInstance, deps: DestinationRouteDeps) {
     async (req: TenantReq) => {
       const d = await load(deps, req);
       // Read whatever `ordered` says now: a destination switched off while blocked still drains its spill in order.
+      // Waiting: the spill but the blocking delivery itself; a manual retry of its event (never the
+      // blocking one: manual retries are not retried) waits like any other.
       const res = await deps.db.raw(
         `SELECT b.event_id, b.attempt_number, b.next_attempt_at, b.since,
                 (SELECT count(*) FROM ordered_spill s
-                  WHERE s.tenant_id = ? AND s.destination_id = ? AND s.event_id IS DISTINCT FROM b.event_id) AS waiting
+                  WHERE s.tenant_id = ? AND s.destination_id = ?
+                    AND (s.event_id IS DISTINCT FROM b.event_id OR (s.delivery::jsonb ->> 'manual') = 'true')) AS waiting
            FROM (SELECT 1) one LEFT JOIN ordered_blocks b ON b.tenant_id = ? AND b.destination_id = ?`,
         [d.tenant_id, d.id, d.tenant_id, d.id],
       );
