@@ -494,9 +494,9 @@ export function createOrderedDelivery(deps: OrderedDeps) {
       // to be canceled takes none).
       await atTurn(d, signal);
       const h = await deps.handle(d, undefined, true);
-      // Only a delivery that failed here can be retried by hand before its attempt is stored with a
-      // number a manual retry must count past; a first try that ends it needs no note.
-      if (blocked || h.next) deps.progress.tried(d, h.attempt.attempt_number);
+      // Noted for a delivery that failed once (a retry, or failing now): a manual retry of it must be
+      // numbered past this try before its attempt is stored. A first try that ends it needs no note.
+      if (h.next || h.attempt.attempt_number > 1) deps.progress.tried(d, h.attempt.attempt_number);
       if (!h.next) {
         const final = await ended(d, at, h);
         if (blocked) await store.clear(d);
