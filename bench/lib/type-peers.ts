@@ -3,7 +3,6 @@
 // runner for one phase and stopped after it, and the destinations of that type pointed at it. The
 // peers measure our sender and its client library against a local server, not a cloud service.
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { CreateStreamCommand, KinesisClient } from '@aws-sdk/client-kinesis';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -11,7 +10,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import amqp from 'amqplib';
 import kafkajs from 'kafkajs';
-import { freePort, type Teardown } from '../../shared/src/testing/index.ts';
+import { freePort, listenLocal, type Teardown } from '../../shared/src/testing/index.ts';
 import { startAwsGate } from '../../shared/src/testing/peers/aws-gate.ts';
 import { startElasticMq } from '../../shared/src/testing/peers/elasticmq.ts';
 import { startKinesalite } from '../../shared/src/testing/peers/kinesalite.ts';
@@ -240,15 +239,7 @@ export async function startTypePeer(
         req.resume();
         req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"SUCCESS"}'));
       });
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      t.teardown(
-        () =>
-          new Promise<void>((r) => {
-            server.closeAllConnections();
-            server.close(() => r());
-          }),
-      );
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { url: base } = await listenLocal(t, server);
       return {
         env: { EVENT_GATEWAY_BASE_URL: base, EVENT_GATEWAY_VERIFY_URL: '' },
         async destination(k) {

@@ -2,7 +2,7 @@
 // its child, a missing or malformed one starts a new trace (a producer's bad header never fails a
 // record), and close() exports what is buffered.
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '../src/testing/index.ts';
 import t from 'tap';
 import { createTracing } from '../src/tracing.ts';
 
@@ -27,9 +27,8 @@ t.test('parents from record headers; malformed ones start a trace', async (t) =>
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  const tracing = createTracing({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, serviceName: 'test' });
+  const { url } = await listenLocal(t, server);
+  const tracing = createTracing({ endpoint: url, serviceName: 'test' });
 
   const root = tracing.span('root', 'producer', undefined);
   const headers = root.headers();

@@ -6,9 +6,8 @@
 // record's headers). Against Kafka (a process per service); with SWITCHYARD_E2E_MODE=embedded
 // (test/embedded/e2e-tracing.test.ts) against the embedded log, in one process.
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { e2eMode, startReceiver, startStack, type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
+import { e2eMode, listenLocal, startReceiver, startStack, type Teardown, waitFor } from '@switchyard/shared/testing/index.ts';
 
 interface OtlpValue {
   stringValue?: string;
@@ -63,15 +62,7 @@ async function startCollector(t: Teardown) {
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, contentTypes };
+  return { url: (await listenLocal(t, server)).url, spans, contentTypes };
 }
 
 t.test('one event is one trace: publish -> route -> deliver -> store attempt', async (t) => {

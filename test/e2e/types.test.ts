@@ -11,15 +11,7 @@ import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/c
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import amqp from 'amqplib';
 import t from 'tap';
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  startReceiver,
-  startService,
-  testEnv,
-  waitFor,
-} from '@switchyard/shared/testing/index.ts';
+import { startReceiver, startService, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 import { startElasticMq } from '@switchyard/shared/testing/peers/elasticmq.ts';
 import { startKinesalite } from '@switchyard/shared/testing/peers/kinesalite.ts';
 import { startRabbitMq } from '@switchyard/shared/testing/peers/rabbitmq.ts';
@@ -79,22 +71,18 @@ t.test('sqs, rabbitmq, kinesis, s3 and gateway destinations, each against a real
   const bound = (await ch.assertQueue('', { exclusive: true })).queue;
   await ch.bindQueue(bound, 'events', 'user.*');
 
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  // First no sender of these types runs: their deliveries wait in their topics.
+  const {
+    env: webhookOnly,
+    api,
+    sender,
+  } = await startStack(t, {
     TOPICS: 'user.created,user.deleted',
     KAFKA_PARTITIONS: '1',
     RETRY_SCHEDULE: '600',
     EVENT_GATEWAY_BASE_URL: gw.url,
+    SENDER_TYPES: 'webhook',
   });
-  // First no sender of these types runs: their deliveries wait in their topics.
-  const webhookOnly = { ...env, SENDER_TYPES: 'webhook' };
-  await startService(t, 'attempts', webhookOnly);
-  await startService(t, 'router', webhookOnly);
-  await startService(t, 'gateway', webhookOnly);
-  const sender = await startService(t, 'sender', webhookOnly);
-  const api = apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string);
   await api('PUT', '/api/v1/tenants/acme');
   const create = async (type: string, config: Record<string, unknown>, credentials: Record<string, unknown>) => {
     const r = await api<{ id: string }>('POST', '/api/v1/tenants/acme/destinations', {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { createServer } from 'node:net';
-import { createTestDatabase, ROOT, testEnv } from '@switchyard/shared/testing/index.ts';
+import { createTestDatabase, listenLocal, ROOT, testEnv } from '@switchyard/shared/testing/index.ts';
 
 const SECRETS = { API_KEY: 'settings-test-key', API_JWT_SECRET: 'j'.repeat(32), AES_ENCRYPTION_SECRET: 'a'.repeat(32) };
 
@@ -148,10 +148,7 @@ t.test('EGRESS_ALLOW, which only the sender checks: refused before anything star
 });
 
 t.test('a port another process holds: one line naming the setting, exit code 1', async (t) => {
-  const holder = createServer();
-  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => holder.close(() => resolve())));
-  const port = String((holder.address() as { port: number }).port);
+  const port = String((await listenLocal(t, createServer())).port);
   const inUse = (service: string, setting: string) =>
     new RegExp(
       `^switchyard ${service}: failed to start: ${setting} \\(127\\.0\\.0\\.1:${port}\\): already in use by another process; set another port \\(0 picks a free one\\)$`,

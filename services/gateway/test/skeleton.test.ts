@@ -1,9 +1,9 @@
-import { createServer, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import t from 'tap';
 import { createCipher } from '@switchyard/shared/crypto.ts';
 import { createDb } from '@switchyard/shared/db/index.ts';
 import { createLogger } from '@switchyard/shared/log.ts';
-import { freePort, testConfig } from '@switchyard/shared/testing/index.ts';
+import { freePort, listenLocal, testConfig } from '@switchyard/shared/testing/index.ts';
 import { build } from '../src/app.ts';
 import { buildTestApp } from './helpers.ts';
 
@@ -34,10 +34,7 @@ t.test('healthz answers 503 naming the failed check when Postgres does not answe
 t.test('healthz answers 503 within its bound when Postgres hangs (takes connections, never answers)', async (t) => {
   // A stopped database (SIGSTOP, a dead network path) accepts and stays silent: the client would
   // wait for its own timeout (30 s), a probe must not.
-  const held: Socket[] = [];
-  const silent = createServer((socket) => void held.push(socket));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const port = (silent.address() as { port: number }).port;
+  const { port } = await listenLocal(t, createServer());
   const url = `postgres://switchyard@127.0.0.1:${port}/none`;
   const config = testConfig({ DATABASE_URL: url });
   const db = createDb({ url, poolMax: 1 });
@@ -51,8 +48,6 @@ t.test('healthz answers 503 within its bound when Postgres hangs (takes connecti
     cipher: createCipher(config.AES_ENCRYPTION_SECRET),
   });
   t.teardown(async () => {
-    for (const s of held) s.destroy();
-    silent.close();
     await app.close();
     await db.destroy().catch(() => {});
   });

@@ -13,7 +13,7 @@ type Dest = { id: string; config: Record<string, unknown>; disabled_at: string |
 
 t.test('the portal at its edges, embedded mode', { timeout: 600_000 }, async (t) => {
   buildPortal();
-  const { base, admin, receiver } = await deploy(t, 'embedded', { TOPICS: 'user.created,order.paid,audit.*' });
+  const { base, admin, receiver } = await deploy(t, { TOPICS: 'user.created,order.paid,audit.*' });
   const browser = await launch(t);
   t.equal((await admin('PUT', '/api/v1/tenants/edge')).status, 201);
   const context = await browser.newContext({ viewport: { width: 1200, height: 820 } });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import type { Test } from 'tap';
-import { apiClient, freePort, ROOT, startReceiver, startService, testEnv, waitFor } from '@switchyard/shared/testing/index.ts';
+import { ROOT, type Stack, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // The screenshots go to docs/portal/ only when asked (PORTAL_SCREENSHOTS=1): a test run leaves the
@@ -21,7 +21,7 @@ const SHOTS =
 
 type T = Test;
 
-type Api = ReturnType<typeof apiClient>;
+type Api = Stack['api'];
 
 /** Builds the portal when its sources changed (a lock keeps parallel test files from racing). */
 export function buildPortal(): void {
@@ -40,27 +40,19 @@ export async function launch(t: T): Promise<Browser> {
   return browser;
 }
 
-/** The deployment: embedded mode (one process) or every service its own process. */
-export async function deploy(t: T, mode: 'embedded' | 'services', extra: Record<string, string> = {}) {
-  const port = await freePort();
+/** The deployment, in the mode SWITCHYARD_E2E_MODE names: embedded (one process) or every service its own process. */
+export async function deploy(t: T, extra: Record<string, string> = {}) {
   const receiver = await startReceiver(t);
-  const env = testEnv({
-    API_PORT: String(port),
+  const stack = await startStack(t, {
     TOPICS: 'user.created,order.paid',
     RETRY_MAX_LIMIT: '0',
     PORTAL_ORGANIZATION_NAME: 'Acme Cloud',
     PORTAL_REFERER_URL: `${receiver.url}/back`,
     ...extra,
   });
-  const processes =
-    mode === 'embedded'
-      ? [await startService(t, 'gateway', env)]
-      : [await startService(t, 'attempts', env)].concat(
-          await Promise.all([startService(t, 'router', env), startService(t, 'sender', env), startService(t, 'gateway', env)]),
-        );
-  const base = `http://127.0.0.1:${port}`;
-  const admin = apiClient(base, env.API_KEY as string);
-  return { base, admin, receiver, env, output: () => processes.map((p) => p.output()).join('\n') };
+  // In embedded mode the four are the one process.
+  const processes = [...new Set([stack.attempts, stack.router, stack.sender, stack.gateway])];
+  return { base: stack.base, admin: stack.api, receiver, env: stack.env, output: () => processes.map((p) => p.output()).join('\n') };
 }
 
 export async function portalUrl(admin: Api, tenant: string, theme: 'light' | 'dark'): Promise<string> {
@@ -169,7 +161,6 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   const b = opts.branding;
   const { base, admin, receiver, env, output } = await deploy(
     t,
-    mode,
     b ? { PORTAL_BRAND_COLOR: b.brandColor, PORTAL_FORCE_THEME: b.forceTheme, PORTAL_LOGO: '/portal/favicon.svg' } : {},
   );
   const browser = await launch(t);

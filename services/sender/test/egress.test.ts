@@ -3,10 +3,11 @@
 // 10.0.0.1 or 169.254.169.254 — it would fail the assertions instead.
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import http from 'node:http';
-import net, { type AddressInfo, type LookupFunction } from 'node:net';
+import net, { type LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import t from 'tap';
 import { Agent, request } from 'undici';
+import { freePort, listenLocal, type Teardown } from '@switchyard/shared/testing/index.ts';
 import { createEgressAgent, createEgressLookup, EgressBlockedError, isAllowed, parseAllowList, type Resolver } from '../src/egress.ts';
 import { hostCheck } from '../src/host-check.ts';
 import { classifyNetworkError } from '../src/network-errors.ts';
@@ -41,39 +42,26 @@ t.teardown(() => {
   tls.connect = originalTlsConnect;
 });
 
-/** The part of a tap test the helpers use. */
-interface HasTeardown {
-  teardown(fn: () => unknown): void;
-}
-
 interface TestServer {
   port: number;
   /** TCP connections the server accepted. */
   connections(): number;
 }
 
-async function serve(t: HasTeardown, handler: http.RequestListener): Promise<TestServer> {
+async function serve(t: Teardown, handler: http.RequestListener): Promise<TestServer> {
   const server = http.createServer(handler);
   let accepted = 0;
   server.on('connection', () => {
     accepted++;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { port: (server.address() as AddressInfo).port, connections: () => accepted };
+  return { port: (await listenLocal(t, server)).port, connections: () => accepted };
 }
 
 const ok: http.RequestListener = (_req, res) => {
   res.end('ok');
 };
 
-function agent(t: HasTeardown, allow: readonly string[], extra: { connections?: number } = {}): Agent {
+function agent(t: Teardown, allow: readonly string[], extra: { connections?: number } = {}): Agent {
   const a = createEgressAgent({ allow: parseAllowList(allow), connectTimeoutMs: 500, ...extra });
   t.teardown(() => a.destroy());
   return a;
@@ -374,10 +362,7 @@ t.test('connections are kept alive and bounded per origin', async (t) => {
 // classifyNetworkError
 
 t.test('classify: connection refused on a closed local port', async (t) => {
-  const probe = http.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const port = await freePort();
   const err = await failure(get(`http://127.0.0.1:${port}/`, agent(t, ['127.0.0.0/8'])));
   const c = classifyNetworkError(err);
   t.equal(c.reason, 'connection_refused');

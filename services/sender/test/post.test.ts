@@ -1,10 +1,9 @@
 // post(): one webhook request through undici's dispatch, against real local HTTP servers.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import t from 'tap';
 import { Agent } from 'undici';
 import { DISCARD_MAX_BYTES, post } from '../src/post.ts';
-import type { Teardown } from '@switchyard/shared/testing/index.ts';
+import { freePort, listenLocal, type Teardown } from '@switchyard/shared/testing/index.ts';
 
 interface Server {
   url: string;
@@ -16,25 +15,16 @@ interface Server {
 
 async function serve(t: Teardown, answer: (req: IncomingMessage, res: ServerResponse) => void): Promise<Server> {
   const seen: string[] = [];
-  const sockets = new Set<Socket>();
   let connections = 0;
   const srv = createServer((req, res) => {
     seen.push(`${req.method} ${req.url}`);
     req.resume();
     req.on('end', () => answer(req, res));
   });
-  srv.on('connection', (s: Socket) => {
+  srv.on('connection', () => {
     connections++;
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  t.teardown(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => srv.close(() => r()));
-  });
-  const { port } = srv.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, seen, connections: () => connections };
+  return { url: (await listenLocal(t, srv)).url, seen, connections: () => connections };
 }
 
 function agent(t: Teardown, connections?: number): Agent {
@@ -161,10 +151,7 @@ t.test('an already aborted signal sends nothing', async (t) => {
 });
 
 t.test("connection failures reject with undici's error", async (t) => {
-  const closed = createServer();
-  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-  const { port } = closed.address() as { port: number };
-  await new Promise<void>((r) => closed.close(() => r())); // the port now refuses
+  const port = await freePort(); // nothing listens on it: it refuses
   const err = await post(agent(t), `http://127.0.0.1:${port}/`, req(never())).catch((e: unknown) => e);
   t.equal((err as NodeJS.ErrnoException).code, 'ECONNREFUSED');
 });

@@ -9,10 +9,10 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { listenLocal } from '@switchyard/shared/testing/index.ts';
 
 const dir = join(import.meta.dirname, 'fixtures/private-ca');
 
@@ -34,9 +34,7 @@ t.test('a webhook to a private-CA receiver: tls_error without the CA, delivered 
       });
     },
   );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const url = `https://127.0.0.1:${(await listenLocal(t, server)).port}/hook`;
   // A plain process, as a sender runs: no CA of the test's environment, none of tap's loaders.
   const { NODE_EXTRA_CA_CERTS: _ca, NODE_OPTIONS: _opts, ...env } = process.env;
 

@@ -1,13 +1,12 @@
 // The webhook sender against local receivers: real HTTP through the egress-checked undici agent.
 import { createHmac } from 'node:crypto';
-import { createServer } from 'node:net';
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
 import type { DeliveryInput } from '../src/sender.ts';
 import { createEgressAgent, parseAllowList } from '../src/egress.ts';
 import { createClientCache } from '../src/clients.ts';
 import { createWebhookSender, responseBody, type WebhookSenderOptions } from '../src/webhook/sender.ts';
-import { startReceiver } from '@switchyard/shared/testing/index.ts';
+import { freePort, startReceiver } from '@switchyard/shared/testing/index.ts';
 
 /** A webhook sender as the delivery handler sees it: through the per-destination client cache. */
 const webhookSender = (opts: WebhookSenderOptions) => createClientCache(createWebhookSender(opts));
@@ -197,10 +196,7 @@ t.test('a response body is recorded parsed when it is JSON, else as the text it 
 
 t.test('network failures are failed attempts with a reason', async (t) => {
   const sender = webhookSender({ dispatcher: agent, mode: 'standard', headerPrefix: 'x-outpost-', responseMaxBytes: 100 });
-  const closed = createServer();
-  await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-  const port = (closed.address() as { port: number }).port;
-  await new Promise<void>((r) => closed.close(() => r()));
+  const port = await freePort();
   t.match(await sender.deliver(input(`http://127.0.0.1:${port}/`, { secret })), {
     status: 'failed',
     code: 'ERR',

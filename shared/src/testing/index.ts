@@ -4,7 +4,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import { connect, type AddressInfo, createServer as createTcpServer } from 'node:net';
+import { connect, type AddressInfo, createServer as createTcpServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -148,14 +148,36 @@ export async function startReceiver(t: Teardown): Promise<Receiver> {
       }, a.delayMs ?? 0);
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { url, close } = await listenLocal(t, server);
+  return { url, requests, respond: (fn) => (answer = fn), close };
+}
+
+/**
+ * Listens on a free loopback port until `t` tears down or `close()`. Closing ends the connections
+ * still open first: a server's own close waits for every one, and a peer holding one would hold the
+ * test. `url` is the server's as `http://`.
+ */
+export async function listenLocal(t: Teardown, server: NetServer): Promise<{ port: number; url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const close = () =>
     new Promise<void>((r) => {
-      server.closeAllConnections();
+      for (const s of sockets) s.destroy();
       server.close(() => r());
     });
   t.teardown(close);
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests, respond: (fn) => (answer = fn), close };
+  const { port } = server.address() as AddressInfo;
+  return { port, url: `http://127.0.0.1:${port}`, close };
 }
 
 export interface ServiceProcess {
@@ -448,10 +470,7 @@ export interface FaultStack {
  * fault run: its processes live until `t` ends, so start it in the test that outlives the restarts.
  */
 export async function startFaultStack(t: Teardown): Promise<FaultStack> {
-  const port = await freePort();
-  const env = testEnv({
-    DATABASE_URL: await createTestDatabase(t),
-    API_PORT: String(port),
+  const { env, api, gateway, router, sender, attempts } = await startStack(t, {
     TOPICS: 'order.paid',
     KAFKA_PARTITIONS: '4',
     RETRY_SCHEDULE: '1,1,1',
@@ -459,17 +478,11 @@ export async function startFaultStack(t: Teardown): Promise<FaultStack> {
   });
   const db = createDb({ url: env.DATABASE_URL as string, poolMax: 2 });
   t.teardown(() => db.destroy());
-  const attempts = await startService(t, 'attempts', env);
-  const [router, sender, gateway] = await Promise.all([
-    startService(t, 'router', env),
-    startService(t, 'sender', env),
-    startService(t, 'gateway', env),
-  ]);
   return {
     env,
     db,
-    procs: { gateway, router, sender, attempts } as FaultStack['procs'],
-    api: apiClient(`http://127.0.0.1:${port}`, env.API_KEY as string),
+    procs: { gateway, router, sender, attempts },
+    api,
     rx: await startReceiver(t),
     async kill(p) {
       p.child.kill('SIGKILL');

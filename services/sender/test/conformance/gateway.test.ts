@@ -2,7 +2,7 @@
 // with its signing key, that checks X-Hookdeck-Signature against the body with its own HMAC.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '@switchyard/shared/testing/index.ts';
 import { createEgressAgent, parseAllowList } from '../../src/egress.ts';
 import { createGatewaySender } from '../../src/gateway/sender.ts';
 import type { Target } from '../../src/sender.ts';
@@ -34,15 +34,7 @@ conformance({
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"SUCCESS"}');
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    t.teardown(
-      () =>
-        new Promise<void>((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
-    );
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { url: base } = await listenLocal(t, server);
     const agent = createEgressAgent({ allow: parseAllowList(['127.0.0.0/8']), connectTimeoutMs: 2000 });
     t.teardown(() => agent.close());
     let n = 0;

@@ -15,7 +15,8 @@
  *   a throttled or cut-off request fails each of its deliveries, retryable, and the retries deliver
  *   every event exactly once; a full batch never waits, and closing a client sends what waits.
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer } from 'node:net';
+import { freePort, listenLocal } from '@switchyard/shared/testing/index.ts';
 import type { DestinationType, EventRecord } from '@switchyard/shared/model/index.ts';
 import t, { type Test } from 'tap';
 import { createClientCache } from '../../src/clients.ts';
@@ -169,30 +170,8 @@ function counted(sender: TypeSender) {
 
 /** A TCP server that accepts connections and never answers: every delivery to it must time out. */
 async function blackHole(t: Test): Promise<number> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  return (server.address() as { port: number }).port;
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  const server = createServer((s) => s.on('error', () => {}));
+  return (await listenLocal(t, server)).port;
 }
 
 function newId(target: Target): Target {
@@ -296,7 +275,7 @@ export function conformance(fixture: Fixture): void {
     });
 
     await t.test('connection_refused: nothing listens', async (t) => {
-      const target = newId(peer.pointAt(await peer.destination(), '127.0.0.1', await closedPort()));
+      const target = newId(peer.pointAt(await peer.destination(), '127.0.0.1', await freePort()));
       const out = await cache.deliver(input(target, sampleEvent(), 5_000));
       t.match(
         out,

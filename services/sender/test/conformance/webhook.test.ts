@@ -1,7 +1,7 @@
 // Conformance fixture: webhook, against a local HTTP receiver that verifies the Standard Webhooks
 // signature of every request (with the standardwebhooks package) and answers 401 when it does not verify.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '@switchyard/shared/testing/index.ts';
 import { Webhook } from 'standardwebhooks';
 import { createEgressAgent, parseAllowList } from '../../src/egress.ts';
 import type { Target } from '../../src/sender.ts';
@@ -41,15 +41,7 @@ conformance({
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
       });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    t.teardown(
-      () =>
-        new Promise<void>((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
-    );
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { url: base } = await listenLocal(t, server);
     const agent = createEgressAgent({ allow: parseAllowList(['127.0.0.0/8']), connectTimeoutMs: 2000 });
     t.teardown(() => agent.close());
     let n = 0;

@@ -10,8 +10,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Teardown } from '../index.ts';
+import { listenLocal, type Teardown } from '../index.ts';
 
 export type AwsProtocol = 'json' | 's3';
 
@@ -318,17 +317,9 @@ export async function startAwsGate(t: Teardown, opts: AwsGateOptions): Promise<A
   server.on('connection', () => {
     connections++;
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  const port = (server.address() as AddressInfo).port;
+  const { port, url } = await listenLocal(t, server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     port,
     keys,
     throttle(keyId, n = 1, retryAfterSeconds = 3) {
