@@ -6,5 +6,5 @@ process.env.SWITCHYARD_E2E_MODE = 'embedded';
 const { portalFlow } = await import('./flow.ts');
 
 t.test('the portal end to end in Chromium, embedded mode', { timeout: 600_000 }, async (t) => {
-  await portalFlow(t, 'embedded', { screenshots: true });
+  await portalFlow(t, { screenshots: true });
 });

@@ -4,5 +4,5 @@ import t from 'tap';
 import { portalFlow } from './flow.ts';
 
 t.test('the portal end to end in Chromium, a process per service', { timeout: 600_000 }, async (t) => {
-  await portalFlow(t, 'services', { screenshots: false, branding: { brandColor: '#7c3aed', forceTheme: 'dark', logo: true } });
+  await portalFlow(t, { screenshots: false, branding: { brandColor: '#7c3aed', forceTheme: 'dark', logo: true } });
 });

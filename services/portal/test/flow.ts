@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import type { Test } from 'tap';
-import { ROOT, type Stack, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
+import { e2eMode, ROOT, type Stack, startReceiver, startStack, waitFor } from '@switchyard/shared/testing/index.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // The screenshots go to docs/portal/ only when asked (PORTAL_SCREENSHOTS=1): a test run leaves the
@@ -156,7 +156,7 @@ export interface FlowOptions {
   branding?: { brandColor: string; forceTheme: 'dark'; logo: true };
 }
 
-export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: FlowOptions): Promise<void> {
+export async function portalFlow(t: T, opts: FlowOptions): Promise<void> {
   buildPortal();
   const b = opts.branding;
   const { base, admin, receiver, env, output } = await deploy(
@@ -213,7 +213,7 @@ export async function portalFlow(t: T, mode: 'embedded' | 'services', opts: Flow
   t.ok(await visible(page.getByText('No destinations yet')), 'empty state');
   t.equal(await page.title(), 'Acme Cloud · Event destinations', 'the organisation names the page');
   // The same built pages in both modes: checked once, in embedded mode.
-  if (mode === 'embedded') await wizardFits(t, browser, admin, base);
+  if (e2eMode() === 'embedded') await wizardFits(t, browser, admin, base);
 
   // Create: type -> topics -> fields from the type schema, with its instructions.
   await page.getByRole('link', { name: 'New destination' }).click();

@@ -295,6 +295,7 @@ async function startProcess(
   return { name, child, output: () => out, stop };
 }
 
+/** A loopback port free when it returns: nothing listens on it until something binds it. */
 export async function freePort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
