@@ -71,6 +71,15 @@ t.test('deliveries start a gap apart; beyond the hold they are parked, spread a 
   t.equal(limiter.waiting(), 0);
 });
 
+t.test('a delivery parked for the shortest park waits exactly that long, at any clock reading', async (t) => {
+  // At 2896.1 ms, (now + 1200) - now is 1200.0000000000005 in floating point: rounded up, 1201.
+  const now = 2896.1;
+  const limiter = new RateLimiter({ now: () => now, sleep: () => new Promise<void>(() => {}) });
+  const limit = { per_second: 1 };
+  t.match(limiter.admit('a', limit), { go: Promise }, 'the first goes at once');
+  t.same(limiter.admit('a', limit), { parkMs: MIN_PARK_MS }, 'the next, whose turn is within it, parks for the shortest park');
+});
+
 t.test('a pause does not bunch starts: each is checked against the real ones before it', async (t) => {
   let now = 0;
   const timers: Array<() => void> = [];

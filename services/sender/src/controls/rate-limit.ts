@@ -219,9 +219,9 @@ export class RateLimiter {
     const turn = this.soonest(s, Math.max(now, s.next));
     if (mode !== 'hold' && turn - now > this.holdMs) {
       if (mode === 'near') return { laterMs: Math.ceil(turn - now) };
-      const parked = Math.max(turn, now + this.minParkMs);
-      s.next = parked + gap;
-      return { parkMs: Math.ceil(parked - now) };
+      s.next = Math.max(turn, now + this.minParkMs) + gap;
+      // Not ceil((now + min) - now): the sum can round a hair above min, parking a millisecond past it.
+      return { parkMs: Math.max(Math.ceil(turn - now), this.minParkMs) };
     }
     return this.wait(s, turn, signal);
   }
